@@ -1,0 +1,9 @@
+/** Jest runs the TypeScript sources as native ES modules (Nest 12 is ESM only). */
+export default {
+  testEnvironment: 'node',
+  extensionsToTreatAsEsm: ['.ts'],
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }] },
+  testMatch: ['<rootDir>/test/**/*.spec.ts'],
+  testTimeout: 30000,
+};

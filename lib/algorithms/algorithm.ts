@@ -1,0 +1,31 @@
+import type { ResolvedPolicy } from '../policy/policy.types.js';
+
+/**
+ * What one step of an algorithm decides. `state` is the key's state afterwards (undefined once nothing is
+ * counted any more); a denied step returns the state it was given, unchanged. Times are milliseconds.
+ */
+export interface StepResult<S> {
+  state: S | undefined;
+  allowed: boolean;
+  remaining: number;
+  resetMs: number;
+  /** 0 when allowed; Infinity when the cost is larger than the policy's capacity and can never fit. */
+  retryAfterMs: number;
+}
+
+/**
+ * An algorithm as pure functions of (state, policy, now, cost). The memory store runs them as they are; each
+ * has a Lua twin (`<name>.lua.ts`) with the same meaning for Redis. All arithmetic is on integers below 2^53
+ * (validation bounds capacity × windowMs), so both twins compute bit-identical results.
+ */
+export interface Algorithm<S> {
+  step(state: S | undefined, policy: ResolvedPolicy, nowMs: number, cost: number): StepResult<S>;
+  /** Gives `amount` units back, never beyond the policy's capacity. */
+  refund(state: S | undefined, policy: ResolvedPolicy, nowMs: number, amount: number): S | undefined;
+}
+
+/** ceil(a / b) for integers a >= 0, b > 0, without leaving integer arithmetic. */
+export function ceilDiv(a: number, b: number): number {
+  const q = Math.floor(a / b);
+  return q * b < a ? q + 1 : q;
+}

@@ -1,0 +1,27 @@
+import type { RateLimitAlgorithm } from '../policy/policy.types.js';
+import type { Algorithm } from './algorithm.js';
+import { fixedWindow } from './fixed-window/fixed-window.js';
+import { gcra } from './gcra/gcra.js';
+import { slidingWindowCounter } from './sliding-window-counter/sliding-window-counter.js';
+import { slidingWindowLog } from './sliding-window-log/sliding-window-log.js';
+import { tokenBucket } from './token-bucket/token-bucket.js';
+
+export { type Algorithm, type StepResult } from './algorithm.js';
+
+/** The TypeScript step of each algorithm. */
+export const ALGORITHM_STEPS: Readonly<Record<RateLimitAlgorithm, Algorithm<unknown>>> = {
+  'fixed-window': fixedWindow as Algorithm<unknown>,
+  'sliding-window-log': slidingWindowLog as Algorithm<unknown>,
+  'sliding-window-counter': slidingWindowCounter as Algorithm<unknown>,
+  'token-bucket': tokenBucket as Algorithm<unknown>,
+  gcra: gcra as Algorithm<unknown>,
+};
+
+/** The number by which the Redis script picks each algorithm's Lua twin (its position in ALGORITHMS_LUA). */
+export const ALGORITHM_CODES: Readonly<Record<RateLimitAlgorithm, number>> = {
+  'fixed-window': 1,
+  'sliding-window-log': 2,
+  'sliding-window-counter': 3,
+  'token-bucket': 4,
+  gcra: 5,
+};

@@ -1,0 +1,59 @@
+/**
+ * Lua twin of sliding-window-counter.ts. State string: "<window index>:<current>:<previous>".
+ * step(st, limit, window_ms, capacity, now_ms, cost) -> new_st, allowed (0/1), remaining, reset_ms, retry_ms
+ */
+export const slidingWindowCounterLua = `
+local SWC = {}
+function SWC.decode(raw)
+  local w, c, p = string.match(raw, '^(%-?%d+):(%d+):(%d+)$')
+  if not w then return false end
+  return { tonumber(w), tonumber(c), tonumber(p) }
+end
+function SWC.encode(st) return fmt(st[1]) .. ':' .. fmt(st[2]) .. ':' .. fmt(st[3]) end
+local function swc_normalize(st, index)
+  if not st then return 0, 0 end
+  if st[1] == index then return st[2], st[3] end
+  if st[1] == index - 1 then return 0, st[2] end
+  return 0, 0
+end
+function SWC.step(st, limit, w, cap, now, cost)
+  local index = floor(now / w)
+  local elapsed = now - index * w
+  local current, previous = swc_normalize(st, index)
+  local used = current * w + previous * (w - elapsed)
+  local capacity = limit * w
+  local function reset_for(cur)
+    if cur > 0 then return (index + 2) * w - now end
+    if previous > 0 then return (index + 1) * w - now end
+    return 0
+  end
+  local remaining_now = max(0, floor((capacity - used) / w))
+  if cost > limit then
+    return st, 0, remaining_now, reset_for(current), NEVER
+  end
+  if used + cost * w <= capacity then
+    local nxt = current + cost
+    local new_st = false
+    if nxt > 0 or previous > 0 then new_st = { index, nxt, previous } end
+    return new_st, 1, floor((capacity - used - cost * w) / w), reset_for(nxt), 0
+  end
+  local retry
+  if current + cost <= limit then
+    local slack = (limit - current - cost) * w
+    retry = w - floor(slack / previous) - elapsed
+  else
+    local slack = (limit - cost) * w
+    retry = (index + 1) * w + max(0, w - floor(slack / current)) - now
+  end
+  return st, 0, remaining_now, reset_for(current), retry
+end
+function SWC.refund(st, limit, w, cap, now, amount)
+  local index = floor(now / w)
+  local current, previous = swc_normalize(st, index)
+  local from_current = min(current, amount)
+  local next_previous = max(0, previous - (amount - from_current))
+  local next_current = current - from_current
+  if next_current > 0 or next_previous > 0 then return { index, next_current, next_previous } end
+  return false
+end
+`;

@@ -1,0 +1,70 @@
+import { type Algorithm, type StepResult } from '../algorithm.js';
+
+/** Counts of the current clock-aligned window (`window` is its index) and of the one before it. */
+export interface SlidingWindowCounterState {
+  readonly window: number;
+  readonly current: number;
+  readonly previous: number;
+}
+
+function normalize(state: SlidingWindowCounterState | undefined, index: number): [number, number] {
+  if (state === undefined) return [0, 0];
+  if (state.window === index) return [state.current, state.previous];
+  if (state.window === index - 1) return [0, state.current];
+  return [0, 0];
+}
+
+/**
+ * Sliding window counter: `estimate = current + previous × (1 − elapsed / windowMs)` must stay within
+ * `limit`. Computed scaled by windowMs (`current·W + previous·(W − elapsed)` against `limit·W`), so it is exact.
+ * Two counters per key, smooth at window edges: the usual choice for general API limits.
+ */
+export const slidingWindowCounter: Algorithm<SlidingWindowCounterState> = {
+  step(state, policy, nowMs, cost): StepResult<SlidingWindowCounterState> {
+    const { limit, windowMs: w } = policy;
+    const index = Math.floor(nowMs / w);
+    const elapsed = nowMs - index * w;
+    const [current, previous] = normalize(state, index);
+    const used = current * w + previous * (w - elapsed);
+    const capacity = limit * w;
+    const resetFor = (cur: number): number =>
+      cur > 0 ? (index + 2) * w - nowMs : previous > 0 ? (index + 1) * w - nowMs : 0;
+    const remainingNow = Math.max(0, Math.floor((capacity - used) / w));
+
+    if (cost > limit) {
+      return { state, allowed: false, remaining: remainingNow, resetMs: resetFor(current), retryAfterMs: Infinity };
+    }
+    if (used + cost * w <= capacity) {
+      const next = current + cost;
+      return {
+        state: next > 0 || previous > 0 ? { window: index, current: next, previous } : undefined,
+        allowed: true,
+        remaining: Math.floor((capacity - used - cost * w) / w),
+        resetMs: resetFor(next),
+        retryAfterMs: 0,
+      };
+    }
+    let retryAfterMs: number;
+    if (current + cost <= limit) {
+      // Fits later in this window, once the previous window's weight has decayed enough (previous > 0 here).
+      const slack = (limit - current - cost) * w;
+      retryAfterMs = w - Math.floor(slack / previous) - elapsed;
+    } else {
+      // Only in the next window, where this window's count becomes the decaying one (current > 0 here).
+      const slack = (limit - cost) * w;
+      retryAfterMs = (index + 1) * w + Math.max(0, w - Math.floor(slack / current)) - nowMs;
+    }
+    return { state, allowed: false, remaining: remainingNow, resetMs: resetFor(current), retryAfterMs };
+  },
+
+  refund(state, policy, nowMs, amount) {
+    const index = Math.floor(nowMs / policy.windowMs);
+    const [current, previous] = normalize(state, index);
+    const fromCurrent = Math.min(current, amount);
+    const nextPrevious = Math.max(0, previous - (amount - fromCurrent));
+    const nextCurrent = current - fromCurrent;
+    return nextCurrent > 0 || nextPrevious > 0
+      ? { window: index, current: nextCurrent, previous: nextPrevious }
+      : undefined;
+  },
+};

@@ -1,0 +1,90 @@
+/**
+ * Lua twin of sliding-window-log.ts. State string: "<time ms>:<cost>,<time ms>:<cost>,..." oldest first.
+ * A state is a pair of arrays { times, costs }.
+ * step(st, limit, window_ms, capacity, now_ms, cost) -> new_st, allowed (0/1), remaining, reset_ms, retry_ms
+ */
+export const slidingWindowLogLua = `
+local SWL = {}
+function SWL.decode(raw)
+  local times, costs = {}, {}
+  for t, c in string.gmatch(raw, '(%-?%d+):(%d+)') do
+    times[#times + 1] = tonumber(t)
+    costs[#costs + 1] = tonumber(c)
+  end
+  return { times, costs }
+end
+function SWL.encode(st)
+  local parts = {}
+  for i = 1, #st[1] do parts[i] = fmt(st[1][i]) .. ':' .. fmt(st[2][i]) end
+  return table.concat(parts, ',')
+end
+local function swl_alive(st, w, now)
+  local times, costs = {}, {}
+  if st then
+    for i = 1, #st[1] do
+      if st[1][i] + w > now then
+        times[#times + 1] = st[1][i]
+        costs[#costs + 1] = st[2][i]
+      end
+    end
+  end
+  return times, costs
+end
+local function swl_reset(times, w, now)
+  if #times == 0 then return 0 end
+  return times[#times] + w - now
+end
+function SWL.step(st, limit, w, cap, now, cost)
+  local times, costs = swl_alive(st, w, now)
+  local used = 0
+  for i = 1, #costs do used = used + costs[i] end
+  if cost <= limit and used + cost <= limit then
+    if cost > 0 then
+      local at = #times
+      while at > 0 and times[at] > now do at = at - 1 end
+      if at > 0 and times[at] == now then
+        costs[at] = costs[at] + cost
+      else
+        table.insert(times, at + 1, now)
+        table.insert(costs, at + 1, cost)
+      end
+    end
+    local new_st = false
+    if #times > 0 then new_st = { times, costs } end
+    return new_st, 1, limit - used - cost, swl_reset(times, w, now), 0
+  end
+  local retry = NEVER
+  if cost <= limit then
+    local need = used + cost - limit
+    local freed = 0
+    for i = 1, #times do
+      freed = freed + costs[i]
+      if freed >= need then
+        retry = times[i] + w - now
+        break
+      end
+    end
+  end
+  return st, 0, max(0, limit - used), swl_reset(times, w, now), retry
+end
+function SWL.refund(st, limit, w, cap, now, amount)
+  local times, costs = swl_alive(st, w, now)
+  local left = amount
+  local i = #times
+  while i >= 1 and left > 0 do
+    local take = min(costs[i], left)
+    costs[i] = costs[i] - take
+    left = left - take
+    i = i - 1
+  end
+  local kept_t, kept_c = {}, {}
+  for j = 1, #times do
+    if costs[j] > 0 then
+      kept_t[#kept_t + 1] = times[j]
+      kept_c[#kept_c + 1] = costs[j]
+    end
+  end
+  if #kept_t > 0 then return { kept_t, kept_c } end
+  return false
+end
+`;

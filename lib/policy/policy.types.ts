@@ -1,0 +1,79 @@
+import type { ExecutionContext } from '@nestjs/common';
+
+/** The five algorithms the module implements. */
+export type RateLimitAlgorithm =
+  | 'fixed-window'
+  | 'sliding-window-log'
+  | 'sliding-window-counter'
+  | 'token-bucket'
+  | 'gcra';
+
+export const ALGORITHMS: readonly RateLimitAlgorithm[] = [
+  'fixed-window',
+  'sliding-window-log',
+  'sliding-window-counter',
+  'token-bucket',
+  'gcra',
+];
+
+/** What to do when the store cannot answer in time: let the request through, or refuse it. */
+export type FailMode = 'open' | 'closed';
+
+/** How a request is keyed: the client IP, the authenticated user (falling back to the IP), or a function. */
+export type RateLimitKey =
+  | 'ip'
+  | 'user'
+  | ((ctx: ExecutionContext) => string | undefined | Promise<string | undefined>);
+
+/**
+ * One rate limit: `limit` requests (or cost units) per `window`.
+ * @example { name: 'login-ip', algorithm: 'sliding-window-log', limit: 5, window: '1m', key: 'ip', failMode: 'closed' }
+ */
+export interface RateLimitPolicy {
+  /** Unique per route; default derived from algorithm, limit and window. Shown in headers and errors. */
+  name?: string;
+  algorithm: RateLimitAlgorithm;
+  /** Requests (or cost units) per window; an integer >= 1. */
+  limit: number;
+  /** Milliseconds, or a duration string: '500ms', '10s', '1m', '1h', '1d'. */
+  window: number | string;
+  /** Token-bucket capacity / GCRA burst, an integer >= 1; default `limit`. The rate is always limit per window. */
+  burst?: number;
+  /** Default 'user'. A function returning undefined skips this policy for that request. */
+  key?: RateLimitKey;
+  /** Units one request consumes, a non-negative integer; default 1. */
+  cost?: number | ((ctx: ExecutionContext) => number | Promise<number>);
+  failMode?: FailMode;
+}
+
+/**
+ * A validated policy with every default applied and its window in milliseconds: what stores work with.
+ * `capacity` is the most units that can pass at once: `burst ?? limit` for token-bucket and GCRA,
+ * `limit` for the window algorithms.
+ */
+export interface ResolvedPolicy {
+  readonly name: string;
+  readonly algorithm: RateLimitAlgorithm;
+  readonly limit: number;
+  readonly windowMs: number;
+  readonly capacity: number;
+  readonly failMode?: FailMode;
+  readonly source: RateLimitPolicy;
+}
+
+/**
+ * The outcome of one policy for one key.
+ * `limit` is the policy's capacity (so 0 <= remaining <= limit), `remaining` the units left after this
+ * decision, `resetMs` the milliseconds until the key's usage is fully gone, `retryAfterMs` 0 when allowed,
+ * else the exact wait before the same request would be allowed (Infinity when its cost can never fit).
+ */
+export interface RateLimitDecision {
+  allowed: boolean;
+  policy: string;
+  limit: number;
+  remaining: number;
+  resetMs: number;
+  retryAfterMs: number;
+  /** Set when the decision needs explaining, such as a cost larger than the policy's capacity. */
+  message?: string;
+}

@@ -1,0 +1,29 @@
+import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
+
+/**
+ * One policy applied to one identity: `key` is the identity (a user id, an IP, an API key) before any
+ * prefixing or hashing, `cost` the units to consume (or, for refund, to give back).
+ */
+export interface RateLimitStoreItem {
+  readonly policy: ResolvedPolicy;
+  readonly key: string;
+  readonly cost: number;
+}
+
+/**
+ * Where rate-limit state lives. Every operation takes several items and returns one decision per item, in
+ * order. `consume` is atomic and all-or-nothing: when any item is denied, no item is consumed.
+ * Implement it to plug in your own store (`RateLimitModuleOptions.store`).
+ * @example const [decision] = await store.consume([{ policy: validatePolicy(p), key: 'user:42', cost: 1 }]);
+ */
+export interface RateLimitStore {
+  consume(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]>;
+  /** Decides as consume would for a cost of 1, but changes nothing. */
+  peek(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<RateLimitDecision[]>;
+  /** Gives each item's `cost` back, never beyond the policy's capacity; returns the state afterwards, as peek. */
+  refund(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]>;
+  /** Forgets the items' state. */
+  reset(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<void>;
+  /** Releases what the store owns (connections it opened itself; never a client it was given). */
+  close?(): Promise<void>;
+}

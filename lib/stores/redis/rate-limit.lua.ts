@@ -1,0 +1,158 @@
+import { createHash } from 'node:crypto';
+
+import { fixedWindowLua } from '../../algorithms/fixed-window/fixed-window.lua.js';
+import { gcraLua } from '../../algorithms/gcra/gcra.lua.js';
+import { slidingWindowCounterLua } from '../../algorithms/sliding-window-counter/sliding-window-counter.lua.js';
+import { slidingWindowLogLua } from '../../algorithms/sliding-window-log/sliding-window-log.lua.js';
+import { tokenBucketLua } from '../../algorithms/token-bucket/token-bucket.lua.js';
+
+/** Value of retry_ms for a cost that can never fit (the TypeScript twins use Infinity). */
+export const NEVER = -1;
+
+
+const prelude = `
+local floor, min, max = math.floor, math.min, math.max
+local NEVER = ${NEVER}
+local function fmt(n) return string.format('%d', n) end
+local function ceil_div(a, b)
+  local q = floor(a / b)
+  if q * b < a then q = q + 1 end
+  return q
+end
+`;
+
+const dispatcher = `
+-- KEYS[i]          state key of item i: <prefix>{<policy>:<identity>}
+-- ARGV[1]          operation: 'consume' | 'peek' | 'refund' | 'reset'
+-- ARGV[2]          current time in milliseconds since the epoch, or '' to read Redis TIME
+-- ARGV[3]          milliseconds added to every key's TTL (tolerance for clocks of several app instances)
+-- ARGV[4 + 5(i-1)] algorithm of item i: 1 fixed window, 2 sliding log, 3 sliding counter, 4 token bucket, 5 gcra
+-- ARGV[5 + 5(i-1)] limit of item i (units per window)
+-- ARGV[6 + 5(i-1)] window of item i in milliseconds
+-- ARGV[7 + 5(i-1)] capacity of item i (burst for token bucket and gcra, else the limit)
+-- ARGV[8 + 5(i-1)] cost of item i (units to consume, or to give back for 'refund')
+-- Returns 4 integers per item: allowed (0/1), remaining, reset_ms, retry_ms (-1: the cost can never fit).
+local ALGORITHMS = { FW, SWL, SWC, TB, GCRA }
+local op = ARGV[1]
+if op == 'reset' then
+  for i = 1, #KEYS do redis.call('DEL', KEYS[i]) end
+  return {}
+end
+local now
+if ARGV[2] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
+else
+  now = tonumber(ARGV[2])
+end
+local slack = tonumber(ARGV[3])
+
+local items = {}
+for i = 1, #KEYS do
+  local b = 3 + (i - 1) * 5
+  items[i] = {
+    key = KEYS[i], algo = ALGORITHMS[tonumber(ARGV[b + 1])], limit = tonumber(ARGV[b + 2]),
+    window = tonumber(ARGV[b + 3]), cap = tonumber(ARGV[b + 4]), cost = tonumber(ARGV[b + 5]),
+  }
+end
+
+local original = {}
+local function load(it)
+  local st = original[it.key]
+  if st == nil then
+    local raw = redis.call('GET', it.key)
+    st = false
+    if raw then st = it.algo.decode(raw) end
+    original[it.key] = st
+  end
+  return st
+end
+local function save(it, st, reset)
+  if st and reset > 0 then
+    redis.call('SET', it.key, it.algo.encode(st), 'PX', fmt(reset + slack))
+  else
+    redis.call('DEL', it.key)
+  end
+end
+local function peek(it, st)
+  local _, _, remaining, reset = it.algo.step(st, it.limit, it.window, it.cap, now, 0)
+  if remaining >= 1 then return { 1, remaining, reset, 0 } end
+  local _, _, _, _, retry = it.algo.step(st, it.limit, it.window, it.cap, now, 1)
+  return { 0, remaining, reset, retry }
+end
+
+local out = {}
+local function emit(r)
+  for j = 1, 4 do out[#out + 1] = r[j] end
+end
+
+if op == 'peek' then
+  for i = 1, #items do emit(peek(items[i], load(items[i]))) end
+  return out
+end
+
+if op == 'refund' then
+  for i = 1, #items do
+    local it = items[i]
+    local st = it.algo.refund(load(it), it.limit, it.window, it.cap, now, it.cost)
+    original[it.key] = st
+    local r = peek(it, st)
+    save(it, st, r[3])
+    emit(r)
+  end
+  return out
+end
+
+-- consume: decide every item, write only when all are allowed
+local working = {}
+local results = {}
+local all_allowed = true
+for i = 1, #items do
+  local it = items[i]
+  local st = working[it.key]
+  if st == nil then st = load(it) end
+  local new_st, allowed, remaining, reset, retry = it.algo.step(st, it.limit, it.window, it.cap, now, it.cost)
+  results[i] = { allowed, remaining, reset, retry, new_st or false }
+  if allowed == 0 then
+    all_allowed = false
+  elseif it.cost > 0 then
+    working[it.key] = new_st or false
+  end
+end
+if all_allowed then
+  local last = {}
+  for i = 1, #items do
+    if items[i].cost > 0 then last[items[i].key] = i end
+  end
+  for i = 1, #items do
+    local it = items[i]
+    if last[it.key] == i then save(it, results[i][5], results[i][3]) end
+    emit(results[i])
+  end
+  return out
+end
+for i = 1, #items do
+  local it = items[i]
+  if results[i][1] == 1 then
+    local _, _, remaining, reset = it.algo.step(original[it.key], it.limit, it.window, it.cap, now, 0)
+    emit({ 1, remaining, reset, 0 })
+  else
+    emit(results[i])
+  end
+end
+return out
+`;
+
+/** The one script of the Redis store: every algorithm's Lua twin and the multi-item dispatcher. */
+export const RATE_LIMIT_SCRIPT = [
+  prelude,
+  fixedWindowLua,
+  slidingWindowLogLua,
+  slidingWindowCounterLua,
+  tokenBucketLua,
+  gcraLua,
+  dispatcher,
+].join('\n');
+
+/** SHA1 of the script, computed here so that the caller's client needs no defineCommand. */
+export const RATE_LIMIT_SCRIPT_SHA = createHash('sha1').update(RATE_LIMIT_SCRIPT).digest('hex');
