@@ -2,11 +2,7 @@ import type { ExecutionContext } from '@nestjs/common';
 
 /** The five algorithms the module implements. */
 export type RateLimitAlgorithm =
-  | 'fixed-window'
-  | 'sliding-window-log'
-  | 'sliding-window-counter'
-  | 'token-bucket'
-  | 'gcra';
+  'fixed-window' | 'sliding-window-log' | 'sliding-window-counter' | 'token-bucket' | 'gcra';
 
 export const ALGORITHMS: readonly RateLimitAlgorithm[] = [
   'fixed-window',
@@ -21,9 +17,7 @@ export type FailMode = 'open' | 'closed';
 
 /** How a request is keyed: the client IP, the authenticated user (falling back to the IP), or a function. */
 export type RateLimitKey =
-  | 'ip'
-  | 'user'
-  | ((ctx: ExecutionContext) => string | undefined | Promise<string | undefined>);
+  'ip' | 'user' | ((ctx: ExecutionContext) => string | undefined | Promise<string | undefined>);
 
 /**
  * One rate limit: `limit` requests (or cost units) per `window`.

@@ -16,7 +16,11 @@ export interface KeyedItem {
 }
 
 /** Builds the public decision of one step. */
-export function toDecision(policy: ResolvedPolicy, step: Omit<StepResult<unknown>, 'state'>, cost: number): RateLimitDecision {
+export function toDecision(
+  policy: ResolvedPolicy,
+  step: Omit<StepResult<unknown>, 'state'>,
+  cost: number,
+): RateLimitDecision {
   const decision: RateLimitDecision = {
     allowed: step.allowed,
     policy: policy.name,

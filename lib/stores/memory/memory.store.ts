@@ -35,6 +35,9 @@ export class MemoryRateLimitStore implements RateLimitStore {
   private readonly maxKeys: number;
   private readonly keyPrefix: string;
   private sweeper: Iterator<[string, Entry]> = this.entries.entries();
+  // Eviction walks the Map from its front with one long-lived iterator: asking a new iterator for the first
+  // key would step over every deleted slot at the front of the Map's table each time.
+  private evictor: Iterator<string> = this.entries.keys();
   private nowMs = 0;
   private readonly table: StateTable = {
     get: (key, algorithm) => {
@@ -50,13 +53,10 @@ export class MemoryRateLimitStore implements RateLimitStore {
       // Deleting first moves a rewritten key to the end of the Map's order, which makes the front the
       // least recently written key: the one to evict.
       this.entries.delete(key);
+      this.sweep(SWEEP_PER_WRITE);
       if (state === undefined || ttlMs <= 0) return;
       this.entries.set(key, { algorithm, state, expiresAtMs: this.nowMs + ttlMs });
-      if (this.entries.size > this.maxKeys) {
-        const oldest = this.entries.keys().next();
-        if (oldest.done !== true) this.entries.delete(oldest.value);
-      }
-      this.sweep(SWEEP_PER_WRITE);
+      if (this.entries.size > this.maxKeys) this.evictOldest();
     },
   };
 
@@ -114,11 +114,24 @@ export class MemoryRateLimitStore implements RateLimitStore {
   }
 
   private keyed(items: readonly RateLimitStoreItem[]): RateLimitStoreItem[] {
-    return items.map((item) => ({ policy: item.policy, key: this.storageKey(item.policy.name, item.key), cost: item.cost }));
+    return items.map((item) => ({
+      policy: item.policy,
+      key: this.storageKey(item.policy.name, item.key),
+      cost: item.cost,
+    }));
   }
 
   private storageKey(policyName: string, identity: string): string {
     return storageKey(this.keyPrefix, policyName, identity);
+  }
+
+  private evictOldest(): void {
+    let oldest = this.evictor.next();
+    if (oldest.done === true) {
+      this.evictor = this.entries.keys();
+      oldest = this.evictor.next();
+    }
+    if (oldest.done !== true) this.entries.delete(oldest.value);
   }
 
   /** Examines the next `count` entries of a cursor that cycles through the map, deleting expired ones. */

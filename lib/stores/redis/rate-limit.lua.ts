@@ -9,7 +9,6 @@ import { tokenBucketLua } from '../../algorithms/token-bucket/token-bucket.lua.j
 /** Value of retry_ms for a cost that can never fit (the TypeScript twins use Infinity). */
 export const NEVER = -1;
 
-
 const prelude = `
 local floor, min, max = math.floor, math.min, math.max
 local NEVER = ${NEVER}

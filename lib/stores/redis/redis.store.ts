@@ -112,4 +112,3 @@ function decisionOf(policy: ResolvedPolicy, reply: unknown, at: number, cost: nu
     cost,
   );
 }
-

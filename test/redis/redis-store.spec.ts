@@ -1,0 +1,170 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+import type { Redis } from 'ioredis';
+
+import { ALGORITHMS, RedisRateLimitStore, validatePolicy, type RateLimitAlgorithm } from '../../lib/index.js';
+import { FakeClock } from '../support/fake-clock.js';
+import { startRedis, waitFor, type TestRedis } from '../support/redis-server.js';
+
+let redis: TestRedis;
+let client: Redis;
+let prefixes = 0;
+const nextPrefix = (): string => `s${++prefixes}:`;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  client = redis.client();
+});
+afterAll(() => redis.stop());
+
+describe.each<RateLimitAlgorithm>(ALGORITHMS)('%s under concurrency', (algorithm) => {
+  const policy = validatePolicy({ name: 'flood', algorithm, limit: 100, window: '1m' });
+
+  it('admits exactly 100 of 200 concurrent consumes over 4 connections', async () => {
+    const clock = new FakeClock();
+    const keyPrefix = nextPrefix();
+    const stores = Array.from(
+      { length: 4 },
+      () => new RedisRateLimitStore({ client: redis.client(), clock, keyPrefix }),
+    );
+    const decisions = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => stores[i % 4].consume([{ policy, key: 'one-key', cost: 1 }])),
+    );
+    expect(decisions.filter(([d]) => d.allowed)).toHaveLength(100);
+  });
+
+  it('admits exactly 100 of 200 consumes from 4 processes at once', async () => {
+    const keyPrefix = nextPrefix();
+    const script = fileURLToPath(new URL('../support/consume-child.mjs', import.meta.url));
+    const children = Array.from({ length: 4 }, () =>
+      spawn(process.execPath, [script, String(redis.port), algorithm, '50', keyPrefix, '1700000000000'], {
+        stdio: ['pipe', 'pipe', 'inherit'],
+      }),
+    );
+    const lines = children.map((child) => {
+      const out: string[] = [];
+      let ready: () => void;
+      const isReady = new Promise<void>((resolve) => (ready = resolve));
+      const done = new Promise<string[]>((resolve, reject) => {
+        child.stdout.on('data', (chunk: Buffer) => {
+          out.push(...chunk.toString().trim().split('\n'));
+          if (out[0] === 'ready') ready();
+        });
+        child.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`child exited with ${code}`))));
+      });
+      return { isReady, done };
+    });
+    await Promise.all(lines.map((l) => l.isReady));
+    children.forEach((child) => child.stdin.end('go\n'));
+    const admitted = (await Promise.all(lines.map((l) => l.done))).map((out) => Number(out[1]));
+    expect(admitted.reduce((a, b) => a + b, 0)).toBe(100);
+  });
+});
+
+describe('RedisRateLimitStore', () => {
+  it('consumes nothing from any policy when one denies (read back from Redis)', async () => {
+    const keyPrefix = nextPrefix();
+    const store = new RedisRateLimitStore({ client, clock: new FakeClock(), keyPrefix });
+    const wide = validatePolicy({ name: 'wide', algorithm: 'token-bucket', limit: 100, window: '1m' });
+    const narrow = validatePolicy({ name: 'narrow', algorithm: 'fixed-window', limit: 1, window: '1m' });
+    await store.consume([{ policy: narrow, key: 'u', cost: 1 }]);
+    const before = await client.get(`${keyPrefix}{wide:u}`);
+    await store.consume([{ policy: wide, key: 'u', cost: 5 }]);
+    const after = await client.get(`${keyPrefix}{wide:u}`);
+    const [w, n] = await store.consume([
+      { policy: wide, key: 'u', cost: 5 },
+      { policy: narrow, key: 'u', cost: 1 },
+    ]);
+    expect(n.allowed).toBe(false);
+    expect(w).toMatchObject({ allowed: true, remaining: 95 });
+    expect(before).toBeNull();
+    expect(await client.get(`${keyPrefix}{wide:u}`)).toBe(after);
+    expect((await store.peek([{ policy: wide, key: 'u' }]))[0].remaining).toBe(95);
+  });
+
+  it('decides 3 policies with exactly one command to Redis', async () => {
+    const store = new RedisRateLimitStore({ client, keyPrefix: nextPrefix() });
+    const policies = (['sliding-window-counter', 'token-bucket', 'gcra'] as const).map((algorithm, i) =>
+      validatePolicy({ name: `p${i}`, algorithm, limit: 10, window: '1m' }),
+    );
+    await store.load();
+    const monitor = await redis.client().monitor();
+    const sent: string[][] = [];
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      if (source !== 'lua') sent.push(args);
+    });
+    await store.consume(policies.map((policy) => ({ policy, key: 'u', cost: 1 })));
+    await client.ping('end-of-decision');
+    await waitFor(async () => sent.some((args) => args[1] === 'end-of-decision'), 'the PING in MONITOR');
+    monitor.disconnect();
+    const decision = sent.slice(
+      0,
+      sent.findIndex((args) => args[1] === 'end-of-decision'),
+    );
+    expect(decision.map((args) => args[0].toLowerCase())).toEqual(['evalsha']);
+  });
+
+  it('reloads its script after SCRIPT FLUSH and FLUSHALL without failing a request', async () => {
+    const store = new RedisRateLimitStore({ client, clock: new FakeClock(), keyPrefix: nextPrefix() });
+    const policy = validatePolicy({ name: 'p', algorithm: 'gcra', limit: 10, window: '1m' });
+    expect((await store.consume([{ policy, key: 'u', cost: 1 }]))[0].remaining).toBe(9);
+    await client.script('FLUSH');
+    expect((await store.consume([{ policy, key: 'u', cost: 1 }]))[0].remaining).toBe(8);
+    await client.flushall();
+    expect((await store.consume([{ policy, key: 'u', cost: 1 }]))[0].remaining).toBe(9);
+  });
+
+  it('leaves the caller’s client as it was', async () => {
+    const own = redis.client();
+    await own.ping();
+    const before = Object.keys(own).sort();
+    const store = new RedisRateLimitStore({ client: own, keyPrefix: nextPrefix() });
+    const policy = validatePolicy({ name: 'p', algorithm: 'gcra', limit: 10, window: '1m' });
+    await store.consume([{ policy, key: 'u', cost: 1 }]);
+    expect(Object.keys(own).sort()).toEqual(before);
+    expect(own.status).toBe('ready');
+    expect(own.scriptsSet).toEqual({});
+  });
+
+  it('hash-tags keys and hashes long or unsafe identities', async () => {
+    const keyPrefix = nextPrefix();
+    const store = new RedisRateLimitStore({ client, keyPrefix });
+    const policy = validatePolicy({ name: 'p', algorithm: 'fixed-window', limit: 10, window: '1m' });
+    for (const key of ['user-42', 'x'.repeat(10_000), 'a}{b', 'line\nbreak'])
+      await store.consume([{ policy, key, cost: 1 }]);
+    const keys = (await client.keys(`${keyPrefix}*`)).sort();
+    expect(keys).toHaveLength(4);
+    expect(keys).toContain(`${keyPrefix}{p:user-42}`);
+    for (const key of keys) expect(key).toMatch(/^s\d+:\{p:(user-42|#[A-Za-z0-9_-]{32})\}$/);
+  });
+
+  it('takes time from Redis TIME with clock: "store"', async () => {
+    const keyPrefix = nextPrefix();
+    const store = new RedisRateLimitStore({ client, clock: 'store', keyPrefix });
+    const policy = validatePolicy({ name: 'p', algorithm: 'fixed-window', limit: 10, window: '1h' });
+    const [seconds] = await client.time();
+    const [d] = await store.consume([{ policy, key: 'u', cost: 1 }]);
+    const windowEnd = (Math.floor((Number(seconds) * 1000) / 3_600_000) + 1) * 3_600_000;
+    expect(Math.abs(Number(seconds) * 1000 + d.resetMs - windowEnd)).toBeLessThan(2000);
+    expect(await client.get(`${keyPrefix}{p:u}`)).toBe(`${Math.floor((Number(seconds) * 1000) / 3_600_000)}:1`);
+  });
+
+  it('puts a TTL on every key and leaves none behind once the longest window has passed', async () => {
+    const keyPrefix = nextPrefix();
+    const store = new RedisRateLimitStore({ client, keyPrefix, ttlSlackMs: 0 });
+    const policies = ALGORITHMS.map((algorithm, i) =>
+      validatePolicy({ name: `p${i}`, algorithm, limit: 5, window: 150 + i * 50 }),
+    );
+    for (let i = 0; i < 3; i++) await store.consume(policies.map((policy) => ({ policy, key: `u${i}`, cost: 2 })));
+    const keys = await client.keys(`${keyPrefix}*`);
+    expect(keys).toHaveLength(15);
+    for (const key of keys) {
+      const ttl = await client.pttl(key);
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(2 * 350); // at most two windows (the sliding counter's previous window)
+    }
+    await new Promise((resolve) => setTimeout(resolve, 2 * 350 + 100));
+    expect(await client.keys(`${keyPrefix}*`)).toEqual([]);
+  });
+});

@@ -1,0 +1,47 @@
+import type { Clock } from '../../lib/clock.js';
+import { MemoryRateLimitStore } from '../../lib/stores/memory/memory.store.js';
+import type { RateLimitStore } from '../../lib/stores/rate-limit-store.js';
+import { RedisRateLimitStore } from '../../lib/stores/redis/redis.store.js';
+import { startRedis, type TestRedis } from './redis-server.js';
+
+/** A store under test: made fresh (empty, own key space) for each property run. */
+export interface StoreTarget {
+  readonly name: string;
+  setup(): Promise<void>;
+  teardown(): Promise<void>;
+  make(clock: Clock): RateLimitStore;
+}
+
+let runs = 0;
+
+export const memoryTarget: StoreTarget = {
+  name: 'memory',
+  setup: async () => undefined,
+  teardown: async () => undefined,
+  make: (clock) => new MemoryRateLimitStore({ clock }),
+};
+
+export function redisTarget(): StoreTarget & { redis(): TestRedis } {
+  let redis: TestRedis | undefined;
+  let client: ReturnType<TestRedis['client']> | undefined;
+  return {
+    name: 'redis',
+    redis: () => redis as TestRedis,
+    async setup() {
+      redis = await startRedis();
+      client = redis.client();
+    },
+    async teardown() {
+      await redis?.stop();
+    },
+    // A key prefix per run keeps runs apart; a long TTL slack keeps Redis' own (real-time) expiry out of
+    // sequences whose fake clock stands still.
+    make: (clock) =>
+      new RedisRateLimitStore({
+        client: client as NonNullable<typeof client>,
+        clock,
+        keyPrefix: `t${++runs}:`,
+        ttlSlackMs: 60_000,
+      }),
+  };
+}
