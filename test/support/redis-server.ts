@@ -17,8 +17,8 @@ const INSTALL_HINT =
   'redis-server was not found on PATH. The Redis tests start their own redis-server; install it with ' +
   '`sudo apt-get install redis-server` (Debian/Ubuntu) or `brew install redis` (macOS).';
 
-export function assertRedisServerInstalled(): void {
-  const probe = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
+export function assertRedisServerInstalled(env: NodeJS.ProcessEnv = process.env): void {
+  const probe = spawnSync('redis-server', ['--version'], { encoding: 'utf8', env });
   if (probe.error !== undefined || probe.status !== 0) throw new Error(INSTALL_HINT);
 }
 
