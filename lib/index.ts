@@ -1,4 +1,6 @@
 export { type Clock, systemClock } from './clock.js';
+export { RateLimitStoreTimeoutError } from './failure-reporter.js';
+export { normalizeIp } from './keys/client-ip.js';
 export { RateLimitPolicyError } from './policy/policy.errors.js';
 export {
   ALGORITHMS,
@@ -11,7 +13,16 @@ export {
 } from './policy/policy.types.js';
 export { defaultPolicyName, validatePolicy } from './policy/validate-policy.js';
 export { parseWindow } from './policy/window.js';
+export { RATE_LIMIT_CLOCK } from './rate-limit.constants.js';
+export { RateLimit, SkipRateLimit } from './rate-limit.decorator.js';
+export { RateLimitExceededException, RateLimitUnavailableException } from './rate-limit.exception.js';
+export { RateLimitGuard } from './rate-limit.guard.js';
+export { RateLimitInterceptor } from './rate-limit.interceptor.js';
+export { RateLimitModule } from './rate-limit.module.js';
+export { RATE_LIMIT_OPTIONS } from './rate-limit.module-definition.js';
+export { type RateLimitHeaders, type RateLimitModuleOptions, type TrustProxy } from './rate-limit.options.js';
+export { RateLimitService } from './rate-limit.service.js';
 export { MemoryRateLimitStore, type MemoryRateLimitStoreOptions } from './stores/memory/memory.store.js';
-export { type RateLimitStore, type RateLimitStoreItem } from './stores/rate-limit-store.js';
+export { RateLimitStore, type RateLimitStoreItem } from './stores/rate-limit-store.js';
 export { RedisRateLimitStore, type RedisRateLimitStoreOptions } from './stores/redis/redis.store.js';
 export { storageKey } from './stores/storage-key.js';

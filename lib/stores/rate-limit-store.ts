@@ -27,3 +27,9 @@ export interface RateLimitStore {
   /** Releases what the store owns (connections it opened itself; never a client it was given). */
   close?(): Promise<void>;
 }
+
+/**
+ * DI token of the module's store, named like the interface it provides.
+ * @example constructor(@Inject(RateLimitStore) private readonly store: RateLimitStore) {}
+ */
+export const RateLimitStore = Symbol('RateLimitStore');

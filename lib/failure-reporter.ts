@@ -1,0 +1,61 @@
+import type { Logger } from '@nestjs/common';
+
+import type { Clock } from './clock.js';
+
+/** How long one cause of failure stays quiet in the log after it was reported. */
+const QUIET_MS = 5000;
+/** Causes remembered at once; a flood of distinct messages cannot grow the map without limit. */
+const MAX_CAUSES = 100;
+
+/**
+ * Reports store failures: `onError` for every failure and policy, the logger at most once per cause every
+ * few seconds, with the count of what it held back, so a flood of failing requests cannot flood the log.
+ */
+export class FailureReporter {
+  private readonly recent = new Map<string, { atMs: number; suppressed: number }>();
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly clock: Clock,
+    private readonly onError?: (error: Error, policy: string) => void,
+  ) {}
+
+  report(error: unknown, policies: readonly string[]): void {
+    const err = error instanceof Error ? error : new Error(String(error));
+    for (const policy of policies) {
+      try {
+        this.onError?.(err, policy);
+      } catch (hookError) {
+        this.logger.error(`onError hook threw: ${(hookError as Error)?.message ?? String(hookError)}`);
+      }
+    }
+    const cause = `${err.name}: ${err.message}`.slice(0, 300);
+    const now = this.clock.now();
+    const seen = this.recent.get(cause);
+    if (seen !== undefined && now - seen.atMs < QUIET_MS) {
+      seen.suppressed++;
+      return;
+    }
+    const held = seen !== undefined && seen.suppressed > 0 ? ` (${seen.suppressed} more since the last report)` : '';
+    this.logger.error(`Rate limiter store failure for policy ${policies.join(', ')}: ${cause}${held}`);
+    if (this.recent.size >= MAX_CAUSES && seen === undefined) this.recent.clear();
+    this.recent.set(cause, { atMs: now, suppressed: 0 });
+  }
+}
+
+/** The error of a store call that took longer than the module's `timeout`. */
+export class RateLimitStoreTimeoutError extends Error {
+  constructor(timeoutMs: number) {
+    super(`store call timed out after ${timeoutMs} ms`);
+    this.name = 'RateLimitStoreTimeoutError';
+  }
+}
+
+/** Settles with `promise`, or rejects with RateLimitStoreTimeoutError after `timeoutMs`. */
+export function withTimeout<T>(promise: Promise<T>, timeoutMs: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new RateLimitStoreTimeoutError(timeoutMs)), timeoutMs);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

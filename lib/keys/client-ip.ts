@@ -1,0 +1,77 @@
+import type { IncomingMessage } from 'node:http';
+import { isIP } from 'node:net';
+
+import ipaddr from 'ipaddr.js';
+import proxyaddr from 'proxy-addr';
+
+import type { TrustProxy } from '../rate-limit.options.js';
+
+/** Decides whether the hop at `addr`, `hop` steps from the socket, is a proxy to believe. */
+export type TrustFn = (addr: string, hop: number) => boolean;
+
+const trustNone: TrustFn = () => false;
+const trustAll: TrustFn = () => true;
+
+/**
+ * Turns `trustProxy` into a trust function, with the semantics of `proxy-addr` (as Express uses it): false
+ * trusts nothing, true every hop, a number that many hops, strings and arrays name addresses, CIDR ranges or
+ * the presets 'loopback', 'linklocal', 'uniquelocal' (comma-separated strings allowed).
+ */
+export function compileTrust(trust: TrustProxy | undefined): TrustFn {
+  if (trust === undefined || trust === false) return trustNone;
+  if (trust === true) return trustAll;
+  if (typeof trust === 'function') return trust;
+  if (typeof trust === 'number') {
+    if (!Number.isSafeInteger(trust) || trust < 0) {
+      throw new TypeError(`nestjs-rate-limit: trustProxy as a number must be a hop count >= 0, got ${trust}`);
+    }
+    return (_addr, hop) => hop < trust;
+  }
+  const list = (Array.isArray(trust) ? trust : trust.split(',')).map((s) => s.trim()).filter((s) => s !== '');
+  try {
+    return proxyaddr.compile(list);
+  } catch (error) {
+    throw new TypeError(
+      `nestjs-rate-limit: trustProxy ${JSON.stringify(trust)} is invalid: ${(error as Error).message}`,
+    );
+  }
+}
+
+/**
+ * Reduces an address to the identity of its client: IPv4 as it is (also when written IPv4-mapped, as
+ * `::ffff:10.0.0.1`), IPv6 as its network of `ipv6Prefix` bits (`2001:db8:1:2::/64`), since one client often
+ * holds a whole /64. Brackets, ports and zone ids are dropped. Returns undefined for anything that is not an IP.
+ */
+export function normalizeIp(raw: string, ipv6Prefix: number): string | undefined {
+  let address = raw.trim();
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(address);
+  if (bracketed !== null) address = bracketed[1];
+  else if (/^\d{1,3}(?:\.\d{1,3}){3}:\d+$/.test(address)) address = address.slice(0, address.lastIndexOf(':'));
+  const zone = address.indexOf('%');
+  if (zone !== -1) address = address.slice(0, zone);
+  const family = isIP(address);
+  if (family === 4) return address;
+  if (family !== 6) return undefined;
+  const v6 = ipaddr.IPv6.parse(address);
+  if (v6.isIPv4MappedAddress()) return v6.toIPv4Address().toString();
+  const bytes = v6.toByteArray();
+  for (let bit = ipv6Prefix; bit < 128; bit++) bytes[bit >> 3] &= ~(0x80 >> (bit & 7));
+  return `${ipaddr.fromByteArray(bytes).toString()}/${ipv6Prefix}`;
+}
+
+/**
+ * The client of a request: the socket address, or, walking X-Forwarded-For from the socket outwards, the
+ * first address not sent by a trusted proxy. An entry that is not an IP is never an identity: the nearest
+ * valid address before it (towards the socket) is used, so garbage cannot mint fresh identities.
+ */
+export function clientIp(req: IncomingMessage, trust: TrustFn, ipv6Prefix: number): string {
+  const chain = trust === trustNone ? [req.socket?.remoteAddress ?? ''] : proxyaddr.all(req, trust);
+  for (let i = chain.length - 1; i >= 0; i--) {
+    const ip = normalizeIp(chain[i] ?? '', ipv6Prefix);
+    if (ip !== undefined) return ip;
+  }
+  return 'unknown';
+}
+
+export const isTrustNone = (trust: TrustFn): boolean => trust === trustNone;
+export const isTrustAll = (trust: TrustFn): boolean => trust === trustAll;

@@ -1,0 +1,79 @@
+import { Global, Inject, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
+import { APP_GUARD, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
+import { type Cluster, Redis } from 'ioredis';
+
+import { type Clock, systemClock } from './clock.js';
+import { RATE_LIMIT_CLOCK } from './rate-limit.constants.js';
+import { GlobalRateLimitGuard, RateLimitGuard } from './rate-limit.guard.js';
+import { GlobalRateLimitInterceptor, RateLimitInterceptor } from './rate-limit.interceptor.js';
+import { ConfigurableRateLimitModule, RATE_LIMIT_OPTIONS } from './rate-limit.module-definition.js';
+import type { RateLimitModuleOptions } from './rate-limit.options.js';
+import { RateLimitService } from './rate-limit.service.js';
+import { RateLimiter } from './rate-limiter.js';
+import { MemoryRateLimitStore } from './stores/memory/memory.store.js';
+import { RateLimitStore } from './stores/rate-limit-store.js';
+import { RedisRateLimitStore } from './stores/redis/redis.store.js';
+
+/** Redis connections the module opened itself (from `redis.url`/`redis.options`), closed on shutdown. */
+const ownedClients = new WeakMap<RateLimitStore, Redis>();
+
+function createStore(options: RateLimitModuleOptions, clock: Clock): RateLimitStore {
+  if (options.store !== undefined) return options.store;
+  const keyPrefix = options.keyPrefix;
+  if (options.redis !== undefined) {
+    const { url, client, options: redisOptions } = options.redis;
+    let redis: Redis | Cluster | undefined = client;
+    if (redis === undefined) {
+      // Fail fast while disconnected instead of queueing the limiter's commands.
+      const fast = { enableOfflineQueue: false, maxRetriesPerRequest: 1, ...redisOptions };
+      redis = url === undefined ? new Redis(fast) : new Redis(url, fast);
+    }
+    const store = new RedisRateLimitStore({
+      client: redis,
+      clock: options.clock === 'store' ? 'store' : clock,
+      keyPrefix,
+    });
+    if (client === undefined) ownedClients.set(store, redis as Redis);
+    return store;
+  }
+  new Logger('RateLimit').warn(
+    'No `redis` or `store` option: using the in-memory store. Limits are per process, so N instances admit ' +
+      'N times the limit; use Redis when you run more than one.',
+  );
+  return new MemoryRateLimitStore({ clock, keyPrefix });
+}
+
+/**
+ * Rate limiting for a Nest application: registers the store (Redis when `redis` is given, else in memory),
+ * RateLimitService, and the guard and interceptor as APP_GUARD / APP_INTERCEPTOR (inactive with
+ * `global: false`). Global: RateLimitService can be injected anywhere.
+ * @example RateLimitModule.forRootAsync({ inject: [ConfigService], useFactory: (c) => ({ redis: { url: c.get('REDIS_URL') } }) })
+ */
+@Global()
+@Module({
+  imports: [DiscoveryModule],
+  providers: [
+    { provide: RATE_LIMIT_CLOCK, useValue: systemClock },
+    { provide: RateLimitStore, useFactory: createStore, inject: [RATE_LIMIT_OPTIONS, RATE_LIMIT_CLOCK] },
+    RateLimiter,
+    RateLimitService,
+    RateLimitGuard,
+    RateLimitInterceptor,
+    { provide: APP_GUARD, useClass: GlobalRateLimitGuard },
+    { provide: APP_INTERCEPTOR, useClass: GlobalRateLimitInterceptor },
+  ],
+  exports: [RateLimitService, RateLimitStore, RATE_LIMIT_CLOCK, RateLimiter, RateLimitGuard, RateLimitInterceptor],
+})
+export class RateLimitModule extends ConfigurableRateLimitModule implements OnApplicationShutdown {
+  constructor(@Inject(RateLimitStore) private readonly store: RateLimitStore) {
+    super();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    const client = ownedClients.get(this.store);
+    if (client !== undefined) {
+      ownedClients.delete(this.store);
+      client.disconnect();
+    }
+  }
+}

@@ -1,0 +1,44 @@
+import type { ExecutionContext } from '@nestjs/common';
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
+
+import type { FailMode, RateLimitPolicy } from './policy/policy.types.js';
+import type { RateLimitStore } from './stores/rate-limit-store.js';
+
+/** Which rate-limit header fields responses carry. See the README for every value. */
+export type RateLimitHeaders = 'ietf' | 'legacy' | 'both' | 'none';
+
+/** Which proxies to believe for X-Forwarded-For, with the semantics of the `proxy-addr` package. */
+export type TrustProxy = boolean | number | string | string[] | ((addr: string, hop: number) => boolean);
+
+/**
+ * Options of RateLimitModule.forRoot / forRootAsync.
+ * @example RateLimitModule.forRoot({ redis: { url: 'redis://localhost:6379' }, defaults: [{ algorithm: 'sliding-window-counter', limit: 600, window: '1m' }] })
+ */
+export interface RateLimitModuleOptions {
+  /** Redis connection; absent means the in-memory store (limits per process, with one startup warning). */
+  redis?: { url?: string; client?: Redis | Cluster; options?: RedisOptions };
+  /** Any custom store; wins over `redis`. */
+  store?: RateLimitStore;
+  /** Policies applied to every route unless skipped. */
+  defaults?: RateLimitPolicy[];
+  /** Default true: the guard and interceptor are registered as APP_GUARD / APP_INTERCEPTOR. */
+  global?: boolean;
+  /** Default 'ietf'. */
+  headers?: RateLimitHeaders;
+  /** Default false: the socket address is the client. */
+  trustProxy?: TrustProxy;
+  /** Default 64: IPv6 clients are keyed by this prefix length. */
+  ipv6Prefix?: number;
+  /** Default 'open'; a policy's own failMode wins. */
+  failMode?: FailMode;
+  /** Milliseconds per store call, default 100; past it the call counts as a store failure. */
+  timeout?: number;
+  /** Default 'rl:'. */
+  keyPrefix?: string;
+  /** Default 'local'; 'store' takes time from the store (Redis TIME) as the one clock of every instance. */
+  clock?: 'local' | 'store';
+  /** The authenticated user's id; default `req.user?.id ?? req.user?.sub`. */
+  user?: (ctx: ExecutionContext) => string | undefined;
+  /** Called on every store failure (the alerting hook), with the policy's name. */
+  onError?: (error: Error, policy: string) => void;
+}

@@ -1,0 +1,342 @@
+import type { IncomingMessage } from 'node:http';
+
+import { type ExecutionContext, Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { DiscoveryService, HttpAdapterHost, MetadataScanner, Reflector } from '@nestjs/core';
+
+import type { Clock } from './clock.js';
+import { FailureReporter, withTimeout } from './failure-reporter.js';
+import { mostRestrictive, rateLimitHeaders, toSeconds } from './headers/rate-limit-headers.js';
+import { clientIp, compileTrust, isTrustAll, isTrustNone, type TrustFn } from './keys/client-ip.js';
+import { RateLimitPolicyError } from './policy/policy.errors.js';
+import type {
+  FailMode,
+  RateLimitDecision,
+  RateLimitKey,
+  RateLimitPolicy,
+  ResolvedPolicy,
+} from './policy/policy.types.js';
+import { checkCost, validatePolicy } from './policy/validate-policy.js';
+import { RATE_LIMIT_CLOCK, RATE_LIMIT_POLICIES, RATE_LIMIT_SKIP } from './rate-limit.constants.js';
+import { RateLimitExceededException, RateLimitUnavailableException } from './rate-limit.exception.js';
+import { RATE_LIMIT_OPTIONS } from './rate-limit.module-definition.js';
+import type { RateLimitHeaders, RateLimitModuleOptions } from './rate-limit.options.js';
+import { RateLimitStore, type RateLimitStoreItem } from './stores/rate-limit-store.js';
+
+/** A policy of a route, with what the request-time work needs. */
+interface PlannedPolicy {
+  readonly policy: ResolvedPolicy;
+  readonly key: RateLimitKey;
+  readonly cost: RateLimitPolicy['cost'];
+  readonly failMode: FailMode;
+  readonly where: string;
+}
+
+/** The policies of one handler, merged and validated once. */
+interface RoutePlan {
+  readonly policies: readonly PlannedPolicy[];
+  /** Some policy is keyed by the user, so it is best decided once authentication has run. */
+  readonly userKeyed: boolean;
+}
+
+/** Where the module stands with a request: decided, or left to the interceptor (after every guard). */
+const REQUEST_STATE = Symbol('nestjs-rate-limit:request-state');
+const DECIDED = 1;
+const DEFERRED = 2;
+
+/** Who asks for a decision: an explicit guard decides now; the global guard may defer to the interceptor. */
+export type DecisionPoint = 'guard' | 'global-guard' | 'interceptor';
+
+interface HttpRequest {
+  user?: { id?: unknown; sub?: unknown } | null;
+  raw?: IncomingMessage;
+  headers?: Record<string, string | string[] | undefined>;
+  [REQUEST_STATE]?: number;
+}
+
+const HEADER_SCHEMES: readonly RateLimitHeaders[] = ['ietf', 'legacy', 'both', 'none'];
+
+function defaultUser(ctx: ExecutionContext): string | undefined {
+  const user = ctx.switchToHttp().getRequest<HttpRequest>().user;
+  const id = user?.id ?? user?.sub;
+  return typeof id === 'string' || typeof id === 'number' || typeof id === 'bigint' ? String(id) : undefined;
+}
+
+function sameLimits(a: ResolvedPolicy, b: ResolvedPolicy): boolean {
+  return a.algorithm === b.algorithm && a.limit === b.limit && a.windowMs === b.windowMs && a.capacity === b.capacity;
+}
+
+/**
+ * The request side of the module: merges the policies of each handler (validated at start-up), resolves keys
+ * and costs, makes one store call per request, applies fail modes and writes headers. The guard, the
+ * interceptor and RateLimitService all go through it.
+ */
+@Injectable()
+export class RateLimiter implements OnModuleInit {
+  private readonly logger = new Logger('RateLimit');
+  private readonly plans = new Map<object, RoutePlan>();
+  private readonly named = new Map<string, { policy: ResolvedPolicy; where: string }>();
+  private readonly defaults: readonly PlannedPolicy[];
+  private readonly trust: TrustFn;
+  private readonly ipv6Prefix: number;
+  private readonly timeoutMs: number;
+  private readonly headers: RateLimitHeaders;
+  private readonly failMode: FailMode;
+  private readonly user: (ctx: ExecutionContext) => string | undefined;
+  readonly reporter: FailureReporter;
+  private warnedForwardedFor = false;
+
+  constructor(
+    @Inject(RATE_LIMIT_OPTIONS) readonly options: RateLimitModuleOptions,
+    @Inject(RateLimitStore) readonly store: RateLimitStore,
+    @Inject(RATE_LIMIT_CLOCK) clock: Clock,
+    private readonly reflector: Reflector,
+    private readonly discovery: DiscoveryService,
+    private readonly scanner: MetadataScanner,
+    private readonly adapterHost: HttpAdapterHost,
+  ) {
+    const option = (name: string, problem: string, value: unknown): never => {
+      throw new TypeError(`nestjs-rate-limit: option "${name}" ${problem}, got ${JSON.stringify(value)}`);
+    };
+    this.headers = options.headers ?? 'ietf';
+    if (!HEADER_SCHEMES.includes(this.headers))
+      option('headers', "must be 'ietf', 'legacy', 'both' or 'none'", this.headers);
+    this.failMode = options.failMode ?? 'open';
+    if (this.failMode !== 'open' && this.failMode !== 'closed')
+      option('failMode', "must be 'open' or 'closed'", this.failMode);
+    this.timeoutMs = options.timeout ?? 100;
+    if (!Number.isSafeInteger(this.timeoutMs) || this.timeoutMs < 1)
+      option('timeout', 'must be an integer >= 1 (ms)', this.timeoutMs);
+    this.ipv6Prefix = options.ipv6Prefix ?? 64;
+    if (!Number.isInteger(this.ipv6Prefix) || this.ipv6Prefix < 1 || this.ipv6Prefix > 128) {
+      option('ipv6Prefix', 'must be an integer from 1 to 128', this.ipv6Prefix);
+    }
+    this.trust = compileTrust(options.trustProxy);
+    if (isTrustAll(this.trust)) {
+      this.logger.warn(
+        'trustProxy is true: every X-Forwarded-For hop is believed, so any client can claim any address. ' +
+          'Name your proxies instead (a hop count, CIDRs or "loopback").',
+      );
+    }
+    this.user = options.user ?? defaultUser;
+    this.reporter = new FailureReporter(this.logger, clock, options.onError);
+    this.defaults = (options.defaults ?? []).map((p) => this.plan(p, 'RateLimitModule defaults'));
+  }
+
+  /** Validates every policy of every controller, so a bad one stops the application's start. */
+  onModuleInit(): void {
+    for (const wrapper of this.discovery.getControllers()) {
+      const { metatype, instance } = wrapper;
+      if (typeof metatype !== 'function' || instance === null || typeof instance !== 'object') continue;
+      const prototype = Object.getPrototypeOf(instance) as Record<string, unknown>;
+      for (const method of this.scanner.getAllMethodNames(prototype)) {
+        const handler = prototype[method];
+        if (typeof handler === 'function') this.planFor(metatype, handler);
+      }
+    }
+  }
+
+  /** Looks up a policy declared in `defaults` or any @RateLimit by its name. */
+  policyNamed(name: string): ResolvedPolicy | undefined {
+    return this.named.get(name)?.policy;
+  }
+
+  /** Runs a store operation under the module's timeout, reporting failures. */
+  async call<T>(policies: readonly string[], operation: () => Promise<T>): Promise<T> {
+    try {
+      return await withTimeout(operation(), this.timeoutMs);
+    } catch (error) {
+      this.reporter.report(error, policies);
+      throw error;
+    }
+  }
+
+  /** True when there is nothing left to decide for this request (the interceptor's fast path). */
+  isDecided(ctx: ExecutionContext): boolean {
+    return ctx.getType() !== 'http' || ctx.switchToHttp().getRequest<HttpRequest>()[REQUEST_STATE] === DECIDED;
+  }
+
+  /**
+   * Decides a request: returns when it may proceed, throws RateLimitExceededException (429) or
+   * RateLimitUnavailableException (503). Decides each request once, however many guards ask.
+   */
+  async handle(ctx: ExecutionContext, point: DecisionPoint): Promise<void> {
+    if (ctx.getType() !== 'http') return;
+    const http = ctx.switchToHttp();
+    const req = http.getRequest<HttpRequest>();
+    const state = req[REQUEST_STATE];
+    if (state === DECIDED || (state === DEFERRED && point !== 'interceptor')) return;
+    const plan = this.planFor(ctx.getClass(), ctx.getHandler());
+    if (plan.policies.length === 0) {
+      req[REQUEST_STATE] = DECIDED;
+      return;
+    }
+    // Global guards run before controller and handler guards: if a user-keyed policy sees no user yet,
+    // authentication may still be ahead, so the whole request is decided by the interceptor, after it.
+    if (point === 'global-guard' && plan.userKeyed && this.user(ctx) === undefined) {
+      req[REQUEST_STATE] = DEFERRED;
+      return;
+    }
+    req[REQUEST_STATE] = DECIDED;
+    await this.decide(ctx, req, http.getResponse<object>(), plan);
+  }
+
+  private async decide(ctx: ExecutionContext, req: HttpRequest, res: object, plan: RoutePlan): Promise<void> {
+    const items: (RateLimitStoreItem & { planned: PlannedPolicy })[] = [];
+    const failed: { planned: PlannedPolicy; error: unknown }[] = [];
+    let ip: string | undefined;
+    const ipOf = (): string => (ip ??= this.clientIp(req));
+    for (const planned of plan.policies) {
+      try {
+        const key = await this.identity(planned, ctx, ipOf);
+        if (key === undefined) continue;
+        items.push({ policy: planned.policy, key, cost: await this.cost(planned, ctx), planned });
+      } catch (error) {
+        failed.push({ planned, error });
+      }
+    }
+    for (const { planned, error } of failed) this.reporter.report(error, [planned.policy.name]);
+    const closed = failed.find((f) => f.planned.failMode === 'closed');
+    if (closed !== undefined) this.unavailable(res, closed.planned);
+    if (items.length === 0) return;
+
+    let decisions: RateLimitDecision[];
+    try {
+      decisions = await withTimeout(this.store.consume(items), this.timeoutMs);
+    } catch (error) {
+      this.reporter.report(
+        error,
+        items.map((i) => i.policy.name),
+      );
+      const failClosed = items.find((i) => i.planned.failMode === 'closed');
+      if (failClosed !== undefined) this.unavailable(res, failClosed.planned);
+      return;
+    }
+    this.setHeaders(
+      res,
+      rateLimitHeaders(
+        this.headers,
+        items.map((i) => i.policy),
+        decisions,
+      ),
+    );
+    const denied = decisions.filter((d) => !d.allowed);
+    if (denied.length === 0) return;
+    const worst = mostRestrictive(denied);
+    if (Number.isFinite(worst.retryAfterMs))
+      this.setHeaders(res, [['Retry-After', String(Math.max(1, toSeconds(worst.retryAfterMs)))]]);
+    throw new RateLimitExceededException(worst);
+  }
+
+  private unavailable(res: object, planned: PlannedPolicy): never {
+    const retryAfter = Math.max(1, toSeconds(this.timeoutMs));
+    this.setHeaders(res, [['Retry-After', String(retryAfter)]]);
+    throw new RateLimitUnavailableException(planned.policy.name, retryAfter);
+  }
+
+  private setHeaders(res: object, headers: readonly [string, string][]): void {
+    const adapter = this.adapterHost.httpAdapter;
+    for (const [name, value] of headers) adapter.setHeader(res, name, value);
+  }
+
+  private async identity(planned: PlannedPolicy, ctx: ExecutionContext, ip: () => string): Promise<string | undefined> {
+    const { key } = planned;
+    if (key === 'ip') return `ip:${ip()}`;
+    if (key === 'user') {
+      const user = this.user(ctx);
+      return user === undefined ? `ip:${ip()}` : `user:${user}`;
+    }
+    const value = await key(ctx);
+    if (value === undefined) return undefined;
+    if (typeof value !== 'string') {
+      throw new RateLimitPolicyError(`key function returned ${typeof value}; it must return a string or undefined`, {
+        policy: planned.policy.name,
+        field: 'key',
+        where: planned.where,
+      });
+    }
+    return value;
+  }
+
+  private async cost(planned: PlannedPolicy, ctx: ExecutionContext): Promise<number> {
+    const { cost } = planned;
+    if (cost === undefined) return 1;
+    if (typeof cost === 'number') return cost;
+    const value: unknown = await cost(ctx);
+    return checkCost(value, (problem) => {
+      throw new RateLimitPolicyError(`the cost function returned a bad value: ${problem}`, {
+        policy: planned.policy.name,
+        field: 'cost',
+        where: planned.where,
+      });
+    });
+  }
+
+  private clientIp(req: HttpRequest): string {
+    const raw = req.raw ?? (req as unknown as IncomingMessage);
+    if (isTrustNone(this.trust) && !this.warnedForwardedFor && raw.headers?.['x-forwarded-for'] !== undefined) {
+      this.warnedForwardedFor = true;
+      this.logger.warn(
+        'A request carried X-Forwarded-For but trustProxy is off, so clients are keyed by the socket address. ' +
+          'Behind a proxy, set trustProxy to it (a hop count, CIDRs or "loopback").',
+      );
+    }
+    return clientIp(raw, this.trust, this.ipv6Prefix);
+  }
+
+  private planFor(controller: object, handler: object): RoutePlan {
+    let plan = this.plans.get(handler);
+    if (plan !== undefined) return plan;
+    const where = `${(controller as { name?: string }).name ?? 'controller'}.${(handler as { name?: string }).name ?? 'handler'}`;
+    const classSkip = this.reflector.get<true | string[] | undefined>(RATE_LIMIT_SKIP, controller as never);
+    const handlerSkip = this.reflector.get<true | string[] | undefined>(RATE_LIMIT_SKIP, handler as never);
+    const byName = new Map<string, PlannedPolicy>();
+    for (const planned of this.defaults) byName.set(planned.policy.name, planned);
+    for (const target of [controller, handler]) {
+      const declared = this.reflector.get<RateLimitPolicy[] | undefined>(RATE_LIMIT_POLICIES, target as never) ?? [];
+      const seen = new Set<string>();
+      for (const policy of declared) {
+        const planned = this.plan(policy, where);
+        if (seen.has(planned.policy.name)) {
+          throw new RateLimitPolicyError('is declared twice on the same target; names must be unique per route', {
+            policy: planned.policy.name,
+            field: 'name',
+            where,
+          });
+        }
+        seen.add(planned.policy.name);
+        byName.set(planned.policy.name, planned);
+      }
+    }
+    if (classSkip === true || handlerSkip === true) byName.clear();
+    for (const name of [
+      ...(Array.isArray(classSkip) ? classSkip : []),
+      ...(Array.isArray(handlerSkip) ? handlerSkip : []),
+    ]) {
+      byName.delete(name);
+    }
+    const policies = [...byName.values()];
+    plan = { policies, userKeyed: policies.some((p) => p.key === 'user') };
+    this.plans.set(handler, plan);
+    return plan;
+  }
+
+  private plan(policy: RateLimitPolicy, where: string): PlannedPolicy {
+    const resolved = validatePolicy(policy, where);
+    const known = this.named.get(resolved.name);
+    if (known === undefined) {
+      this.named.set(resolved.name, { policy: resolved, where });
+    } else if (!sameLimits(known.policy, resolved)) {
+      throw new RateLimitPolicyError(
+        `is declared with other limits on ${known.where}; a name identifies the stored state, so policies with different limits need different names`,
+        { policy: resolved.name, field: 'name', where },
+      );
+    }
+    return {
+      policy: resolved,
+      key: policy.key ?? 'user',
+      cost: policy.cost,
+      failMode: policy.failMode ?? this.failMode,
+      where,
+    };
+  }
+}
