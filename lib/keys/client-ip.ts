@@ -33,6 +33,7 @@ export function compileTrust(trust: TrustProxy | undefined): TrustFn {
   } catch (error) {
     throw new TypeError(
       `nestjs-rate-limit: trustProxy ${JSON.stringify(trust)} is invalid: ${(error as Error).message}`,
+      { cause: error },
     );
   }
 }
