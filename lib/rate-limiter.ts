@@ -321,15 +321,14 @@ export class RateLimiter implements OnModuleInit {
   }
 
   private plan(policy: RateLimitPolicy, where: string): PlannedPolicy {
-    const resolved = validatePolicy(policy, where);
+    let resolved = validatePolicy(policy, where);
     const known = this.named.get(resolved.name);
     if (known === undefined) {
       this.named.set(resolved.name, { policy: resolved, where });
     } else if (!sameLimits(known.policy, resolved)) {
-      throw new RateLimitPolicyError(
-        `is declared with other limits on ${known.where}; a name identifies the stored state, so policies with different limits need different names`,
-        { policy: resolved.name, field: 'name', where },
-      );
+      // The same name with other limits replaces the earlier policy on this route; it keeps its own state.
+      const { algorithm, limit, windowMs, capacity } = resolved;
+      resolved = Object.freeze({ ...resolved, id: `${resolved.name}~${algorithm}-${limit}-${windowMs}-${capacity}` });
     }
     return {
       policy: resolved,

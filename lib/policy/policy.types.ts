@@ -47,6 +47,11 @@ export interface RateLimitPolicy {
  */
 export interface ResolvedPolicy {
   readonly name: string;
+  /**
+   * Names the policy's stored state: the name, or for a policy that replaces a same-named one with other
+   * limits (a stricter `per-user` on one route), the name with a suffix, so the two never share counters.
+   */
+  readonly id: string;
   readonly algorithm: RateLimitAlgorithm;
   readonly limit: number;
   readonly windowMs: number;

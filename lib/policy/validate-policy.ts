@@ -72,6 +72,7 @@ export function validatePolicy(policy: RateLimitPolicy, where?: string): Resolve
   }
   return Object.freeze({
     name,
+    id: name,
     algorithm: policy.algorithm,
     limit,
     windowMs: windowMs as number,

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createConnection, createServer } from 'node:net';
 
-import { Redis } from 'ioredis';
+import { Redis, type RedisOptions } from 'ioredis';
 
 /** A redis-server process of the test's own, on a free loopback port. */
 export interface TestRedis {
@@ -9,7 +9,7 @@ export interface TestRedis {
   readonly url: string;
   readonly process: ChildProcess;
   /** A new client to this server (closed by stop()). */
-  client(options?: ConstructorParameters<typeof Redis>[0] & object): Redis;
+  client(options?: RedisOptions): Redis;
   stop(): Promise<void>;
 }
 
@@ -75,7 +75,7 @@ export async function startRedis(options: { port?: number; args?: string[] } = {
     port,
     url: `redis://127.0.0.1:${port}`,
     process: child,
-    client(clientOptions = {}) {
+    client(clientOptions: RedisOptions = {}) {
       const client = new Redis({ host: '127.0.0.1', port, ...clientOptions });
       clients.push(client);
       return client;

@@ -25,7 +25,7 @@ export class ReferenceStore implements RateLimitStore {
 
   async peek(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<RateLimitDecision[]> {
     return items.map(({ policy, key }) =>
-      peekState(policy, this.states.get(`${policy.name}:${key}`), this.clock.now()),
+      peekState(policy, this.states.get(`${policy.id}:${key}`), this.clock.now()),
     );
   }
 
@@ -34,11 +34,11 @@ export class ReferenceStore implements RateLimitStore {
   }
 
   async reset(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<void> {
-    for (const { policy, key } of items) this.states.delete(`${policy.name}:${key}`);
+    for (const { policy, key } of items) this.states.delete(`${policy.id}:${key}`);
   }
 
   private readonly keyed = (item: RateLimitStoreItem): RateLimitStoreItem => ({
     ...item,
-    key: `${item.policy.name}:${item.key}`,
+    key: `${item.policy.id}:${item.key}`,
   });
 }

@@ -30,7 +30,7 @@ describe('validatePolicy', () => {
     expect(validatePolicy({ algorithm: 'sliding-window-log', limit: 5, window: '1h' }).capacity).toBe(5);
   });
 
-  const bad: [string, Partial<RateLimitPolicy> & Record<string, unknown>, string, RegExp][] = [
+  const bad: [string, Record<string, unknown>, string, RegExp][] = [
     ['unknown algorithm', { algorithm: 'leaky' }, 'algorithm', /must be one of fixed-window, .*got "leaky"/],
     ['limit < 1', { limit: 0 }, 'limit', /integer >= 1, got 0/],
     ['non-integer limit', { limit: 2.5 }, 'limit', /integer >= 1, got 2.5/],
@@ -49,7 +49,7 @@ describe('validatePolicy', () => {
   ];
 
   it.each(bad)('rejects %s, naming the policy, the place and the field', (_, patch, field, problem) => {
-    const policy = { ...base, ...patch } as RateLimitPolicy;
+    const policy = { ...base, ...patch } as unknown as RateLimitPolicy;
     let error: unknown;
     try {
       validatePolicy(policy, 'AuthController.login');
@@ -61,7 +61,7 @@ describe('validatePolicy', () => {
     expect(e.field).toBe(field);
     expect(e.message).toContain('AuthController.login');
     expect(e.message).toContain(`field "${field}"`);
-    expect(e.message).toContain(`"${patch.name ?? 'api'}"`);
+    expect(e.message).toContain(`"${(patch.name as string | undefined) ?? 'api'}"`);
     expect(e.message).toMatch(problem);
   });
 

@@ -83,7 +83,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
   async peek(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<RateLimitDecision[]> {
     this.nowMs = this.clock.now();
     return items.map(({ policy, key }) =>
-      peekState(policy, this.table.get(this.storageKey(policy.name, key), policy.algorithm), this.nowMs),
+      peekState(policy, this.table.get(this.storageKey(policy.id, key), policy.algorithm), this.nowMs),
     );
   }
 
@@ -93,7 +93,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
   }
 
   async reset(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<void> {
-    for (const { policy, key } of items) this.entries.delete(this.storageKey(policy.name, key));
+    for (const { policy, key } of items) this.entries.delete(this.storageKey(policy.id, key));
   }
 
   /** Removes every expired entry now and returns how many went. */
@@ -116,7 +116,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
   private keyed(items: readonly RateLimitStoreItem[]): RateLimitStoreItem[] {
     return items.map((item) => ({
       policy: item.policy,
-      key: this.storageKey(item.policy.name, item.key),
+      key: this.storageKey(item.policy.id, item.key),
       cost: item.cost,
     }));
   }

@@ -79,7 +79,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     const keys: string[] = [];
     const args: string[] = [op, this.clock === undefined ? '' : String(this.clock.now()), this.ttlSlack];
     for (const { policy, key, cost = 0 } of items) {
-      keys.push(storageKey(this.keyPrefix, policy.name, key));
+      keys.push(storageKey(this.keyPrefix, policy.id, key));
       args.push(
         String(ALGORITHM_CODES[policy.algorithm]),
         String(policy.limit),
