@@ -24,9 +24,7 @@ export class ReferenceStore implements RateLimitStore {
   }
 
   async peek(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<RateLimitDecision[]> {
-    return items.map(({ policy, key }) =>
-      peekState(policy, this.states.get(`${policy.id}:${key}`), this.clock.now()),
-    );
+    return items.map(({ policy, key }) => peekState(policy, this.states.get(`${policy.id}:${key}`), this.clock.now()));
   }
 
   async refund(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
