@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'coverage/', 'node_modules/', 'bench/node_modules/', 'bench/results/'] },
+  { ignores: ['dist/', '.tmp/', 'coverage/', 'node_modules/', 'bench/node_modules/', 'bench/results/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,4 +1,4 @@
-import { Global, Inject, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
+import { Global, Inject, Logger, Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { APP_GUARD, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { type Cluster, Redis } from 'ioredis';
 
@@ -64,9 +64,33 @@ function createStore(options: RateLimitModuleOptions, clock: Clock): RateLimitSt
   ],
   exports: [RateLimitService, RateLimitStore, RATE_LIMIT_CLOCK, RateLimiter, RateLimitGuard, RateLimitInterceptor],
 })
-export class RateLimitModule extends ConfigurableRateLimitModule implements OnApplicationShutdown {
+export class RateLimitModule extends ConfigurableRateLimitModule implements OnModuleInit, OnApplicationShutdown {
   constructor(@Inject(RateLimitStore) private readonly store: RateLimitStore) {
     super();
+  }
+
+  /**
+   * The module's own connection fails fast while disconnected (no offline queue), so the first requests would
+   * find it still connecting: wait for it, briefly, and load the script. A Redis that is down does not stop
+   * the application; its policies apply their fail modes until it answers.
+   */
+  async onModuleInit(): Promise<void> {
+    const client = ownedClients.get(this.store);
+    if (client === undefined || !(this.store instanceof RedisRateLimitStore)) return;
+    const store = this.store;
+    const ready = new Promise<void>((resolve, reject) => {
+      if (client.status === 'ready') resolve();
+      else client.once('ready', resolve);
+      setTimeout(() => reject(new Error('Redis did not answer within 2 s')), 2000).unref();
+    });
+    try {
+      await ready;
+      await store.load();
+    } catch (error) {
+      new Logger('RateLimit').warn(
+        `Redis is not reachable yet (${(error as Error).message}); policies apply their fail modes until it is`,
+      );
+    }
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -1,0 +1,108 @@
+import { Controller, Get, type INestApplication } from '@nestjs/common';
+import request from 'supertest';
+
+import { ALGORITHMS, RateLimit, RateLimitModule, type RateLimitAlgorithm } from '../../lib/index.js';
+import { FakeClock } from '../support/fake-clock.js';
+import { ADAPTERS, createApp } from '../support/nest-app.js';
+import { startRedis, type TestRedis } from '../support/redis-server.js';
+
+function floodController(algorithm: RateLimitAlgorithm) {
+  @Controller()
+  class FloodController {
+    @Get('flood')
+    @RateLimit({ name: `flood-${algorithm}`, algorithm, limit: 100, window: '1m', key: 'ip' })
+    flood() {
+      return 'ok';
+    }
+  }
+  return FloodController;
+}
+
+@Controller()
+class FailModeController {
+  @Get('open')
+  @RateLimit({ name: 'open', algorithm: 'gcra', limit: 100, window: '1m', key: 'ip', failMode: 'open' })
+  open() {
+    return 'ok';
+  }
+
+  @Get('closed')
+  @RateLimit({ name: 'closed', algorithm: 'sliding-window-log', limit: 5, window: '1m', key: 'ip', failMode: 'closed' })
+  closed() {
+    return 'ok';
+  }
+}
+
+describe.each(ADAPTERS)('on Redis, through HTTP, on %s', (adapter) => {
+  let redis: TestRedis;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(() => redis.stop());
+
+  it.each(ALGORITHMS)(
+    '%s: 200 parallel requests at 100 per minute get exactly 100 × 200 and 100 × 429',
+    async (algorithm) => {
+      const { app } = await createApp(
+        adapter,
+        {
+          imports: [RateLimitModule.forRoot({ redis: { url: redis.url }, keyPrefix: `${adapter}:` })],
+          controllers: [floodController(algorithm)],
+        },
+        new FakeClock(),
+      );
+      await app.listen(0, '127.0.0.1');
+      const statuses = await Promise.all(Array.from({ length: 200 }, () => request(app.getHttpServer()).get('/flood')));
+      const counts = statuses.reduce<Record<number, number>>(
+        (acc, r) => ({ ...acc, [r.status]: (acc[r.status] ?? 0) + 1 }),
+        {},
+      );
+      expect(counts).toEqual({ 200: 100, 429: 100 });
+      await app.close();
+    },
+  );
+});
+
+describe.each(ADAPTERS)('with the limiter down, on %s', (adapter) => {
+  let redis: TestRedis;
+  let app: INestApplication;
+  const errors: string[] = [];
+  beforeAll(async () => {
+    redis = await startRedis();
+    ({ app } = await createApp(adapter, {
+      imports: [
+        RateLimitModule.forRoot({
+          redis: { url: redis.url },
+          timeout: 100,
+          onError: (_e, policy) => errors.push(policy),
+        }),
+      ],
+      controllers: [FailModeController],
+    }));
+  });
+  afterAll(async () => {
+    await app.close();
+    await redis.stop();
+  });
+
+  async function timed(path: string): Promise<[number, number]> {
+    const started = performance.now();
+    const res = await request(app.getHttpServer()).get(path);
+    return [res.status, performance.now() - started];
+  }
+
+  it('a fail-open route answers 200 and a fail-closed route 503, each without waiting past the timeout', async () => {
+    expect((await timed('/open'))[0]).toBe(200);
+    expect((await timed('/closed'))[0]).toBe(200);
+    redis.process.kill('SIGKILL');
+    await new Promise((resolve) => redis.process.once('exit', resolve));
+    for (let i = 0; i < 5; i++) {
+      const [open, openMs] = await timed('/open');
+      const [closed, closedMs] = await timed('/closed');
+      expect([open, closed]).toEqual([200, 503]);
+      // a generous bound: the point is that no request waits for Redis beyond the 100 ms timeout
+      expect(Math.max(openMs, closedMs)).toBeLessThan(1000);
+    }
+    expect(errors).toEqual(expect.arrayContaining(['open', 'closed']));
+  });
+});
