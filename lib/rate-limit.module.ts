@@ -1,6 +1,6 @@
 import { Global, Inject, Logger, Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { APP_GUARD, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
-import { type Cluster, Redis } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 
 import { type Clock, systemClock } from './clock.js';
 import { RATE_LIMIT_CLOCK } from './rate-limit.constants.js';
@@ -14,26 +14,45 @@ import { MemoryRateLimitStore } from './stores/memory/memory.store.js';
 import { RateLimitStore } from './stores/rate-limit-store.js';
 import { RedisRateLimitStore } from './stores/redis/redis.store.js';
 
-/** Redis connections the module opened itself (from `redis.url`/`redis.options`), closed on shutdown. */
-const ownedClients = new WeakMap<RateLimitStore, Redis>();
+/** Redis connections the module opened itself, closed on shutdown. */
+const ownedClients = new WeakMap<RateLimitStore, Redis | Cluster>();
+
+/**
+ * How the limiter's own connection behaves: a command fails at once while disconnected instead of waiting in
+ * a queue, and nothing is replayed after a reconnect — a replayed consume would charge requests that were
+ * already answered under the fail mode.
+ */
+const FAIL_FAST: RedisOptions = {
+  enableOfflineQueue: false,
+  autoResendUnfulfilledCommands: false,
+  maxRetriesPerRequest: 0,
+};
+
+/** A connection of the limiter's own with the settings of the caller's client; the caller's is left as it is. */
+function dedicatedConnection(client: Redis | Cluster): Redis | Cluster {
+  if (client instanceof Cluster) {
+    return client.duplicate(undefined, {
+      enableOfflineQueue: false,
+      redisOptions: { ...client.options.redisOptions, ...FAIL_FAST },
+    });
+  }
+  return client.duplicate(FAIL_FAST);
+}
 
 function createStore(options: RateLimitModuleOptions, clock: Clock): RateLimitStore {
   if (options.store !== undefined) return options.store;
   const keyPrefix = options.keyPrefix;
   if (options.redis !== undefined) {
     const { url, client, options: redisOptions } = options.redis;
-    let redis: Redis | Cluster | undefined = client;
-    if (redis === undefined) {
-      // Fail fast while disconnected instead of queueing the limiter's commands.
-      const fast = { enableOfflineQueue: false, maxRetriesPerRequest: 1, ...redisOptions };
-      redis = url === undefined ? new Redis(fast) : new Redis(url, fast);
-    }
+    const fast = { ...redisOptions, ...FAIL_FAST };
+    const redis =
+      client !== undefined ? dedicatedConnection(client) : url === undefined ? new Redis(fast) : new Redis(url, fast);
     const store = new RedisRateLimitStore({
       client: redis,
       clock: options.clock === 'store' ? 'store' : clock,
       keyPrefix,
     });
-    if (client === undefined) ownedClients.set(store, redis as Redis);
+    ownedClients.set(store, redis);
     return store;
   }
   new Logger('RateLimit').warn(

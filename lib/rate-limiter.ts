@@ -1,10 +1,18 @@
 import type { IncomingMessage } from 'node:http';
 
-import { type ExecutionContext, Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import {
+  type ExecutionContext,
+  Inject,
+  Injectable,
+  Logger,
+  type OnModuleDestroy,
+  type OnModuleInit,
+} from '@nestjs/common';
 import { DiscoveryService, HttpAdapterHost, MetadataScanner, Reflector } from '@nestjs/core';
 
 import type { Clock } from './clock.js';
-import { FailureReporter, withTimeout } from './failure-reporter.js';
+import { CircuitBreaker } from './circuit-breaker.js';
+import { FailureReporter } from './failure-reporter.js';
 import { mostRestrictive, rateLimitHeaders, toSeconds } from './headers/rate-limit-headers.js';
 import { clientIp, compileTrust, isTrustAll, isTrustNone, type TrustFn } from './keys/client-ip.js';
 import { RateLimitPolicyError } from './policy/policy.errors.js';
@@ -53,6 +61,10 @@ interface HttpRequest {
   [REQUEST_STATE]?: number;
 }
 
+/** Consecutive store failures that open the circuit breaker, and how often it then probes the store. */
+const BREAKER_THRESHOLD = 5;
+const BREAKER_PROBE_MS = 500;
+
 const HEADER_SCHEMES: readonly RateLimitHeaders[] = ['ietf', 'legacy', 'both', 'none'];
 
 function defaultUser(ctx: ExecutionContext): string | undefined {
@@ -71,7 +83,7 @@ function sameLimits(a: ResolvedPolicy, b: ResolvedPolicy): boolean {
  * interceptor and RateLimitService all go through it.
  */
 @Injectable()
-export class RateLimiter implements OnModuleInit {
+export class RateLimiter implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger('RateLimit');
   private readonly plans = new Map<object, RoutePlan>();
   private readonly named = new Map<string, { policy: ResolvedPolicy; where: string }>();
@@ -83,6 +95,7 @@ export class RateLimiter implements OnModuleInit {
   private readonly failMode: FailMode;
   private readonly user: (ctx: ExecutionContext) => string | undefined;
   readonly reporter: FailureReporter;
+  private readonly breaker: CircuitBreaker;
   private warnedForwardedFor = false;
 
   constructor(
@@ -119,6 +132,13 @@ export class RateLimiter implements OnModuleInit {
     }
     this.user = options.user ?? defaultUser;
     this.reporter = new FailureReporter(this.logger, clock, options.onError);
+    this.breaker = new CircuitBreaker({
+      timeoutMs: this.timeoutMs,
+      threshold: BREAKER_THRESHOLD,
+      probeIntervalMs: BREAKER_PROBE_MS,
+      probe: store.ping === undefined ? undefined : () => (store.ping as () => Promise<unknown>).call(store),
+      logger: this.logger,
+    });
     this.defaults = (options.defaults ?? []).map((p) => this.plan(p, 'RateLimitModule defaults'));
   }
 
@@ -135,6 +155,10 @@ export class RateLimiter implements OnModuleInit {
     }
   }
 
+  onModuleDestroy(): void {
+    this.breaker.dispose();
+  }
+
   /** Looks up a policy declared in `defaults` or any @RateLimit by its name. */
   policyNamed(name: string): ResolvedPolicy | undefined {
     return this.named.get(name)?.policy;
@@ -143,7 +167,7 @@ export class RateLimiter implements OnModuleInit {
   /** Runs a store operation under the module's timeout, reporting failures. */
   async call<T>(policies: readonly string[], operation: () => Promise<T>): Promise<T> {
     try {
-      return await withTimeout(operation(), this.timeoutMs);
+      return await this.breaker.run(operation);
     } catch (error) {
       this.reporter.report(error, policies);
       throw error;
@@ -201,7 +225,7 @@ export class RateLimiter implements OnModuleInit {
 
     let decisions: RateLimitDecision[];
     try {
-      decisions = await withTimeout(this.store.consume(items), this.timeoutMs);
+      decisions = await this.breaker.run(() => this.store.consume(items));
     } catch (error) {
       this.reporter.report(
         error,

@@ -24,6 +24,8 @@ export interface RateLimitStore {
   refund(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]>;
   /** Forgets the items' state. */
   reset(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<void>;
+  /** Resolves when the store answers; the circuit breaker probes with it while the store is failing. */
+  ping?(): Promise<unknown>;
   /** Releases what the store owns (connections it opened itself; never a client it was given). */
   close?(): Promise<void>;
 }

@@ -64,6 +64,10 @@ export class RedisRateLimitStore implements RateLimitStore {
     if (items.length > 0) await this.run('reset', items);
   }
 
+  ping(): Promise<unknown> {
+    return this.client.ping();
+  }
+
   /** Loads the script into Redis ahead of the first request (it is also loaded on demand). */
   async load(): Promise<void> {
     await this.client.script('LOAD', RATE_LIMIT_SCRIPT);

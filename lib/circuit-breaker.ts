@@ -1,0 +1,105 @@
+import type { Logger } from '@nestjs/common';
+
+import { withTimeout } from './failure-reporter.js';
+
+/** The error of a store call refused at once because the store has been failing. */
+export class RateLimitCircuitOpenError extends Error {
+  constructor() {
+    super('the store has been failing: the circuit breaker is open, fail modes apply without waiting');
+    this.name = 'RateLimitCircuitOpenError';
+  }
+}
+
+export interface CircuitBreakerOptions {
+  /** Milliseconds per call. */
+  timeoutMs: number;
+  /** Consecutive failures that open the breaker. */
+  threshold: number;
+  /** Milliseconds between probes while open. */
+  probeIntervalMs: number;
+  /** A cheap call that succeeds when the store answers (PING); without one, a real call is let through. */
+  probe?: () => Promise<unknown>;
+  logger: Logger;
+}
+
+/**
+ * Every store call under a timeout; after `threshold` consecutive failures, calls fail at once (so each
+ * policy's fail mode applies without waiting for the timeout) while a background probe asks the store every
+ * `probeIntervalMs`; the first answer closes the breaker. Opening and closing are logged once each.
+ */
+export class CircuitBreaker {
+  private failures = 0;
+  private open = false;
+  private trial = false;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly options: CircuitBreakerOptions) {}
+
+  get isOpen(): boolean {
+    return this.open;
+  }
+
+  async run<T>(call: () => Promise<T>): Promise<T> {
+    if (this.open) {
+      // Without a probe, one real call at a time tries the store once the interval has passed.
+      if (this.options.probe !== undefined || !this.trial) throw new RateLimitCircuitOpenError();
+      this.trial = false;
+    }
+    try {
+      const result = await withTimeout(call(), this.options.timeoutMs);
+      if (this.open) this.close();
+      this.failures = 0;
+      return result;
+    } catch (error) {
+      this.failures++;
+      if (this.open) this.schedule();
+      else if (this.failures >= this.options.threshold) this.trip();
+      throw error;
+    }
+  }
+
+  /** Stops probing (on shutdown). */
+  dispose(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private trip(): void {
+    this.open = true;
+    this.options.logger.error(
+      `Rate limiter store failed ${this.failures} times in a row: circuit open, fail modes apply without waiting; ` +
+        `probing every ${this.options.probeIntervalMs} ms`,
+    );
+    this.schedule();
+  }
+
+  private close(): void {
+    this.open = false;
+    this.failures = 0;
+    this.dispose();
+    this.options.logger.log('Rate limiter store answers again: circuit closed');
+  }
+
+  private schedule(): void {
+    if (this.timer !== undefined) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.tryProbe();
+    }, this.options.probeIntervalMs);
+    this.timer.unref();
+  }
+
+  private async tryProbe(): Promise<void> {
+    const { probe } = this.options;
+    if (probe === undefined) {
+      this.trial = true;
+      return;
+    }
+    try {
+      await withTimeout(probe(), this.options.timeoutMs);
+      this.close();
+    } catch {
+      this.schedule();
+    }
+  }
+}

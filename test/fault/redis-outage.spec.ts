@@ -1,0 +1,123 @@
+import { Controller, Get, type INestApplication } from '@nestjs/common';
+import { Redis } from 'ioredis';
+import request from 'supertest';
+
+import { RateLimit, RateLimitModule, type RateLimitModuleOptions } from '../../lib/index.js';
+import { FakeClock } from '../support/fake-clock.js';
+import { ADAPTERS, createApp } from '../support/nest-app.js';
+import { startRedis, waitFor, type TestRedis } from '../support/redis-server.js';
+
+const TIMEOUT_MS = 100;
+/** Slack for the event loop and the HTTP round trip: the point is that nothing waits for Redis. */
+const MARGIN_MS = 400;
+
+@Controller()
+class OutageController {
+  @Get('open')
+  @RateLimit({ name: 'open', algorithm: 'gcra', limit: 1000, window: '1m', key: 'ip', failMode: 'open' })
+  open() {
+    return 'ok';
+  }
+
+  @Get('closed')
+  @RateLimit({ name: 'closed', algorithm: 'sliding-window-log', limit: 5, window: '1m', key: 'ip', failMode: 'closed' })
+  closed() {
+    return 'ok';
+  }
+}
+
+type Connection = 'module connection' | 'your client';
+
+describe.each(ADAPTERS)('Redis outages on %s', (adapter) => {
+  describe.each<Connection>(['module connection', 'your client'])('through %s', (connection) => {
+    let redis: TestRedis;
+    let app: INestApplication;
+    let client: Redis | undefined;
+    const failures: string[] = [];
+
+    beforeEach(async () => {
+      failures.length = 0;
+      redis = await startRedis();
+      client = connection === 'your client' ? new Redis(redis.port, '127.0.0.1') : undefined;
+      const options: RateLimitModuleOptions = {
+        redis: client === undefined ? { url: redis.url } : { client },
+        timeout: TIMEOUT_MS,
+        onError: (_error, policy) => failures.push(policy),
+      };
+      ({ app } = await createApp(
+        adapter,
+        { imports: [RateLimitModule.forRoot(options)], controllers: [OutageController] },
+        new FakeClock(),
+      ));
+    });
+    afterEach(async () => {
+      await app.close();
+      client?.disconnect();
+      await redis.stop();
+    });
+
+    async function timed(path: string): Promise<{ status: number; ms: number }> {
+      const started = performance.now();
+      const res = await request(app.getHttpServer()).get(path);
+      return { status: res.status, ms: performance.now() - started };
+    }
+
+    it('killed: fail open stays up, fail closed stays shut, nothing waits; restarted: limits come back, counted right', async () => {
+      for (let i = 0; i < 3; i++) expect((await timed('/closed')).status).toBe(200);
+      redis.process.kill('SIGKILL');
+      await new Promise((resolve) => redis.process.once('exit', resolve));
+      for (let i = 0; i < 20; i++) {
+        const open = await timed('/open');
+        const closed = await timed('/closed');
+        expect([open.status, closed.status]).toEqual([200, 503]);
+        expect(Math.max(open.ms, closed.ms)).toBeLessThan(TIMEOUT_MS + MARGIN_MS);
+      }
+      expect(failures).toEqual(expect.arrayContaining(['open', 'closed']));
+
+      const port = redis.port;
+      await redis.stop();
+      redis = await startRedis({ port });
+      // The restarted Redis is empty (no persistence): the first request it admits starts the count again.
+      await waitFor(async () => (await timed('/closed')).status === 200, 'the limiter to answer again', 8000);
+      const after = [];
+      for (let i = 0; i < 6; i++) after.push((await timed('/closed')).status);
+      expect(after).toEqual([200, 200, 200, 200, 429, 429]);
+    });
+
+    it('hung (SIGSTOP): the slowest of 500 requests does not wait past the timeout; SIGCONT: it recovers', async () => {
+      expect((await timed('/closed')).status).toBe(200);
+      redis.process.kill('SIGSTOP');
+      let slowest = 0;
+      const statuses = new Set<string>();
+      for (let batch = 0; batch < 10; batch++) {
+        const results = await Promise.all(
+          Array.from({ length: 50 }, (_, i) => timed(i % 2 === 0 ? '/open' : '/closed')),
+        );
+        for (const r of results) {
+          slowest = Math.max(slowest, r.ms);
+          statuses.add(String(r.status));
+        }
+      }
+      expect([...statuses].sort()).toEqual(['200', '503']);
+      expect(slowest).toBeLessThan(TIMEOUT_MS + MARGIN_MS);
+      redis.process.kill('SIGCONT');
+      await waitFor(async () => (await timed('/closed')).status !== 503, 'the limiter to answer again', 8000);
+      expect((await timed('/open')).status).toBe(200);
+    });
+
+    it('SCRIPT FLUSH and FLUSHALL between requests fail no request', async () => {
+      const admin = redis.client();
+      for (let i = 0; i < 4; i++) {
+        expect((await timed('/closed')).status).toBe(200);
+        await admin.script('FLUSH');
+      }
+      await admin.flushall();
+      for (let i = 0; i < 5; i++) {
+        expect((await timed('/closed')).status).toBe(200);
+        await admin.script('FLUSH');
+      }
+      expect((await timed('/closed')).status).toBe(429);
+      expect(failures).toEqual([]);
+    });
+  });
+});
