@@ -1,0 +1,112 @@
+import { BadRequestException, Body, Controller, HttpCode, Logger, Post, Res, UseGuards } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+
+import {
+  RateLimit,
+  type RateLimitDecision,
+  RateLimitExceededException,
+  RateLimitPolicyError,
+  RateLimitService,
+  RateLimitUnavailableException,
+} from '../lib/index.js';
+import { ApiKeyGuard, type AuthUser, CurrentUser } from './api-key.guard.js';
+
+/** Longest prompt accepted, in characters (about MAX_PROMPT_CHARS / 4 tokens). */
+export const MAX_PROMPT_CHARS = 16_000;
+/** Largest `maxTokens` accepted. With MAX_PROMPT_CHARS, every valid estimate fits the bucket's burst. */
+export const MAX_TOKENS = 16_000;
+
+interface CompleteBody {
+  prompt?: unknown;
+  maxTokens?: unknown;
+}
+
+export interface Completion {
+  completion: string;
+  usage: { promptTokens: number; completionTokens: number; totalTokens: number };
+  /** Tokens left in the caller's `ai-tokens` bucket after this call was settled. */
+  tokensRemaining: number;
+}
+
+/** A rough token count: about 4 characters per token. */
+const tokensIn = (text: string): number => Math.ceil(text.length / 4);
+
+@Controller('ai')
+@UseGuards(ApiKeyGuard)
+export class AiController {
+  private readonly logger = new Logger(AiController.name);
+
+  constructor(
+    private readonly rateLimits: RateLimitService,
+    private readonly http: HttpAdapterHost,
+  ) {}
+
+  /**
+   * Charges model tokens, not requests: the guard cannot know the cost before the model has answered, so the
+   * handler charges an estimate through RateLimitService and refunds what the model did not use.
+   * `ai-tokens` is declared here with `cost: 0` only to register it by name (and show it in the RateLimit
+   * header, as it stood before this call): the limiter charges it nothing, the handler settles it.
+   */
+  @Post('complete')
+  @HttpCode(200)
+  @RateLimit({ name: 'ai-tokens', algorithm: 'token-bucket', limit: 10_000, window: '1m', burst: 20_000, cost: 0 })
+  async complete(
+    @CurrentUser() user: AuthUser,
+    @Body() body: CompleteBody = {},
+    @Res({ passthrough: true }) res: unknown,
+  ): Promise<Completion> {
+    const { prompt, maxTokens } = body;
+    if (typeof prompt !== 'string' || prompt === '' || prompt.length > MAX_PROMPT_CHARS) {
+      throw new BadRequestException(`prompt must be a string of 1 to ${MAX_PROMPT_CHARS} characters`);
+    }
+    if (typeof maxTokens !== 'number' || !Number.isSafeInteger(maxTokens) || maxTokens < 1 || maxTokens > MAX_TOKENS) {
+      throw new BadRequestException(`maxTokens must be an integer from 1 to ${MAX_TOKENS}`);
+    }
+    const key = `user:${user.id}`; // the identity the limiter gives `key: 'user'`, so header and charge agree
+    const promptTokens = tokensIn(prompt);
+    const estimate = promptTokens + maxTokens;
+
+    let charged: RateLimitDecision;
+    try {
+      charged = await this.rateLimits.consume('ai-tokens', key, { cost: estimate });
+    } catch (error) {
+      this.unavailable(res, error);
+    }
+    if (!charged.allowed) this.deny(res, charged);
+
+    // The fake model stops halfway through its budget: it uses fewer tokens than were charged.
+    const completionTokens = Math.ceil(maxTokens / 2);
+    const used = promptTokens + completionTokens;
+    let tokensRemaining = charged.remaining;
+    try {
+      tokensRemaining = (await this.rateLimits.refund('ai-tokens', key, estimate - used)).remaining;
+    } catch (error) {
+      // The answer is computed and paid for: a failed refund only costs the caller the unused estimate.
+      this.logger.warn(`could not refund ${estimate - used} ai-tokens to ${key}: ${(error as Error).message}`);
+    }
+    return {
+      completion: `(fake completion: ${completionTokens} tokens for a ${promptTokens}-token prompt)`,
+      usage: { promptTokens, completionTokens, totalTokens: used },
+      tokensRemaining,
+    };
+  }
+
+  /**
+   * RateLimitService throws store failures (and timeouts) instead of deciding them. Model calls cost money, so
+   * this route fails closed with 503, as the module does for a `failMode: 'closed'` policy.
+   */
+  private unavailable(res: unknown, error: unknown): never {
+    if (error instanceof RateLimitPolicyError) throw error; // a programming error: let it be a 500
+    this.http.httpAdapter.setHeader(res, 'Retry-After', '1');
+    throw new RateLimitUnavailableException('ai-tokens', 1);
+  }
+
+  /** 429 as the module's guard sends it: the exception body plus a Retry-After header. */
+  private deny(res: unknown, decision: RateLimitDecision): never {
+    if (Number.isFinite(decision.retryAfterMs)) {
+      const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
+      this.http.httpAdapter.setHeader(res, 'Retry-After', String(seconds));
+    }
+    throw new RateLimitExceededException(decision);
+  }
+}

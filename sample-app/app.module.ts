@@ -1,0 +1,28 @@
+import { Module } from '@nestjs/common';
+
+import { RateLimitModule, type RateLimitModuleOptions } from '../lib/index.js';
+import { AiController } from './ai.controller.js';
+import { AuthController } from './auth.controller.js';
+import { HealthController } from './health.controller.js';
+import { ReportsController } from './reports.controller.js';
+
+/**
+ * The module's options. Every route gets `per-user` (100 per minute, keyed by the authenticated user, or by
+ * the client IP before or without authentication) unless it skips it; routes add their own policies.
+ * `trustProxy: 'loopback'` believes X-Forwarded-For only from a proxy on the same host (nginx in front of the
+ * app); clients connecting directly are keyed by their socket address, whatever header they send.
+ * With REDIS_URL set, limits live in Redis and hold across instances; without it, in this process's memory.
+ */
+export function rateLimitOptions(env: NodeJS.ProcessEnv = process.env): RateLimitModuleOptions {
+  return {
+    defaults: [{ name: 'per-user', algorithm: 'sliding-window-counter', limit: 100, window: '1m' }],
+    trustProxy: 'loopback',
+    ...(env.REDIS_URL ? { redis: { url: env.REDIS_URL } } : {}),
+  };
+}
+
+@Module({
+  imports: [RateLimitModule.forRootAsync({ useFactory: () => rateLimitOptions() })],
+  controllers: [HealthController, AuthController, AiController, ReportsController],
+})
+export class AppModule {}

@@ -1,0 +1,29 @@
+import { Logger } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { ExpressAdapter } from '@nestjs/platform-express';
+
+import { RateLimitStore, RedisRateLimitStore } from '../lib/index.js';
+import { AppModule } from './app.module.js';
+
+/** The Redis URL without its password, for the log. */
+function redacted(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password !== '') parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return '(unparsable REDIS_URL)';
+  }
+}
+
+const app = await NestFactory.create(AppModule, new ExpressAdapter());
+app.enableShutdownHooks(); // closes the Redis connection on SIGINT / SIGTERM
+const port = Number(process.env.PORT ?? 3000);
+await app.listen(port);
+
+const store: unknown = app.get(RateLimitStore);
+const where =
+  store instanceof RedisRateLimitStore
+    ? `Redis at ${redacted(process.env.REDIS_URL ?? '')}`
+    : 'the in-memory store (per process; set REDIS_URL to share limits)';
+new Logger('SampleApp').log(`Listening on http://localhost:${port} with rate limits in ${where}`);

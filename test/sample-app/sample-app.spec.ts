@@ -1,0 +1,256 @@
+import type { INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import request from 'supertest';
+
+import { RateLimitStore } from '../../lib/index.js';
+import { AppModule, rateLimitOptions } from '../../sample-app/app.module.js';
+import { FakeClock } from '../support/fake-clock.js';
+import { ADAPTERS, createApp } from '../support/nest-app.js';
+
+/** A multiple of 60 000 ms, so the sliding-window-counter's `t` is exact. */
+const MINUTE_START = 1_699_999_980_000;
+const RATE_LIMIT_FIELDS = ['ratelimit', 'ratelimit-policy', 'retry-after', 'x-ratelimit-limit'];
+
+/** The `RateLimit` item of one policy, e.g. `"login-account";r=4;t=900`. */
+function item(res: request.Response, policy: string): string | undefined {
+  return String(res.headers['ratelimit'] ?? '')
+    .split(', ')
+    .find((i) => i.startsWith(`"${policy}";`));
+}
+
+describe('rateLimitOptions', () => {
+  it('uses the in-memory store without REDIS_URL, Redis with it', () => {
+    expect(rateLimitOptions({})).toEqual({
+      defaults: [{ name: 'per-user', algorithm: 'sliding-window-counter', limit: 100, window: '1m' }],
+      trustProxy: 'loopback',
+    });
+    expect(rateLimitOptions({ REDIS_URL: 'redis://cache:6379' }).redis).toEqual({ url: 'redis://cache:6379' });
+  });
+});
+
+describe.each(ADAPTERS)('the sample app on %s (the README walkthrough)', (adapter) => {
+  let app: INestApplication;
+  let clock: FakeClock;
+  const savedRedisUrl = process.env.REDIS_URL;
+  const http = () => request(app.getHttpServer());
+  const login = (username: string, password: string, forwardedFor?: string) => {
+    const req = http().post('/auth/login').send({ username, password });
+    return forwardedFor === undefined ? req : req.set('X-Forwarded-For', forwardedFor);
+  };
+  const complete = (apiKey: string | undefined, body: object) => {
+    const req = http().post('/ai/complete').send(body);
+    return apiKey === undefined ? req : req.set('x-api-key', apiKey);
+  };
+  const exportRows = (rows: string | undefined, apiKey = 'demo-key-bob') =>
+    http()
+      .get('/reports/export')
+      .query(rows === undefined ? {} : { rows })
+      .set('x-api-key', apiKey);
+
+  beforeEach(async () => {
+    delete process.env.REDIS_URL; // the in-memory store, whatever the environment
+    ({ app, clock } = await createApp(adapter, { imports: [AppModule] }, new FakeClock(MINUTE_START)));
+  });
+  afterEach(async () => {
+    await app.close();
+    if (savedRedisUrl !== undefined) process.env.REDIS_URL = savedRedisUrl;
+  });
+
+  it('GET /health: 200 without rate-limit headers', async () => {
+    for (let i = 0; i < 3; i++) {
+      const res = await http().get('/health');
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ status: 'ok' });
+      expect(RATE_LIMIT_FIELDS.filter((f) => res.headers[f] !== undefined)).toEqual([]);
+    }
+  });
+
+  it('POST /auth/login: 5 attempts per account, then 429 with Retry-After; other accounts still log in', async () => {
+    for (let i = 1; i <= 5; i++) {
+      const res = await login('alice', 'wrong');
+      expect(res.status).toBe(401);
+      expect(res.body.message).toBe('Invalid username or password');
+      expect(res.headers['ratelimit-policy']).toBe(
+        '"per-user";q=100;w=60, "login-account";q=5;w=900, "login-ip";q=20;w=900',
+      );
+      expect(item(res, 'login-account')).toBe(`"login-account";r=${5 - i};t=900`);
+      expect(item(res, 'login-ip')).toBe(`"login-ip";r=${20 - i};t=900`);
+    }
+    // The sixth is refused before the password is looked at, even the right one, and however it is spelled.
+    for (const username of ['alice', ' ALICE ']) {
+      const res = await login(username, 'correct-horse');
+      expect(res.status).toBe(429);
+      expect(res.headers['retry-after']).toBe('900');
+      expect(item(res, 'login-account')).toBe('"login-account";r=0;t=900');
+      expect(res.body).toEqual({
+        statusCode: 429,
+        error: 'Too Many Requests',
+        message: 'Rate limit "login-account" exceeded: 5 per window; retry in 900 s',
+        policy: 'login-account',
+        retryAfter: 900,
+      });
+    }
+    const bob = await login('bob', 'correct-horse');
+    expect(bob.status).toBe(200);
+    expect(bob.body).toEqual({ token: 'demo-token-bob' });
+    // Denied attempts consumed nothing: bob's was the sixth counted for this IP.
+    expect(item(bob, 'login-ip')).toBe('"login-ip";r=14;t=900');
+
+    clock.advance(15 * 60_000);
+    expect((await login('alice', 'correct-horse')).status).toBe(200);
+  });
+
+  it('POST /auth/login: 20 attempts per client IP, X-Forwarded-For believed from loopback', async () => {
+    for (let i = 0; i < 20; i++) expect((await login(`user${i}`, 'wrong')).status).toBe(401);
+    const blocked = await login('carol', 'correct-horse');
+    expect(blocked.status).toBe(429);
+    expect(blocked.body.policy).toBe('login-ip');
+    expect(blocked.headers['retry-after']).toBe('900');
+    // The test client connects over loopback, which trustProxy 'loopback' treats as a proxy.
+    const proxied = await login('carol', 'correct-horse', '203.0.113.7');
+    expect(proxied.status).toBe(200);
+    expect(item(proxied, 'login-ip')).toBe('"login-ip";r=19;t=900');
+  });
+
+  it('POST /auth/login: 400 without a username (counted per IP only)', async () => {
+    const res = await http().post('/auth/login').send({ password: 'correct-horse' });
+    expect(res.status).toBe(400);
+    expect(res.headers['ratelimit-policy']).toBe('"per-user";q=100;w=60, "login-ip";q=20;w=900');
+    expect(item(res, 'login-ip')).toBe('"login-ip";r=19;t=900');
+  });
+
+  it('POST /ai/complete: 401 without a valid API key, 200 with RateLimit headers with one', async () => {
+    for (const key of [undefined, 'demo-key-mallory']) {
+      const res = await complete(key, { prompt: 'Hello', maxTokens: 16 });
+      expect(res.status).toBe(401);
+      expect(res.body.message).toBe('Missing or unknown x-api-key');
+    }
+    const res = await complete('demo-key-alice', { prompt: 'Hello', maxTokens: 16 });
+    expect(res.status).toBe(200);
+    expect(res.headers['ratelimit-policy']).toBe('"per-user";q=100;w=60, "ai-tokens";q=20000;w=120');
+    // per-user is keyed by alice (not the IP) because ApiKeyGuard ran first; ai-tokens as it stood before the charge.
+    expect(res.headers['ratelimit']).toBe('"per-user";r=99;t=120, "ai-tokens";r=20000;t=0');
+    expect(res.body).toEqual({
+      completion: '(fake completion: 8 tokens for a 2-token prompt)',
+      usage: { promptTokens: 2, completionTokens: 8, totalTokens: 10 },
+      tokensRemaining: 19990, // charged 2 + 16, refunded the 8 unused
+    });
+    const next = await complete('demo-key-alice', { prompt: 'Hello', maxTokens: 16 });
+    expect(item(next, 'ai-tokens')).toBe('"ai-tokens";r=19990;t=1');
+  });
+
+  it('POST /ai/complete: rejects bad bodies with 400 and charges nothing', async () => {
+    for (const body of [
+      {},
+      { prompt: '', maxTokens: 1 },
+      { prompt: 'x', maxTokens: 0 },
+      { prompt: 'x', maxTokens: 16_001 },
+    ]) {
+      expect((await complete('demo-key-alice', body)).status).toBe(400);
+    }
+    expect(item(await complete('demo-key-alice', { prompt: 'x', maxTokens: 1 }), 'ai-tokens')).toBe(
+      '"ai-tokens";r=20000;t=0',
+    );
+  });
+
+  it('POST /ai/complete: a huge maxTokens is charged up front, so the second call gets 429 with Retry-After', async () => {
+    const huge = { prompt: 'Hello', maxTokens: 16_000 };
+    const first = await complete('demo-key-alice', huge);
+    expect(first.status).toBe(200);
+    expect(first.body.tokensRemaining).toBe(11_998); // 20 000 - 16 002 charged + 8 000 refunded
+
+    const second = await complete('demo-key-alice', huge);
+    expect(second.status).toBe(429);
+    // 4 004 tokens short at 10 000 per minute: 24.024 s.
+    expect(second.headers['retry-after']).toBe('25');
+    expect(second.body).toMatchObject({
+      statusCode: 429,
+      error: 'Too Many Requests',
+      policy: 'ai-tokens',
+      retryAfter: 25,
+    });
+    // Per user: bob's bucket is full.
+    expect((await complete('demo-key-bob', huge)).status).toBe(200);
+
+    clock.advance(24_023);
+    expect((await complete('demo-key-alice', huge)).status).toBe(429);
+    clock.advance(1);
+    expect((await complete('demo-key-alice', huge)).status).toBe(200);
+  });
+
+  it('GET /reports/export: rows=40000 twice, the second gets 429 with Retry-After', async () => {
+    expect((await http().get('/reports/export?rows=40000')).status).toBe(401);
+    const first = await exportRows('40000');
+    expect(first.status).toBe(200);
+    expect(first.body).toEqual({ user: 'bob', rows: 40_000, file: 'report-bob-40000.csv' });
+    expect(first.headers['ratelimit-policy']).toBe('"per-user";q=100;w=60, "export-rows";q=50000;w=3600');
+    expect(first.headers['ratelimit']).toBe('"per-user";r=99;t=120, "export-rows";r=10000;t=2880');
+
+    const second = await exportRows('40000');
+    expect(second.status).toBe(429);
+    // 30 000 rows short at 50 000 per hour: 36 minutes.
+    expect(second.headers['retry-after']).toBe('2160');
+    expect(second.body.policy).toBe('export-rows');
+    expect(second.body.retryAfter).toBe(2160);
+    // All or nothing: the denied request did not consume per-user either.
+    expect(second.headers['ratelimit']).toBe('"per-user";r=99;t=120, "export-rows";r=10000;t=2160');
+
+    // Smaller exports still fit, and other users have their own bucket.
+    expect(item(await exportRows(undefined), 'export-rows')).toBe('"export-rows";r=9900;t=2888'); // 40 100 rows used;
+    expect(item(await exportRows('40000', 'demo-key-alice'), 'export-rows')).toBe('"export-rows";r=10000;t=2880');
+  });
+
+  it('GET /reports/export: 400 for a bad rows, which costs nothing', async () => {
+    for (const rows of ['abc', '-1', '1.5', '50001', '']) {
+      const res = await exportRows(rows);
+      expect(res.status).toBe(400);
+      expect(res.body.message).toBe('rows must be an integer from 0 to 50000 (default 100)');
+      expect(item(res, 'export-rows')).toBe('"export-rows";r=50000;t=0');
+    }
+    expect((await http().get('/reports/export?rows=1&rows=2').set('x-api-key', 'demo-key-bob')).status).toBe(400);
+    expect((await exportRows('0')).body.rows).toBe(0);
+    expect(item(await exportRows('50000'), 'export-rows')).toBe('"export-rows";r=0;t=3600');
+  });
+});
+
+describe('the sample app with its store down', () => {
+  let app: INestApplication;
+  const savedRedisUrl = process.env.REDIS_URL;
+  beforeAll(async () => {
+    delete process.env.REDIS_URL;
+    const down = () => Promise.reject(new Error('store down'));
+    const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
+      .overrideProvider(RateLimitStore)
+      .useValue({ consume: down, peek: down, refund: down, reset: down })
+      .compile();
+    app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+  });
+  afterAll(async () => {
+    await app.close();
+    if (savedRedisUrl !== undefined) process.env.REDIS_URL = savedRedisUrl;
+  });
+
+  it('login fails closed: 503 with Retry-After', async () => {
+    const res = await request(app.getHttpServer())
+      .post('/auth/login')
+      .send({ username: 'alice', password: 'correct-horse' });
+    expect(res.status).toBe(503);
+    expect(res.headers['retry-after']).toBe('1');
+    expect(res.body.policy).toBe('login-account');
+  });
+
+  it('AI completions fail closed in the handler (503); exports fail open (200)', async () => {
+    const ai = await request(app.getHttpServer())
+      .post('/ai/complete')
+      .set('x-api-key', 'demo-key-alice')
+      .send({ prompt: 'Hello', maxTokens: 16 });
+    expect(ai.status).toBe(503);
+    expect(ai.headers['retry-after']).toBe('1');
+    expect(ai.body).toMatchObject({ statusCode: 503, policy: 'ai-tokens', retryAfter: 1 });
+
+    const exported = await request(app.getHttpServer()).get('/reports/export').set('x-api-key', 'demo-key-bob');
+    expect(exported.status).toBe(200);
+    expect(exported.headers['ratelimit']).toBeUndefined();
+  });
+});
