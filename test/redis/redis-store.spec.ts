@@ -1,9 +1,7 @@
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-
 import type { Redis } from 'ioredis';
 
 import { ALGORITHMS, RedisRateLimitStore, validatePolicy, type RateLimitAlgorithm } from '../../lib/index.js';
+import { consumeFromProcesses } from '../support/processes.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { startRedis, waitFor, type TestRedis } from '../support/redis-server.js';
 
@@ -35,30 +33,7 @@ describe.each<RateLimitAlgorithm>(ALGORITHMS)('%s under concurrency', (algorithm
   });
 
   it('admits exactly 100 of 200 consumes from 4 processes at once', async () => {
-    const keyPrefix = nextPrefix();
-    const script = fileURLToPath(new URL('../support/consume-child.mjs', import.meta.url));
-    const children = Array.from({ length: 4 }, () =>
-      spawn(process.execPath, [script, String(redis.port), algorithm, '50', keyPrefix, '1700000000000'], {
-        stdio: ['pipe', 'pipe', 'inherit'],
-      }),
-    );
-    const lines = children.map((child) => {
-      const out: string[] = [];
-      let ready: () => void;
-      const isReady = new Promise<void>((resolve) => (ready = resolve));
-      const done = new Promise<string[]>((resolve, reject) => {
-        child.stdout.on('data', (chunk: Buffer) => {
-          out.push(...chunk.toString().trim().split('\n'));
-          if (out[0] === 'ready') ready();
-        });
-        child.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`child exited with ${code}`))));
-      });
-      return { isReady, done };
-    });
-    await Promise.all(lines.map((l) => l.isReady));
-    children.forEach((child) => child.stdin.end('go\n'));
-    const admitted = (await Promise.all(lines.map((l) => l.done))).map((out) => Number(out[1]));
-    expect(admitted.reduce((a, b) => a + b, 0)).toBe(100);
+    expect(await consumeFromProcesses(String(redis.port), algorithm, nextPrefix())).toBe(100);
   });
 });
 

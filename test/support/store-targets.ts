@@ -2,6 +2,7 @@ import type { Clock } from '../../lib/clock.js';
 import { MemoryRateLimitStore } from '../../lib/stores/memory/memory.store.js';
 import type { RateLimitStore } from '../../lib/stores/rate-limit-store.js';
 import { RedisRateLimitStore } from '../../lib/stores/redis/redis.store.js';
+import { startCluster, type TestCluster } from './redis-cluster.js';
 import { startRedis, type TestRedis } from './redis-server.js';
 
 /** A store under test: made fresh (empty, own key space) for each property run. */
@@ -41,6 +42,29 @@ export function redisTarget(): StoreTarget & { redis(): TestRedis } {
         client: client as NonNullable<typeof client>,
         clock,
         keyPrefix: `t${++runs}:`,
+        ttlSlackMs: 60_000,
+      }),
+  };
+}
+
+export function clusterTarget(): StoreTarget & { cluster(): TestCluster } {
+  let cluster: TestCluster | undefined;
+  let client: ReturnType<TestCluster['client']> | undefined;
+  return {
+    name: 'redis-cluster',
+    cluster: () => cluster as TestCluster,
+    async setup() {
+      cluster = await startCluster();
+      client = cluster.client();
+    },
+    async teardown() {
+      await cluster?.stop();
+    },
+    make: (clock) =>
+      new RedisRateLimitStore({
+        client: client as NonNullable<typeof client>,
+        clock,
+        keyPrefix: `c${++runs}:`,
         ttlSlackMs: 60_000,
       }),
   };

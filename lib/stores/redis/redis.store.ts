@@ -1,3 +1,4 @@
+import calculateSlot from 'cluster-key-slot';
 import type { Cluster, Redis } from 'ioredis';
 
 import { ALGORITHM_CODES } from '../../algorithms/index.js';
@@ -61,7 +62,9 @@ export class RedisRateLimitStore implements RateLimitStore {
   }
 
   async reset(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<void> {
-    if (items.length > 0) await this.run('reset', items);
+    if (items.length === 0) return;
+    const groups = this.client.isCluster ? this.bySlot(items) : [items.map((_, i) => i)];
+    await Promise.all(groups.map((group) => this.run('reset', group.map((i) => items[i]))));
   }
 
   ping(): Promise<unknown> {
@@ -75,8 +78,64 @@ export class RedisRateLimitStore implements RateLimitStore {
 
   private async decide(op: Operation, items: readonly Item[]): Promise<RateLimitDecision[]> {
     if (items.length === 0) return [];
-    const reply = await this.run(op, items);
+    const groups = this.client.isCluster ? this.bySlot(items) : [items.map((_, i) => i)];
+    if (groups.length === 1) return this.decisions(op, items, await this.run(op, items));
+    return op === 'consume' ? this.consumeAcrossSlots(items, groups) : this.acrossSlots(op, items, groups);
+  }
+
+  private decisions(op: Operation, items: readonly Item[], reply: unknown): RateLimitDecision[] {
     return items.map(({ policy, cost = 0 }, i) => decisionOf(policy, reply, i * 4, op === 'consume' ? cost : 1));
+  }
+
+  /** Indexes of the items grouped by the Cluster slot of their keys (one script may touch one slot only). */
+  private bySlot(items: readonly Item[]): number[][] {
+    const groups = new Map<number, number[]>();
+    items.forEach(({ policy, key }, i) => {
+      const slot = calculateSlot(storageKey(this.keyPrefix, policy.id, key));
+      const group = groups.get(slot);
+      if (group === undefined) groups.set(slot, [i]);
+      else group.push(i);
+    });
+    return [...groups.values()];
+  }
+
+  private async acrossSlots(op: Operation, items: readonly Item[], groups: number[][]): Promise<RateLimitDecision[]> {
+    const out: RateLimitDecision[] = new Array(items.length);
+    await Promise.all(
+      groups.map(async (group) => {
+        const part = group.map((i) => items[i]);
+        this.decisions(op, part, await this.run(op, part)).forEach((d, j) => (out[group[j]] = d));
+      }),
+    );
+    return out;
+  }
+
+  /**
+   * A consume whose keys span several Cluster slots: each slot decides its items atomically, all at once;
+   * when one slot denies, what the others consumed is refunded. The request can be under-admitted while a
+   * refund is on its way (a concurrent request may see those units taken), never over-admitted.
+   */
+  private async consumeAcrossSlots(items: readonly Item[], groups: number[][]): Promise<RateLimitDecision[]> {
+    const parts = groups.map((group) => group.map((i) => items[i]));
+    const decided = await Promise.all(parts.map(async (part) => this.decisions('consume', part, await this.run('consume', part))));
+    const out: RateLimitDecision[] = new Array(items.length);
+    decided.forEach((decisions, g) => decisions.forEach((d, j) => (out[groups[g][j]] = d)));
+    if (out.every((d) => d.allowed)) return out;
+    const consumed = decided.map((decisions, g) => (decisions.every((d) => d.allowed) ? g : -1)).filter((g) => g >= 0);
+    await Promise.all(
+      consumed.map(async (g) => {
+        let reply: unknown;
+        try {
+          reply = await this.run('refund', parts[g]);
+        } catch {
+          return; // the request stays denied; the units stay taken until they expire (under-admission only)
+        }
+        this.decisions('refund', parts[g], reply).forEach((d, j) => {
+          out[groups[g][j]] = { ...d, allowed: true, retryAfterMs: 0 };
+        });
+      }),
+    );
+    return out;
   }
 
   private async run(op: Operation, items: readonly Item[]): Promise<unknown> {

@@ -1,0 +1,116 @@
+import { Controller, Get, type INestApplication } from '@nestjs/common';
+import calculateSlot from 'cluster-key-slot';
+import request from 'supertest';
+
+import {
+  ALGORITHMS,
+  RateLimit,
+  RateLimitModule,
+  RedisRateLimitStore,
+  storageKey,
+  validatePolicy,
+} from '../../lib/index.js';
+import { FakeClock } from '../support/fake-clock.js';
+import { createApp } from '../support/nest-app.js';
+import { consumeFromProcesses } from '../support/processes.js';
+import { startCluster, type TestCluster } from '../support/redis-cluster.js';
+import { waitFor } from '../support/redis-server.js';
+
+let cluster: TestCluster;
+beforeAll(async () => {
+  cluster = await startCluster();
+});
+afterAll(() => cluster.stop());
+
+describe.each(ALGORITHMS)('%s on a 6-node Redis Cluster', (algorithm) => {
+  it('admits exactly 100 of 200 consumes from 4 processes at once', async () => {
+    expect(await consumeFromProcesses(cluster.ports.slice(0, 3).join(','), algorithm, `p-${algorithm}:`)).toBe(100);
+  });
+});
+
+describe('policies in different slots', () => {
+  it('never over-admits a login limited per IP and per account under concurrency', async () => {
+    const keyPrefix = 'login:';
+    const store = new RedisRateLimitStore({ client: cluster.client(), clock: new FakeClock(), keyPrefix });
+    const perIp = validatePolicy({ name: 'login-ip', algorithm: 'sliding-window-log', limit: 20, window: '15m' });
+    const perAccount = validatePolicy({
+      name: 'login-account',
+      algorithm: 'sliding-window-log',
+      limit: 5,
+      window: '15m',
+    });
+    const accounts = ['alice', 'bob', 'carol', 'dave', 'erin', 'frank'];
+    const slots = new Set(
+      [
+        storageKey(keyPrefix, 'login-ip', 'ip:192.0.2.1'),
+        ...accounts.map((a) => storageKey(keyPrefix, 'login-account', a)),
+      ].map((key) => key),
+    );
+    expect(slots.size).toBe(7);
+    const attempts = Array.from({ length: 300 }, (_, i) => accounts[i % accounts.length]);
+    const decisions = await Promise.all(
+      attempts.map((account) =>
+        store.consume([
+          { policy: perIp, key: 'ip:192.0.2.1', cost: 1 },
+          { policy: perAccount, key: account, cost: 1 },
+        ]),
+      ),
+    );
+    const admitted = attempts.filter((_, i) => decisions[i].every((d) => d.allowed));
+    expect(admitted.length).toBeLessThanOrEqual(20);
+    for (const account of accounts) expect(admitted.filter((a) => a === account).length).toBeLessThanOrEqual(5);
+    // what the store holds agrees: nothing was consumed beyond what was admitted
+    const [ipNow] = await store.peek([{ policy: perIp, key: 'ip:192.0.2.1' }]);
+    expect(20 - ipNow.remaining).toBe(admitted.length);
+    for (const account of accounts) {
+      const [now] = await store.peek([{ policy: perAccount, key: account }]);
+      expect(5 - now.remaining).toBe(admitted.filter((a) => a === account).length);
+    }
+  });
+});
+
+@Controller()
+class FailoverController {
+  @Get('open')
+  @RateLimit({ name: 'fo-open', algorithm: 'gcra', limit: 1000, window: '1m', key: 'ip', failMode: 'open' })
+  open() {
+    return 'ok';
+  }
+
+  @Get('closed')
+  @RateLimit({ name: 'fo-closed', algorithm: 'fixed-window', limit: 3, window: '1m', key: 'ip', failMode: 'closed' })
+  closed() {
+    return 'ok';
+  }
+}
+
+describe('failover', () => {
+  let app: INestApplication;
+  afterAll(() => app?.close());
+
+  it('holds the fail modes while a master is down, and enforces limits again once its replica took over', async () => {
+    const client = cluster.client();
+    ({ app } = await createApp('express', {
+      imports: [RateLimitModule.forRoot({ redis: { client }, timeout: 100, keyPrefix: 'fo:' })],
+      controllers: [FailoverController],
+    }));
+    const get = (path: string) => request(app.getHttpServer()).get(path);
+    expect((await get('/closed')).status).toBe(200);
+    const master = await cluster.masterOf(storageKey('fo:', 'fo-closed', 'ip:127.0.0.1'));
+    master.process.kill('SIGKILL');
+    await new Promise((resolve) => master.process.once('exit', resolve));
+    // Before the replica is promoted (cluster-node-timeout is 1 s): fail open stays up, fail closed stays shut.
+    expect((await get('/open')).status).toBe(200);
+    expect((await get('/closed')).status).toBe(503);
+    // While the cluster fails over, each answer is the fail mode or a decision: never an error or a hang.
+    for (let i = 0; i < 5; i++) {
+      expect((await get('/open')).status).toBe(200);
+      expect([200, 429, 503]).toContain((await get('/closed')).status);
+    }
+    await waitFor(async () => (await get('/closed')).status !== 503, 'the replica to take over', 20_000);
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) statuses.push((await get('/closed')).status);
+    expect(statuses).toContain(429);
+    expect(statuses.filter((s) => s === 503)).toEqual([]);
+  });
+});

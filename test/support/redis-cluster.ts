@@ -1,0 +1,101 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { Cluster, Redis } from 'ioredis';
+
+import { freePort, startRedis, waitFor, type TestRedis } from './redis-server.js';
+
+/** A Redis Cluster of the test's own: 3 masters and 3 replicas on loopback, made with redis-cli --cluster create. */
+export interface TestCluster {
+  readonly nodes: TestRedis[];
+  readonly ports: number[];
+  client(): Cluster;
+  /** The node that is master of the slot of `key`. */
+  masterOf(key: string): Promise<TestRedis>;
+  stop(): Promise<void>;
+}
+
+async function clusterInfo(port: number): Promise<string> {
+  const admin = new Redis({
+    host: '127.0.0.1',
+    port,
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+  });
+  try {
+    await admin.connect();
+    return (await admin.cluster('INFO')) as string;
+  } catch {
+    return '';
+  } finally {
+    admin.disconnect();
+  }
+}
+
+export async function startCluster(): Promise<TestCluster> {
+  const dir = mkdtempSync(join(tmpdir(), 'rl-cluster-'));
+  const ports: number[] = [];
+  while (ports.length < 6) {
+    const port = await freePort();
+    if (!ports.includes(port)) ports.push(port);
+  }
+  const nodes = await Promise.all(
+    ports.map((port) =>
+      startRedis({
+        port,
+        args: [
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          `nodes-${port}.conf`,
+          '--cluster-node-timeout',
+          '1000',
+          '--dir',
+          dir,
+        ],
+      }),
+    ),
+  );
+  const created = spawnSync(
+    'redis-cli',
+    ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1', '--cluster-yes'],
+    { encoding: 'utf8' },
+  );
+  if (created.status !== 0) throw new Error(`redis-cli --cluster create failed:\n${created.stdout}\n${created.stderr}`);
+  await waitFor(
+    async () => (await Promise.all(ports.map(clusterInfo))).every((info) => info.includes('cluster_state:ok')),
+    'the cluster to be ok on every node',
+    20_000,
+  );
+  const clients: Cluster[] = [];
+  return {
+    nodes,
+    ports,
+    client() {
+      const client = new Cluster(ports.slice(0, 3).map((port) => ({ host: '127.0.0.1', port })));
+      clients.push(client);
+      return client;
+    },
+    async masterOf(key) {
+      const probe = new Redis({ host: '127.0.0.1', port: ports[0] });
+      try {
+        const slot = (await probe.cluster('KEYSLOT', key)) as number;
+        const shards = (await probe.cluster('SLOTS')) as unknown as [number, number, [string, number]][];
+        const owner = shards.find(([from, to]) => slot >= from && slot <= to);
+        const node = nodes.find((n) => n.port === owner?.[2][1]);
+        if (node === undefined) throw new Error(`no master found for slot ${slot}`);
+        return node;
+      } finally {
+        probe.disconnect();
+      }
+    },
+    async stop() {
+      clients.forEach((client) => client.disconnect());
+      await Promise.all(nodes.map((node) => node.stop()));
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
