@@ -40,13 +40,9 @@ describe('policies in different slots', () => {
       window: '15m',
     });
     const accounts = ['alice', 'bob', 'carol', 'dave', 'erin', 'frank'];
-    const slots = new Set(
-      [
-        storageKey(keyPrefix, 'login-ip', 'ip:192.0.2.1'),
-        ...accounts.map((a) => storageKey(keyPrefix, 'login-account', a)),
-      ].map((key) => key),
-    );
-    expect(slots.size).toBe(7);
+    const ipSlot = calculateSlot(storageKey(keyPrefix, 'login-ip', 'ip:192.0.2.1'));
+    const accountSlots = accounts.map((a) => calculateSlot(storageKey(keyPrefix, 'login-account', a)));
+    expect(accountSlots.filter((slot) => slot !== ipSlot)).toHaveLength(accounts.length);
     const attempts = Array.from({ length: 300 }, (_, i) => accounts[i % accounts.length]);
     const decisions = await Promise.all(
       attempts.map((account) =>
