@@ -42,12 +42,26 @@ interface PlannedPolicy {
 /** The policies of one handler, merged and validated once. */
 interface RoutePlan {
   readonly policies: readonly PlannedPolicy[];
-  /** Some policy is keyed by the user, so it is best decided once authentication has run. */
-  readonly userKeyed: boolean;
+  /** The policies not keyed by the user, which the global guard decides before authentication. */
+  readonly early: readonly PlannedPolicy[];
+  /** The user-keyed policies, decided after every guard when the global guard finds no user yet. */
+  readonly late: readonly PlannedPolicy[];
 }
+
+type PlannedItem = RateLimitStoreItem & { readonly planned: PlannedPolicy };
+
+/** Policies consumed in one store call and what the store decided. */
+interface Evaluation {
+  readonly items: readonly PlannedItem[];
+  decisions: RateLimitDecision[];
+}
+
+const NOTHING: Evaluation = Object.freeze({ items: [], decisions: [] });
 
 /** Where the module stands with a request: decided, or left to the interceptor (after every guard). */
 const REQUEST_STATE = Symbol('nestjs-rate-limit:request-state');
+/** What the global guard decided before authentication, for the interceptor to complete. */
+const EARLY_DECISIONS = Symbol('nestjs-rate-limit:early-decisions');
 const DECIDED = 1;
 const DEFERRED = 2;
 
@@ -59,6 +73,7 @@ interface HttpRequest {
   raw?: IncomingMessage;
   headers?: Record<string, string | string[] | undefined>;
   [REQUEST_STATE]?: number;
+  [EARLY_DECISIONS]?: Evaluation;
 }
 
 /** Consecutive store failures that open the circuit breaker, and how often it then probes the store. */
@@ -189,27 +204,54 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
     const req = http.getRequest<HttpRequest>();
     const state = req[REQUEST_STATE];
     if (state === DECIDED || (state === DEFERRED && point !== 'interceptor')) return;
+    const res = http.getResponse<object>();
+    if (state === DEFERRED) {
+      req[REQUEST_STATE] = DECIDED;
+      const plan = this.planFor(ctx.getClass(), ctx.getHandler());
+      const early = req[EARLY_DECISIONS] ?? NOTHING;
+      const late = await this.evaluate(ctx, req, res, plan.late, early);
+      if (late.decisions.some((d) => !d.allowed)) await this.compensate(early);
+      this.conclude(res, [early, late], plan);
+      return;
+    }
     const plan = this.planFor(ctx.getClass(), ctx.getHandler());
     if (plan.policies.length === 0) {
       req[REQUEST_STATE] = DECIDED;
       return;
     }
-    // Global guards run before controller and handler guards: if a user-keyed policy sees no user yet,
-    // authentication may still be ahead, so the whole request is decided by the interceptor, after it.
-    if (point === 'global-guard' && plan.userKeyed && this.user(ctx) === undefined) {
+    // Global guards run before controller and handler guards: when a user-keyed policy sees no user yet,
+    // authentication may still be ahead. The other policies are decided now (so requests your authentication
+    // rejects still count against the IP), the user-keyed ones by the interceptor, after every guard.
+    if (point === 'global-guard' && plan.late.length > 0 && this.user(ctx) === undefined) {
       req[REQUEST_STATE] = DEFERRED;
+      const early = await this.evaluate(ctx, req, res, plan.early, NOTHING);
+      if (early.decisions.some((d) => !d.allowed)) {
+        req[REQUEST_STATE] = DECIDED;
+        this.conclude(res, [early]);
+      }
+      req[EARLY_DECISIONS] = early;
       return;
     }
     req[REQUEST_STATE] = DECIDED;
-    await this.decide(ctx, req, http.getResponse<object>(), plan);
+    this.conclude(res, [await this.evaluate(ctx, req, res, plan.policies, NOTHING)]);
   }
 
-  private async decide(ctx: ExecutionContext, req: HttpRequest, res: object, plan: RoutePlan): Promise<void> {
-    const items: (RateLimitStoreItem & { planned: PlannedPolicy })[] = [];
+  /**
+   * Resolves the keys and costs of `policies` and consumes them in one store call. Applies the fail modes:
+   * throws 503 when a fail-closed policy cannot be decided (after giving back what `before` consumed).
+   */
+  private async evaluate(
+    ctx: ExecutionContext,
+    req: HttpRequest,
+    res: object,
+    policies: readonly PlannedPolicy[],
+    before: Evaluation,
+  ): Promise<Evaluation> {
+    const items: PlannedItem[] = [];
     const failed: { planned: PlannedPolicy; error: unknown }[] = [];
     let ip: string | undefined;
     const ipOf = (): string => (ip ??= this.clientIp(req));
-    for (const planned of plan.policies) {
+    for (const planned of policies) {
       try {
         const key = await this.identity(planned, ctx, ipOf);
         if (key === undefined) continue;
@@ -220,38 +262,59 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
     }
     for (const { planned, error } of failed) this.reporter.report(error, [planned.policy.name]);
     const closed = failed.find((f) => f.planned.failMode === 'closed');
-    if (closed !== undefined) this.unavailable(res, closed.planned);
-    if (items.length === 0) return;
-
-    let decisions: RateLimitDecision[];
+    if (closed !== undefined) await this.unavailable(res, closed.planned, before);
+    if (items.length === 0) return NOTHING;
     try {
-      decisions = await this.breaker.run(() => this.store.consume(items));
+      return { items, decisions: await this.breaker.run(() => this.store.consume(items)) };
     } catch (error) {
       this.reporter.report(
         error,
         items.map((i) => i.policy.name),
       );
       const failClosed = items.find((i) => i.planned.failMode === 'closed');
-      if (failClosed !== undefined) this.unavailable(res, failClosed.planned);
-      return;
+      if (failClosed !== undefined) await this.unavailable(res, failClosed.planned, before);
+      return NOTHING;
     }
-    this.setHeaders(
-      res,
-      rateLimitHeaders(
-        this.headers,
-        items.map((i) => i.policy),
-        decisions,
-      ),
-    );
+  }
+
+  /** Writes the headers of every decision of the request; throws 429 when one of them denies. */
+  private conclude(res: object, evaluations: readonly Evaluation[], plan?: RoutePlan): void {
+    let pairs = evaluations.flatMap((e) => e.items.map((item, i) => [item, e.decisions[i]] as const));
+    // Headers list policies in the route's order, also when the guard and the interceptor each decided some.
+    if (plan !== undefined)
+      pairs = pairs.sort(([a], [b]) => plan.policies.indexOf(a.planned) - plan.policies.indexOf(b.planned));
+    const policies = pairs.map(([item]) => item.policy);
+    const decisions = pairs.map(([, decision]) => decision);
+    this.setHeaders(res, rateLimitHeaders(this.headers, policies, decisions));
     const denied = decisions.filter((d) => !d.allowed);
     if (denied.length === 0) return;
     const worst = mostRestrictive(denied);
-    if (Number.isFinite(worst.retryAfterMs))
+    if (Number.isFinite(worst.retryAfterMs)) {
       this.setHeaders(res, [['Retry-After', String(Math.max(1, toSeconds(worst.retryAfterMs)))]]);
+    }
     throw new RateLimitExceededException(worst);
   }
 
-  private unavailable(res: object, planned: PlannedPolicy): never {
+  /**
+   * Gives back what the guard consumed when the interceptor's policies deny, so the request consumes nothing.
+   * Between the two calls a concurrent request may find those units taken: that can under-admit, never
+   * over-admit. If the refund fails, the units stay taken until they expire.
+   */
+  private async compensate(early: Evaluation): Promise<void> {
+    if (early.items.length === 0 || !early.decisions.every((d) => d.allowed)) return;
+    try {
+      const refunded = await this.breaker.run(() => this.store.refund(early.items));
+      early.decisions = refunded.map((d) => ({ ...d, allowed: true, retryAfterMs: 0 }));
+    } catch (error) {
+      this.reporter.report(
+        error,
+        early.items.map((i) => i.policy.name),
+      );
+    }
+  }
+
+  private async unavailable(res: object, planned: PlannedPolicy, before: Evaluation): Promise<never> {
+    await this.compensate(before);
     const retryAfter = Math.max(1, toSeconds(this.timeoutMs));
     this.setHeaders(res, [['Retry-After', String(retryAfter)]]);
     throw new RateLimitUnavailableException(planned.policy.name, retryAfter);
@@ -339,7 +402,11 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
       byName.delete(name);
     }
     const policies = [...byName.values()];
-    plan = { policies, userKeyed: policies.some((p) => p.key === 'user') };
+    plan = {
+      policies,
+      early: policies.filter((p) => p.key !== 'user'),
+      late: policies.filter((p) => p.key === 'user'),
+    };
     this.plans.set(handler, plan);
     return plan;
   }

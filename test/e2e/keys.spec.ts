@@ -87,10 +87,23 @@ class AuthenticatedController {
   }
 }
 
+@Controller('guarded')
+@UseGuards(HeaderAuthGuard)
+class GuardedController {
+  @Get()
+  @RateLimit([
+    { name: 'guarded-ip', algorithm: 'fixed-window', limit: 3, window: '1m', key: 'ip' },
+    { name: 'guarded-user', algorithm: 'fixed-window', limit: 1, window: '1m' },
+  ])
+  get() {
+    return 'ok';
+  }
+}
+
 async function appWith(adapter: (typeof ADAPTERS)[number], trustProxy?: TrustProxy) {
   return createApp(adapter, {
     imports: [RateLimitModule.forRoot({ trustProxy })],
-    controllers: [KeysController, AuthenticatedController],
+    controllers: [KeysController, AuthenticatedController, GuardedController],
   });
 }
 
@@ -136,6 +149,25 @@ describe.each(ADAPTERS)('keys on %s', (adapter) => {
     expect((await get('/me', { 'x-user': 'bob' })).status).toBe(200);
     // rejected by authentication before any decision: not counted
     expect((await get('/me')).status).toBe(401);
+  });
+
+  it('counts requests that authentication rejects against the IP, and gives them back when the user denies', async () => {
+    ({ app } = await appWith(adapter));
+    const first = await get('/guarded', { 'x-user': 'alice' });
+    expect(first.status).toBe(200);
+    expect(first.headers['ratelimit']).toBe('"guarded-ip";r=2;t=40, "guarded-user";r=0;t=40');
+    // alice's own limit denies: the IP unit the guard took before authentication is given back
+    const denied = await get('/guarded', { 'x-user': 'alice' });
+    expect(denied.status).toBe(429);
+    expect(denied.body.policy).toBe('guarded-user');
+    expect(denied.headers['ratelimit']).toBe('"guarded-ip";r=2;t=40, "guarded-user";r=0;t=40');
+    // unauthenticated guessing is limited per IP before the auth guard runs
+    expect((await get('/guarded', { 'x-user-typo': 'x' })).status).toBe(401);
+    expect((await get('/guarded')).status).toBe(401);
+    const limited = await get('/guarded');
+    expect(limited.status).toBe(429);
+    expect(limited.body.policy).toBe('guarded-ip');
+    expect((await get('/guarded', { 'x-user': 'bob' })).status).toBe(429);
   });
 
   it('falls back to the client IP for user policies without a user', async () => {

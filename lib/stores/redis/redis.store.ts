@@ -64,7 +64,14 @@ export class RedisRateLimitStore implements RateLimitStore {
   async reset(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<void> {
     if (items.length === 0) return;
     const groups = this.client.isCluster ? this.bySlot(items) : [items.map((_, i) => i)];
-    await Promise.all(groups.map((group) => this.run('reset', group.map((i) => items[i]))));
+    await Promise.all(
+      groups.map((group) =>
+        this.run(
+          'reset',
+          group.map((i) => items[i]),
+        ),
+      ),
+    );
   }
 
   ping(): Promise<unknown> {
@@ -117,7 +124,9 @@ export class RedisRateLimitStore implements RateLimitStore {
    */
   private async consumeAcrossSlots(items: readonly Item[], groups: number[][]): Promise<RateLimitDecision[]> {
     const parts = groups.map((group) => group.map((i) => items[i]));
-    const decided = await Promise.all(parts.map(async (part) => this.decisions('consume', part, await this.run('consume', part))));
+    const decided = await Promise.all(
+      parts.map(async (part) => this.decisions('consume', part, await this.run('consume', part))),
+    );
     const out: RateLimitDecision[] = new Array(items.length);
     decided.forEach((decisions, g) => decisions.forEach((d, j) => (out[groups[g][j]] = d)));
     if (out.every((d) => d.allowed)) return out;
