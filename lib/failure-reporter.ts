@@ -37,7 +37,8 @@ export class FailureReporter {
       return;
     }
     const held = seen !== undefined && seen.suppressed > 0 ? ` (${seen.suppressed} more since the last report)` : '';
-    this.logger.error(`Rate limiter store failure for policy ${policies.join(', ')}: ${cause}${held}`);
+    const what = err.name === 'RateLimitPolicyError' ? 'policy error' : 'store failure';
+    this.logger.error(`Rate limiter ${what} for policy ${policies.join(', ')}: ${cause}${held}`);
     if (this.recent.size >= MAX_CAUSES && seen === undefined) this.recent.clear();
     this.recent.set(cause, { atMs: now, suppressed: 0 });
   }

@@ -15,7 +15,11 @@ export { defaultPolicyName, validatePolicy } from './policy/validate-policy.js';
 export { parseWindow } from './policy/window.js';
 export { RATE_LIMIT_CLOCK } from './rate-limit.constants.js';
 export { RateLimit, SkipRateLimit } from './rate-limit.decorator.js';
-export { RateLimitExceededException, RateLimitUnavailableException } from './rate-limit.exception.js';
+export {
+  RateLimitExceededException,
+  RateLimitExceptionFilter,
+  RateLimitUnavailableException,
+} from './rate-limit.exception.js';
 export { RateLimitGuard } from './rate-limit.guard.js';
 export { RateLimitInterceptor } from './rate-limit.interceptor.js';
 export { RateLimitModule } from './rate-limit.module.js';

@@ -1,9 +1,10 @@
 import { Global, Inject, Logger, Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { APP_GUARD, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 
 import { type Clock, systemClock } from './clock.js';
 import { RATE_LIMIT_CLOCK } from './rate-limit.constants.js';
+import { RateLimitExceptionFilter } from './rate-limit.exception.js';
 import { GlobalRateLimitGuard, RateLimitGuard } from './rate-limit.guard.js';
 import { GlobalRateLimitInterceptor, RateLimitInterceptor } from './rate-limit.interceptor.js';
 import { ConfigurableRateLimitModule, RATE_LIMIT_OPTIONS } from './rate-limit.module-definition.js';
@@ -80,6 +81,7 @@ function createStore(options: RateLimitModuleOptions, clock: Clock): RateLimitSt
     RateLimitInterceptor,
     { provide: APP_GUARD, useClass: GlobalRateLimitGuard },
     { provide: APP_INTERCEPTOR, useClass: GlobalRateLimitInterceptor },
+    { provide: APP_FILTER, useClass: RateLimitExceptionFilter },
   ],
   exports: [RateLimitService, RateLimitStore, RATE_LIMIT_CLOCK, RateLimiter, RateLimitGuard, RateLimitInterceptor],
 })

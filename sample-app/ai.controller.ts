@@ -1,5 +1,4 @@
-import { BadRequestException, Body, Controller, HttpCode, Logger, Post, Res, UseGuards } from '@nestjs/common';
-import { HttpAdapterHost } from '@nestjs/core';
+import { BadRequestException, Body, Controller, HttpCode, Logger, Post, UseGuards } from '@nestjs/common';
 
 import {
   RateLimit,
@@ -36,10 +35,7 @@ const tokensIn = (text: string): number => Math.ceil(text.length / 4);
 export class AiController {
   private readonly logger = new Logger(AiController.name);
 
-  constructor(
-    private readonly rateLimits: RateLimitService,
-    private readonly http: HttpAdapterHost,
-  ) {}
+  constructor(private readonly rateLimits: RateLimitService) {}
 
   /**
    * Charges model tokens, not requests: the guard cannot know the cost before the model has answered, so the
@@ -50,11 +46,7 @@ export class AiController {
   @Post('complete')
   @HttpCode(200)
   @RateLimit({ name: 'ai-tokens', algorithm: 'token-bucket', limit: 10_000, window: '1m', burst: 20_000, cost: 0 })
-  async complete(
-    @CurrentUser() user: AuthUser,
-    @Body() body: CompleteBody = {},
-    @Res({ passthrough: true }) res: unknown,
-  ): Promise<Completion> {
+  async complete(@CurrentUser() user: AuthUser, @Body() body: CompleteBody = {}): Promise<Completion> {
     const { prompt, maxTokens } = body;
     if (typeof prompt !== 'string' || prompt === '' || prompt.length > MAX_PROMPT_CHARS) {
       throw new BadRequestException(`prompt must be a string of 1 to ${MAX_PROMPT_CHARS} characters`);
@@ -70,9 +62,12 @@ export class AiController {
     try {
       charged = await this.rateLimits.consume('ai-tokens', key, { cost: estimate });
     } catch (error) {
-      this.unavailable(res, error);
+      // Store failures and timeouts are thrown, not decided. Model calls cost money: fail closed with 503.
+      if (error instanceof RateLimitPolicyError) throw error; // a programming error: let it be a 500
+      throw new RateLimitUnavailableException('ai-tokens', 1);
     }
-    if (!charged.allowed) this.deny(res, charged);
+    // The module's exception filter answers 429 with Retry-After, as for the guard's own denials.
+    if (!charged.allowed) throw new RateLimitExceededException(charged);
 
     // The fake model stops halfway through its budget: it uses fewer tokens than were charged.
     const completionTokens = Math.ceil(maxTokens / 2);
@@ -89,24 +84,5 @@ export class AiController {
       usage: { promptTokens, completionTokens, totalTokens: used },
       tokensRemaining,
     };
-  }
-
-  /**
-   * RateLimitService throws store failures (and timeouts) instead of deciding them. Model calls cost money, so
-   * this route fails closed with 503, as the module does for a `failMode: 'closed'` policy.
-   */
-  private unavailable(res: unknown, error: unknown): never {
-    if (error instanceof RateLimitPolicyError) throw error; // a programming error: let it be a 500
-    this.http.httpAdapter.setHeader(res, 'Retry-After', '1');
-    throw new RateLimitUnavailableException('ai-tokens', 1);
-  }
-
-  /** 429 as the module's guard sends it: the exception body plus a Retry-After header. */
-  private deny(res: unknown, decision: RateLimitDecision): never {
-    if (Number.isFinite(decision.retryAfterMs)) {
-      const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
-      this.http.httpAdapter.setHeader(res, 'Retry-After', String(seconds));
-    }
-    throw new RateLimitExceededException(decision);
   }
 }

@@ -1,10 +1,11 @@
-import { Controller, Get, type INestApplication, Module, UseGuards } from '@nestjs/common';
+import { Controller, Get, type INestApplication, Module, Query, UseGuards } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 
 import {
   RATE_LIMIT_CLOCK,
   RateLimit,
+  RateLimitExceededException,
   RateLimitGuard,
   RateLimitModule,
   RateLimitService,
@@ -78,6 +79,15 @@ class CostController {
   ai() {
     return 'ok';
   }
+
+  @Get('charge')
+  async charge(@Query('tokens') tokens: string) {
+    const decision = await this.rateLimits.consume('ai-tokens', 'charged', { cost: Number(tokens) });
+    if (!decision.allowed) throw new RateLimitExceededException(decision);
+    return decision;
+  }
+
+  constructor(private readonly rateLimits: RateLimitService) {}
 }
 
 describe.each(ADAPTERS)('cost and the service on %s', (adapter) => {
@@ -145,6 +155,20 @@ describe.each(ADAPTERS)('cost and the service on %s', (adapter) => {
     expect((await service.peek('ai-tokens', 'ip:127.0.0.1')).remaining).toBe(800);
     await service.reset('ai-tokens', 'ip:127.0.0.1');
     expect((await service.peek('ai-tokens', 'ip:127.0.0.1')).remaining).toBe(1000);
+  });
+
+  it('answers a RateLimitExceededException thrown by your own code with 429 and Retry-After', async () => {
+    expect((await get('/charge?tokens=990')).status).toBe(200);
+    const denied = await get('/charge?tokens=20');
+    expect(denied.status).toBe(429);
+    expect(denied.headers['retry-after']).toBe('1'); // 10 tokens short at 1000 per minute: 600 ms
+    expect(denied.body).toEqual({
+      statusCode: 429,
+      error: 'Too Many Requests',
+      message: 'Rate limit "ai-tokens" exceeded; retry in 1 s',
+      policy: 'ai-tokens',
+      retryAfter: 1,
+    });
   });
 
   it('rejects unknown names and bad arguments with clear errors', async () => {

@@ -67,7 +67,7 @@ describe.each(ADAPTERS)('rate-limit headers on %s', (adapter) => {
     expect(res.body).toEqual({
       statusCode: 429,
       error: 'Too Many Requests',
-      message: 'Rate limit "one" exceeded: 3 per window; retry in 50 s',
+      message: 'Rate limit "one" exceeded; retry in 50 s',
       policy: 'one',
       retryAfter: 50,
     });

@@ -85,7 +85,7 @@ describe.each(ADAPTERS)('the sample app on %s (the README walkthrough)', (adapte
       expect(res.body).toEqual({
         statusCode: 429,
         error: 'Too Many Requests',
-        message: 'Rate limit "login-account" exceeded: 5 per window; retry in 900 s',
+        message: 'Rate limit "login-account" exceeded; retry in 900 s',
         policy: 'login-account',
         retryAfter: 900,
       });
