@@ -29,6 +29,26 @@ const FAIL_FAST: RedisOptions = {
   maxRetriesPerRequest: 0,
 };
 
+/**
+ * Connection errors of the limiter's own connection go to the Nest logger, at most once per 5 s (ioredis
+ * reconnects by itself); without a listener ioredis would print every one of them as unhandled.
+ */
+function reportConnectionErrors(redis: Redis | Cluster): void {
+  const logger = new Logger('RateLimit');
+  let lastMs = -Infinity;
+  let held = 0;
+  redis.on('error', (error: Error) => {
+    const now = performance.now();
+    if (now - lastMs < 5000) {
+      held++;
+      return;
+    }
+    logger.warn(`Redis connection: ${error.message}${held > 0 ? ` (${held} more since the last report)` : ''}`);
+    lastMs = now;
+    held = 0;
+  });
+}
+
 /** A connection of the limiter's own with the settings of the caller's client; the caller's is left as it is. */
 function dedicatedConnection(client: Redis | Cluster): Redis | Cluster {
   if (client instanceof Cluster) {
@@ -48,6 +68,7 @@ function createStore(options: RateLimitModuleOptions, clock: Clock): RateLimitSt
     const fast = { ...redisOptions, ...FAIL_FAST };
     const redis =
       client !== undefined ? dedicatedConnection(client) : url === undefined ? new Redis(fast) : new Redis(url, fast);
+    reportConnectionErrors(redis);
     const store = new RedisRateLimitStore({
       client: redis,
       clock: options.clock === 'store' ? 'store' : clock,
