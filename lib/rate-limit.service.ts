@@ -54,6 +54,7 @@ export class RateLimitService {
   async refund(policy: RateLimitPolicy | string, key: string, amount: number): Promise<RateLimitDecision> {
     const p = this.resolve(policy);
     const item = { policy: p, key: this.checkKey(key, p), cost: this.checkAmount(amount, p, 'amount') };
+    this.limiter.denyCache?.forget(p, item.key);
     const [decision] = await this.limiter.call([p.name], () => this.limiter.store.refund([item]));
     return decision;
   }
@@ -61,6 +62,7 @@ export class RateLimitService {
   /** Forgets everything `key` has consumed under `policy`. */
   async reset(policy: RateLimitPolicy | string, key: string): Promise<void> {
     const p = this.resolve(policy);
+    this.limiter.denyCache?.forget(p, key);
     await this.limiter.call([p.name], () => this.limiter.store.reset([{ policy: p, key: this.checkKey(key, p) }]));
   }
 

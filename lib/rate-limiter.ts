@@ -12,6 +12,7 @@ import { DiscoveryService, HttpAdapterHost, MetadataScanner, Reflector } from '@
 
 import type { Clock } from './clock.js';
 import { CircuitBreaker } from './circuit-breaker.js';
+import { DenyCache } from './deny-cache.js';
 import { FailureReporter } from './failure-reporter.js';
 import { mostRestrictive, rateLimitHeaders, toSeconds } from './headers/rate-limit-headers.js';
 import { clientIp, compileTrust, isTrustAll, isTrustNone, type TrustFn } from './keys/client-ip.js';
@@ -28,6 +29,7 @@ import { RATE_LIMIT_CLOCK, RATE_LIMIT_POLICIES, RATE_LIMIT_SKIP } from './rate-l
 import { RateLimitExceededException, RateLimitUnavailableException } from './rate-limit.exception.js';
 import { RATE_LIMIT_OPTIONS } from './rate-limit.module-definition.js';
 import type { RateLimitHeaders, RateLimitModuleOptions } from './rate-limit.options.js';
+import { MemoryRateLimitStore } from './stores/memory/memory.store.js';
 import { RateLimitStore, type RateLimitStoreItem } from './stores/rate-limit-store.js';
 
 /** A policy of a route, with what the request-time work needs. */
@@ -55,6 +57,10 @@ interface Evaluation {
   readonly items: readonly PlannedItem[];
   decisions: RateLimitDecision[];
 }
+
+type MaybePromise<T> = T | Promise<T>;
+const isPromise = <T>(value: MaybePromise<T> | unknown): value is Promise<T> =>
+  typeof (value as { then?: unknown } | null)?.then === 'function';
 
 const NOTHING: Evaluation = Object.freeze({ items: [], decisions: [] });
 
@@ -111,12 +117,14 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
   private readonly user: (ctx: ExecutionContext) => string | undefined;
   readonly reporter: FailureReporter;
   private readonly breaker: CircuitBreaker;
+  /** Denials of a remote store, answered locally until they end (pointless for the in-process store). */
+  readonly denyCache: DenyCache | undefined;
   private warnedForwardedFor = false;
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) readonly options: RateLimitModuleOptions,
     @Inject(RateLimitStore) readonly store: RateLimitStore,
-    @Inject(RATE_LIMIT_CLOCK) clock: Clock,
+    @Inject(RATE_LIMIT_CLOCK) private readonly clock: Clock,
     private readonly reflector: Reflector,
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
@@ -147,6 +155,7 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
     }
     this.user = options.user ?? defaultUser;
     this.reporter = new FailureReporter(this.logger, clock, options.onError);
+    this.denyCache = store instanceof MemoryRateLimitStore ? undefined : new DenyCache();
     this.breaker = new CircuitBreaker({
       timeoutMs: this.timeoutMs,
       threshold: BREAKER_THRESHOLD,
@@ -253,9 +262,12 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
     const ipOf = (): string => (ip ??= this.clientIp(req));
     for (const planned of policies) {
       try {
-        const key = await this.identity(planned, ctx, ipOf);
+        let key = this.identity(planned, ctx, ipOf);
+        if (isPromise(key)) key = await key;
         if (key === undefined) continue;
-        items.push({ policy: planned.policy, key, cost: await this.cost(planned, ctx), planned });
+        let cost = this.cost(planned, ctx);
+        if (isPromise(cost)) cost = await cost;
+        items.push({ policy: planned.policy, key, cost, planned });
       } catch (error) {
         failed.push({ planned, error });
       }
@@ -264,8 +276,22 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
     const closed = failed.find((f) => f.planned.failMode === 'closed');
     if (closed !== undefined) await this.unavailable(res, closed.planned, before);
     if (items.length === 0) return NOTHING;
+    const cache = this.denyCache;
+    const nowMs = cache === undefined ? 0 : this.clock.now();
+    if (cache !== undefined) {
+      for (const item of items) {
+        const denied = cache.check(item.policy, item.key, item.cost, nowMs);
+        if (denied !== undefined) return { items: [item], decisions: [denied] };
+      }
+    }
     try {
-      return { items, decisions: await this.breaker.run(() => this.store.consume(items)) };
+      const decisions = await this.breaker.run(() => this.store.consume(items));
+      if (cache !== undefined) {
+        decisions.forEach((d, i) => {
+          if (!d.allowed) cache.remember(items[i].policy, items[i].key, items[i].cost, d, nowMs);
+        });
+      }
+      return { items, decisions };
     } catch (error) {
       this.reporter.report(
         error,
@@ -325,30 +351,37 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
     for (const [name, value] of headers) adapter.setHeader(res, name, value);
   }
 
-  private async identity(planned: PlannedPolicy, ctx: ExecutionContext, ip: () => string): Promise<string | undefined> {
+  /** The identity of a policy for this request; a Promise only when a key function returns one. */
+  private identity(planned: PlannedPolicy, ctx: ExecutionContext, ip: () => string): MaybePromise<string | undefined> {
     const { key } = planned;
     if (key === 'ip') return `ip:${ip()}`;
     if (key === 'user') {
       const user = this.user(ctx);
       return user === undefined ? `ip:${ip()}` : `user:${user}`;
     }
-    const value = await key(ctx);
-    if (value === undefined) return undefined;
-    if (typeof value !== 'string') {
-      throw new RateLimitPolicyError(`key function returned ${typeof value}; it must return a string or undefined`, {
-        policy: planned.policy.name,
-        field: 'key',
-        where: planned.where,
-      });
-    }
-    return value;
+    const value = key(ctx);
+    return isPromise(value) ? value.then((v) => this.checkIdentity(planned, v)) : this.checkIdentity(planned, value);
   }
 
-  private async cost(planned: PlannedPolicy, ctx: ExecutionContext): Promise<number> {
+  private checkIdentity(planned: PlannedPolicy, value: unknown): string | undefined {
+    if (value === undefined || typeof value === 'string') return value;
+    throw new RateLimitPolicyError(`key function returned ${typeof value}; it must return a string or undefined`, {
+      policy: planned.policy.name,
+      field: 'key',
+      where: planned.where,
+    });
+  }
+
+  /** The cost of a policy for this request; a Promise only when a cost function returns one. */
+  private cost(planned: PlannedPolicy, ctx: ExecutionContext): MaybePromise<number> {
     const { cost } = planned;
     if (cost === undefined) return 1;
     if (typeof cost === 'number') return cost;
-    const value: unknown = await cost(ctx);
+    const value: unknown = cost(ctx);
+    return isPromise(value) ? value.then((v) => this.checkCost(planned, v)) : this.checkCost(planned, value);
+  }
+
+  private checkCost(planned: PlannedPolicy, value: unknown): number {
     return checkCost(value, (problem) => {
       throw new RateLimitPolicyError(`the cost function returned a bad value: ${problem}`, {
         policy: planned.policy.name,

@@ -16,9 +16,16 @@ function secondsUntilAvailable(d: RateLimitDecision): number {
  * burst × window / limit, so that q / w is always the sustained rate and q the largest burst.
  */
 export function policyItem(policy: ResolvedPolicy): string {
-  const fullMs = (policy.capacity * policy.windowMs) / policy.limit;
-  return `"${policy.name}";q=${policy.capacity};w=${Math.max(1, toSeconds(fullMs))}`;
+  let item = policyItems.get(policy);
+  if (item === undefined) {
+    const fullMs = (policy.capacity * policy.windowMs) / policy.limit;
+    item = `"${policy.name}";q=${policy.capacity};w=${Math.max(1, toSeconds(fullMs))}`;
+    policyItems.set(policy, item);
+  }
+  return item;
 }
+
+const policyItems = new WeakMap<ResolvedPolicy, string>();
 
 /** The decision that matters most to the client: a denial with the longest wait, else the fewest remaining. */
 export function mostRestrictive(decisions: readonly RateLimitDecision[]): RateLimitDecision {

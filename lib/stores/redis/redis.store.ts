@@ -152,13 +152,8 @@ export class RedisRateLimitStore implements RateLimitStore {
     const args: string[] = [op, this.clock === undefined ? '' : String(this.clock.now()), this.ttlSlack];
     for (const { policy, key, cost = 0 } of items) {
       keys.push(storageKey(this.keyPrefix, policy.id, key));
-      args.push(
-        String(ALGORITHM_CODES[policy.algorithm]),
-        String(policy.limit),
-        String(policy.windowMs),
-        String(policy.capacity),
-        String(cost),
-      );
+      const [algorithm, limit, windowMs, capacity] = argsOf(policy);
+      args.push(algorithm, limit, windowMs, capacity, String(cost));
     }
     try {
       return await this.client.evalsha(RATE_LIMIT_SCRIPT_SHA, keys.length, ...keys, ...args);
@@ -168,6 +163,22 @@ export class RedisRateLimitStore implements RateLimitStore {
       return this.client.eval(RATE_LIMIT_SCRIPT, keys.length, ...keys, ...args);
     }
   }
+}
+
+/** The script arguments of a policy, as strings, computed once per policy. */
+const policyArgs = new WeakMap<ResolvedPolicy, readonly [string, string, string, string]>();
+function argsOf(policy: ResolvedPolicy): readonly [string, string, string, string] {
+  let args = policyArgs.get(policy);
+  if (args === undefined) {
+    args = [
+      String(ALGORITHM_CODES[policy.algorithm]),
+      String(policy.limit),
+      String(policy.windowMs),
+      String(policy.capacity),
+    ];
+    policyArgs.set(policy, args);
+  }
+  return args;
 }
 
 function decisionOf(policy: ResolvedPolicy, reply: unknown, at: number, cost: number): RateLimitDecision {

@@ -1,0 +1,97 @@
+import { Controller, Get, type INestApplication } from '@nestjs/common';
+import type { Redis } from 'ioredis';
+import request from 'supertest';
+
+import { RateLimit, RateLimitModule, validatePolicy } from '../../lib/index.js';
+import { DenyCache } from '../../lib/deny-cache.js';
+import { FakeClock } from '../support/fake-clock.js';
+import { createApp } from '../support/nest-app.js';
+import { startRedis, type TestRedis } from '../support/redis-server.js';
+
+@Controller()
+class FloodController {
+  @Get('flood')
+  @RateLimit({ name: 'flood', algorithm: 'fixed-window', limit: 100, window: '1m', key: 'ip' })
+  flood() {
+    return 'ok';
+  }
+}
+
+async function evalshaCalls(admin: Redis): Promise<number> {
+  const match = /^cmdstat_evalsha:calls=(\d+)/m.exec(await admin.info('commandstats'));
+  return match === null ? 0 : Number(match[1]);
+}
+
+describe('the local cache of denials', () => {
+  let redis: TestRedis;
+  let app: INestApplication;
+  let clock: FakeClock;
+  beforeAll(async () => {
+    redis = await startRedis();
+    ({ app, clock } = await createApp(
+      'express',
+      { imports: [RateLimitModule.forRoot({ redis: { url: redis.url } })], controllers: [FloodController] },
+      new FakeClock(1_699_999_980_000),
+    ));
+    await app.listen(0, '127.0.0.1');
+  });
+  afterAll(async () => {
+    await app.close();
+    await redis.stop();
+  });
+
+  it('answers a single-key flood locally once Redis has denied: 10,000 requests at 100 per minute', async () => {
+    const admin = redis.client();
+    const before = await evalshaCalls(admin);
+    const statuses: number[] = [];
+    for (let batch = 0; batch < 100; batch++) {
+      const responses = await Promise.all(
+        Array.from({ length: 100 }, () => request(app.getHttpServer()).get('/flood')),
+      );
+      statuses.push(...responses.map((r) => r.status));
+    }
+    const sent = (await evalshaCalls(admin)) - before;
+    expect(statuses.filter((s) => s === 200)).toHaveLength(100);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(9_900);
+    // every admission is one round trip; beyond those, only the denials in flight before the first came back
+    expect(sent).toBeLessThanOrEqual(100 + 100);
+    expect(sent).toBeGreaterThanOrEqual(101);
+    // the cached denial carries the same headers and wait as Redis' own
+    const cached = await request(app.getHttpServer()).get('/flood');
+    expect(cached.headers['retry-after']).toBe('60');
+    expect(cached.headers['ratelimit']).toBe('"flood";r=0;t=60');
+    // and ends when the denial ends: the next window is decided by Redis again
+    clock.advance(60_000);
+    expect((await request(app.getHttpServer()).get('/flood')).status).toBe(200);
+  });
+});
+
+describe('DenyCache', () => {
+  const policy = validatePolicy({ name: 'p', algorithm: 'token-bucket', limit: 10, window: '1s' });
+  const denied = { allowed: false, policy: 'p', limit: 10, remaining: 3, resetMs: 700, retryAfterMs: 200 };
+
+  it('denies at least the denied cost until the denial ends, and asks the store for less', () => {
+    const cache = new DenyCache();
+    cache.remember(policy, 'k', 5, denied, 1000);
+    expect(cache.check(policy, 'k', 5, 1100)).toMatchObject({ allowed: false, retryAfterMs: 100, resetMs: 600 });
+    expect(cache.check(policy, 'k', 9, 1199)).toMatchObject({ retryAfterMs: 1 });
+    expect(cache.check(policy, 'k', 4, 1100)).toBeUndefined();
+    expect(cache.check(policy, 'other', 5, 1100)).toBeUndefined();
+    expect(cache.check(policy, 'k', 5, 1200)).toBeUndefined();
+    expect(cache.size).toBe(0);
+  });
+
+  it('keeps nothing for allowed or never-fitting decisions, forgets on request, and stays within its bound', () => {
+    const cache = new DenyCache(100);
+    cache.remember(policy, 'a', 1, { ...denied, allowed: true, retryAfterMs: 0 }, 0);
+    cache.remember(policy, 'b', 11, { ...denied, retryAfterMs: Infinity }, 0);
+    expect(cache.size).toBe(0);
+    cache.remember(policy, 'c', 1, denied, 0);
+    cache.forget(policy, 'c');
+    expect(cache.check(policy, 'c', 1, 10)).toBeUndefined();
+    for (let i = 0; i < 1000; i++) cache.remember(policy, `k${i}`, 1, denied, 0);
+    expect(cache.size).toBe(100);
+    expect(cache.check(policy, 'k999', 1, 10)).toBeDefined();
+    expect(cache.check(policy, 'k0', 1, 10)).toBeUndefined();
+  });
+});
