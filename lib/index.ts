@@ -27,6 +27,8 @@ export { RATE_LIMIT_OPTIONS } from './rate-limit.module-definition.js';
 export { type RateLimitHeaders, type RateLimitModuleOptions, type TrustProxy } from './rate-limit.options.js';
 export { RateLimitService } from './rate-limit.service.js';
 export { MemoryRateLimitStore, type MemoryRateLimitStoreOptions } from './stores/memory/memory.store.js';
+export { PostgresRateLimitStore, type PostgresRateLimitStoreOptions } from './stores/postgres/postgres.store.js';
+export { postgresSchemaSql } from './stores/postgres/rate-limit.sql.js';
 export { RateLimitStore, type RateLimitStoreItem } from './stores/rate-limit-store.js';
 export { RedisRateLimitStore, type RedisRateLimitStoreOptions } from './stores/redis/redis.store.js';
 export { storageKey } from './stores/storage-key.js';

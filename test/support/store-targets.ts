@@ -1,7 +1,9 @@
 import type { Clock } from '../../lib/clock.js';
 import { MemoryRateLimitStore } from '../../lib/stores/memory/memory.store.js';
 import type { RateLimitStore } from '../../lib/stores/rate-limit-store.js';
+import { PostgresRateLimitStore } from '../../lib/stores/postgres/postgres.store.js';
 import { RedisRateLimitStore } from '../../lib/stores/redis/redis.store.js';
+import { createTestSchema, type TestSchema } from './postgres.js';
 import { startCluster, type TestCluster } from './redis-cluster.js';
 import { startRedis, type TestRedis } from './redis-server.js';
 
@@ -67,5 +69,34 @@ export function clusterTarget(): StoreTarget & { cluster(): TestCluster } {
         keyPrefix: `c${++runs}:`,
         ttlSlackMs: 60_000,
       }),
+  };
+}
+
+export function postgresTarget(): StoreTarget & { schema(): TestSchema } {
+  let schema: TestSchema | undefined;
+  const stores: PostgresRateLimitStore[] = [];
+  return {
+    name: 'postgres',
+    schema: () => schema as TestSchema,
+    async setup() {
+      schema = await createTestSchema();
+      await new PostgresRateLimitStore({ pool: schema.pool, schema: schema.schema, pruneIntervalMs: 0 }).migrate();
+    },
+    async teardown() {
+      await Promise.all(stores.map((store) => store.close()));
+      await schema?.drop();
+    },
+    make: (clock) => {
+      const store = new PostgresRateLimitStore({
+        pool: (schema as TestSchema).pool,
+        schema: (schema as TestSchema).schema,
+        clock,
+        keyPrefix: `p${++runs}:`,
+        ttlSlackMs: 60_000,
+        pruneIntervalMs: 0,
+      });
+      stores.push(store);
+      return store;
+    },
   };
 }

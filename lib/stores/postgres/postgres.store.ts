@@ -1,0 +1,163 @@
+import type { Pool } from 'pg';
+
+import { ALGORITHM_CODES } from '../../algorithms/index.js';
+import { type Clock, systemClock } from '../../clock.js';
+import type { RateLimitDecision, ResolvedPolicy } from '../../policy/policy.types.js';
+import { toDecision } from '../engine.js';
+import type { RateLimitStore, RateLimitStoreItem } from '../rate-limit-store.js';
+import { checkKeyPrefix, storageKey } from '../storage-key.js';
+import { postgresSchemaSql, quoteSchema } from './rate-limit.sql.js';
+
+/** Options of the PostgreSQL store. */
+export interface PostgresRateLimitStoreOptions {
+  /** A `pg` Pool. The store never closes it. */
+  pool: Pool;
+  /** Schema of the table and functions; default 'public'. */
+  schema?: string;
+  /** Time source, or 'store' to take the database's clock (one clock for every instance). */
+  clock?: Clock | 'store';
+  /** Default 'rl:'. */
+  keyPrefix?: string;
+  /** Milliseconds added to every row's expiry; default 1000. */
+  ttlSlackMs?: number;
+  /** How often expired rows are deleted, in small batches; default 60,000 ms; 0 turns pruning off. */
+  pruneIntervalMs?: number;
+  /** Rows deleted per statement when pruning; default 1000. */
+  pruneBatch?: number;
+}
+
+type Operation = 'consume' | 'peek' | 'refund' | 'reset';
+type Item = Pick<RateLimitStoreItem, 'policy' | 'key'> & { cost?: number };
+
+/**
+ * State in PostgreSQL, for teams without Redis: an UNLOGGED table (rate-limit state is ephemeral) and a
+ * PL/pgSQL twin of the Redis script. Each operation is ONE statement, `SELECT rate_limit(...)`, whatever the
+ * number of policies; it takes per-key transaction locks, so it is atomic under concurrency, and a consume
+ * writes only when every policy allows. Rows carry their expiry, are never read once expired, and are
+ * deleted in the background in small batches.
+ * @example const store = new PostgresRateLimitStore({ pool: new Pool({ connectionString }) }); await store.migrate();
+ */
+export class PostgresRateLimitStore implements RateLimitStore {
+  private readonly pool: Pool;
+  private readonly schema: string;
+  private readonly clock: Clock | undefined;
+  private readonly keyPrefix: string;
+  private readonly ttlSlack: number;
+  private readonly pruneBatch: number;
+  private readonly decideSql: string;
+  private pruner: NodeJS.Timeout | undefined;
+
+  constructor(private readonly options: PostgresRateLimitStoreOptions) {
+    if (options?.pool === undefined)
+      throw new TypeError('nestjs-rate-limit: PostgresRateLimitStore needs `pool`, a pg Pool');
+    this.pool = options.pool;
+    this.schema = options.schema ?? 'public';
+    const S = quoteSchema(this.schema);
+    this.clock = options.clock === 'store' ? undefined : (options.clock ?? systemClock);
+    this.keyPrefix = checkKeyPrefix(options.keyPrefix ?? 'rl:');
+    this.ttlSlack = options.ttlSlackMs ?? 1000;
+    this.pruneBatch = options.pruneBatch ?? 1000;
+    this.decideSql = `SELECT ${S}.rate_limit($1, $2, $3, $4, $5, $6, $7, $8, $9) AS r`;
+    const interval = options.pruneIntervalMs ?? 60_000;
+    if (interval > 0) {
+      this.pruner = setInterval(() => void this.prune().catch(() => undefined), interval);
+      this.pruner.unref();
+    }
+  }
+
+  /** Creates the table and functions (CREATE ... IF NOT EXISTS / OR REPLACE: safe to run at every start). */
+  async migrate(): Promise<void> {
+    await this.pool.query(postgresSchemaSql(this.schema));
+  }
+
+  consume(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
+    return this.decide('consume', items);
+  }
+
+  peek(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<RateLimitDecision[]> {
+    return this.decide('peek', items);
+  }
+
+  refund(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
+    return this.decide('refund', items);
+  }
+
+  async reset(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<void> {
+    if (items.length > 0) await this.run('reset', items);
+  }
+
+  async ping(): Promise<unknown> {
+    return this.pool.query('SELECT 1');
+  }
+
+  /** Deletes expired rows, a batch at a time, until none is left; returns how many went. */
+  async prune(): Promise<number> {
+    const S = quoteSchema(this.schema);
+    const now = this.clock === undefined ? null : this.clock.now();
+    let removed = 0;
+    for (;;) {
+      const result = await this.pool.query(
+        `DELETE FROM ${S}.rate_limit_state WHERE key IN (SELECT key FROM ${S}.rate_limit_state
+           WHERE expires_at <= coalesce($1, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint) LIMIT $2)`,
+        [now, this.pruneBatch],
+      );
+      removed += result.rowCount ?? 0;
+      if ((result.rowCount ?? 0) < this.pruneBatch) return removed;
+    }
+  }
+
+  /** Stops the background pruning. The pool is the caller's and stays open. */
+  async close(): Promise<void> {
+    clearInterval(this.pruner);
+    this.pruner = undefined;
+  }
+
+  private async decide(op: Operation, items: readonly Item[]): Promise<RateLimitDecision[]> {
+    if (items.length === 0) return [];
+    const reply = await this.run(op, items);
+    return items.map(({ policy, cost = 0 }, i) => decisionOf(policy, reply, i * 4, op === 'consume' ? cost : 1));
+  }
+
+  private async run(op: Operation, items: readonly Item[]): Promise<unknown> {
+    const keys: string[] = [];
+    const algos: number[] = [];
+    const limits: number[] = [];
+    const windows: number[] = [];
+    const capacities: number[] = [];
+    const costs: number[] = [];
+    for (const { policy, key, cost = 0 } of items) {
+      keys.push(storageKey(this.keyPrefix, policy.id, key));
+      algos.push(ALGORITHM_CODES[policy.algorithm]);
+      limits.push(policy.limit);
+      windows.push(policy.windowMs);
+      capacities.push(policy.capacity);
+      costs.push(cost);
+    }
+    const now = this.clock === undefined ? null : this.clock.now();
+    const result = await this.pool.query<{ r: string[] }>(this.decideSql, [
+      op,
+      now,
+      this.ttlSlack,
+      keys,
+      algos,
+      limits,
+      windows,
+      capacities,
+      costs,
+    ]);
+    return result.rows[0]?.r;
+  }
+}
+
+function decisionOf(policy: ResolvedPolicy, reply: unknown, at: number, cost: number): RateLimitDecision {
+  const values = Array.isArray(reply) ? reply.slice(at, at + 4).map(Number) : [];
+  if (values.length !== 4 || !values.every(Number.isSafeInteger)) {
+    throw new Error(`nestjs-rate-limit: unexpected reply from PostgreSQL: ${JSON.stringify(reply)}`);
+  }
+  const [allowed, remaining, resetMs, retry] = values;
+  return toDecision(
+    policy,
+    { allowed: allowed === 1, remaining, resetMs, retryAfterMs: retry === -1 ? Infinity : retry },
+    cost,
+  );
+}
