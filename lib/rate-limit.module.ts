@@ -1,6 +1,7 @@
 import { Global, Inject, Logger, Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import type { Pool } from 'pg';
 
 import { type Clock, systemClock } from './clock.js';
 import { RATE_LIMIT_CLOCK } from './rate-limit.constants.js';
@@ -13,10 +14,11 @@ import { RateLimitService } from './rate-limit.service.js';
 import { RateLimiter } from './rate-limiter.js';
 import { MemoryRateLimitStore } from './stores/memory/memory.store.js';
 import { RateLimitStore } from './stores/rate-limit-store.js';
+import { PostgresRateLimitStore } from './stores/postgres/postgres.store.js';
 import { RedisRateLimitStore } from './stores/redis/redis.store.js';
 
-/** Redis connections the module opened itself, closed on shutdown. */
-const ownedClients = new WeakMap<RateLimitStore, Redis | Cluster>();
+/** Connections the module opened itself (a Redis client, a pg Pool), closed on shutdown. */
+const owned = new WeakMap<RateLimitStore, { close(): Promise<unknown> | void }>();
 
 /**
  * How the limiter's own connection behaves: a command fails at once while disconnected instead of waiting in
@@ -63,7 +65,7 @@ function dedicatedConnection(client: Redis | Cluster): Redis | Cluster {
   return client.duplicate(FAIL_FAST);
 }
 
-function createStore(options: RateLimitModuleOptions, clock: Clock): RateLimitStore {
+async function createStore(options: RateLimitModuleOptions, clock: Clock): Promise<RateLimitStore> {
   if (options.store !== undefined) return options.store;
   const keyPrefix = options.keyPrefix;
   if (options.redis !== undefined) {
@@ -77,12 +79,39 @@ function createStore(options: RateLimitModuleOptions, clock: Clock): RateLimitSt
       clock: options.clock === 'store' ? 'store' : clock,
       keyPrefix,
     });
-    ownedClients.set(store, redis);
+    owned.set(store, { close: () => redis.disconnect() });
+    return store;
+  }
+  if (options.postgres !== undefined) {
+    const { pool, connectionString, schema, migrate } = options.postgres;
+    let own: Pool | undefined;
+    if (pool === undefined) {
+      if (connectionString === undefined) {
+        throw new TypeError('nestjs-rate-limit: option "postgres" needs `pool` or `connectionString`');
+      }
+      const { default: pg } = await import('pg');
+      // A query that gets no answer gives its connection back after a while instead of holding it for ever.
+      own = new pg.Pool({ connectionString, connectionTimeoutMillis: 2000, query_timeout: 5000 });
+      own.on('error', (error) => new Logger('RateLimit').warn(`PostgreSQL pool: ${error.message}`));
+    }
+    const store = new PostgresRateLimitStore({
+      pool: pool ?? (own as Pool),
+      schema,
+      clock: options.clock === 'store' ? 'store' : clock,
+      keyPrefix,
+    });
+    if (migrate === true) await store.migrate();
+    owned.set(store, {
+      close: async () => {
+        await store.close();
+        await own?.end();
+      },
+    });
     return store;
   }
   new Logger('RateLimit').warn(
-    'No `redis` or `store` option: using the in-memory store. Limits are per process, so N instances admit ' +
-      'N times the limit; use Redis when you run more than one.',
+    'No `redis`, `postgres` or `store` option: using the in-memory store. Limits are per process, so N ' +
+      'instances admit N times the limit; use Redis or PostgreSQL when you run more than one.',
   );
   return new MemoryRateLimitStore({ clock, keyPrefix });
 }
@@ -120,9 +149,9 @@ export class RateLimitModule extends ConfigurableRateLimitModule implements OnMo
    * the application; its policies apply their fail modes until it answers.
    */
   async onModuleInit(): Promise<void> {
-    const client = ownedClients.get(this.store);
-    if (client === undefined || !(this.store instanceof RedisRateLimitStore)) return;
+    if (!(this.store instanceof RedisRateLimitStore) || !owned.has(this.store)) return;
     const store = this.store;
+    const client = store.client;
     const ready = new Promise<void>((resolve, reject) => {
       if (client.status === 'ready') resolve();
       else client.once('ready', resolve);
@@ -139,10 +168,10 @@ export class RateLimitModule extends ConfigurableRateLimitModule implements OnMo
   }
 
   async onApplicationShutdown(): Promise<void> {
-    const client = ownedClients.get(this.store);
-    if (client !== undefined) {
-      ownedClients.delete(this.store);
-      client.disconnect();
+    const connection = owned.get(this.store);
+    if (connection !== undefined) {
+      owned.delete(this.store);
+      await connection.close();
     }
   }
 }

@@ -1,5 +1,6 @@
 import type { ExecutionContext } from '@nestjs/common';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
+import type { Pool } from 'pg';
 
 import type { FailMode, RateLimitPolicy } from './policy/policy.types.js';
 import type { RateLimitStore } from './stores/rate-limit-store.js';
@@ -17,6 +18,11 @@ export type TrustProxy = boolean | number | string | string[] | ((addr: string, 
 export interface RateLimitModuleOptions {
   /** Redis connection; absent means the in-memory store (limits per process, with one startup warning). */
   redis?: { url?: string; client?: Redis | Cluster; options?: RedisOptions };
+  /**
+   * PostgreSQL (the `pg` package): a Pool of yours, or a connection string for a pool of the module's own.
+   * Rate-limit policies use it when `redis` is not set; `migrate: true` creates the schema at start.
+   */
+  postgres?: { pool?: Pool; connectionString?: string; schema?: string; migrate?: boolean };
   /** Any custom store; wins over `redis`. */
   store?: RateLimitStore;
   /** Policies applied to every route unless skipped. */

@@ -30,7 +30,8 @@ type Item = Pick<RateLimitStoreItem, 'policy' | 'key'> & { cost?: number };
  * @example new RedisRateLimitStore({ client: new Redis(process.env.REDIS_URL) })
  */
 export class RedisRateLimitStore implements RateLimitStore {
-  private readonly client: Redis | Cluster;
+  /** The connection the store sends its commands on. */
+  readonly client: Redis | Cluster;
   private readonly clock: Clock | undefined;
   private readonly keyPrefix: string;
   private readonly ttlSlack: string;

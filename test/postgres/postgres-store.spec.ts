@@ -1,0 +1,195 @@
+import { jest } from '@jest/globals';
+
+import { createServer, type Server, type Socket } from 'node:net';
+
+import { Controller, Get, type INestApplication } from '@nestjs/common';
+import request from 'supertest';
+
+import {
+  ALGORITHMS,
+  PostgresRateLimitStore,
+  RateLimit,
+  RateLimitModule,
+  validatePolicy,
+  type RateLimitAlgorithm,
+} from '../../lib/index.js';
+import { FakeClock } from '../support/fake-clock.js';
+import { createApp } from '../support/nest-app.js';
+import { createTestSchema, type TestSchema } from '../support/postgres.js';
+import { consumeFromProcesses } from '../support/processes.js';
+import { freePort, waitFor } from '../support/redis-server.js';
+
+let db: TestSchema;
+let prefixes = 0;
+const stores: PostgresRateLimitStore[] = [];
+function store(options: Partial<ConstructorParameters<typeof PostgresRateLimitStore>[0]> = {}): PostgresRateLimitStore {
+  const s = new PostgresRateLimitStore({
+    pool: db.pool,
+    schema: db.schema,
+    keyPrefix: `s${++prefixes}:`,
+    pruneIntervalMs: 0,
+    ...options,
+  });
+  stores.push(s);
+  return s;
+}
+
+beforeAll(async () => {
+  db = await createTestSchema();
+  await store().migrate();
+});
+afterAll(async () => {
+  await Promise.all(stores.map((s) => s.close()));
+  await db.drop();
+});
+
+describe.each<RateLimitAlgorithm>(ALGORITHMS)('%s on PostgreSQL under concurrency', (algorithm) => {
+  const policy = validatePolicy({ name: 'flood', algorithm, limit: 100, window: '1m' });
+
+  it('admits exactly 100 of 200 concurrent consumes from one process', async () => {
+    const s = store({ clock: new FakeClock() });
+    const decisions = await Promise.all(
+      Array.from({ length: 200 }, () => s.consume([{ policy, key: 'one-key', cost: 1 }])),
+    );
+    expect(decisions.filter(([d]) => d.allowed)).toHaveLength(100);
+  });
+
+  it('admits exactly 100 of 200 consumes from 4 processes at once', async () => {
+    expect(await consumeFromProcesses(`pg:${db.schema}`, algorithm, `pp${++prefixes}:`)).toBe(100);
+  });
+});
+
+describe('PostgresRateLimitStore', () => {
+  it('decides several policies in one statement, all-or-nothing (read back from the table)', async () => {
+    const s = store({ clock: new FakeClock() });
+    const queries: string[] = [];
+    const query = db.pool.query.bind(db.pool);
+    const spy = jest.spyOn(db.pool, 'query').mockImplementation(((...args: Parameters<typeof query>) => {
+      queries.push(String(args[0]));
+      return query(...args);
+    }) as typeof query);
+    const wide = validatePolicy({ name: 'wide', algorithm: 'token-bucket', limit: 100, window: '1m' });
+    const narrow = validatePolicy({ name: 'narrow', algorithm: 'fixed-window', limit: 1, window: '1m' });
+    const odd = validatePolicy({ name: 'odd', algorithm: 'sliding-window-log', limit: 5, window: '1m' });
+    await s.consume([{ policy: narrow, key: 'u', cost: 1 }]);
+    const stateOf = async (name: string) =>
+      (await db.pool.query(`SELECT state FROM ${db.schema}.rate_limit_state WHERE key LIKE $1`, [`%{${name}:u}`])).rows;
+    queries.length = 0;
+    const [w, o, n] = await s.consume([
+      { policy: wide, key: 'u', cost: 5 },
+      { policy: odd, key: 'u', cost: 1 },
+      { policy: narrow, key: 'u', cost: 1 },
+    ]);
+    expect(queries).toHaveLength(1);
+    spy.mockRestore();
+    expect([w.allowed, o.allowed, n.allowed]).toEqual([true, true, false]);
+    expect(await stateOf('wide')).toEqual([]);
+    expect(await stateOf('odd')).toEqual([]);
+  });
+
+  it('takes time from the database with clock: "store"', async () => {
+    const s = store({ clock: 'store' });
+    const policy = validatePolicy({ name: 'p', algorithm: 'fixed-window', limit: 10, window: '1h' });
+    const [d] = await s.consume([{ policy, key: 'u', cost: 1 }]);
+    const { rows } = await db.pool.query<{ now: string }>(
+      'SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now',
+    );
+    const windowEnd = (Math.floor(Number(rows[0].now) / 3_600_000) + 1) * 3_600_000;
+    expect(Math.abs(Number(rows[0].now) + d.resetMs - windowEnd)).toBeLessThan(2000);
+  });
+
+  it('prunes expired rows in the background, and the table does not grow under a stream of distinct keys', async () => {
+    const clock = new FakeClock();
+    const keyPrefix = `prune${++prefixes}:`;
+    const s = store({ clock, keyPrefix, ttlSlackMs: 0, pruneIntervalMs: 100, pruneBatch: 50 });
+    const policy = validatePolicy({ name: 'p', algorithm: 'gcra', limit: 10, window: '1s' });
+    const rows = async () =>
+      Number(
+        (
+          await db.pool.query(`SELECT count(*) AS n FROM ${db.schema}.rate_limit_state WHERE key LIKE $1`, [
+            `${keyPrefix}%`,
+          ])
+        ).rows[0].n,
+      );
+    for (let i = 0; i < 300; i++) await s.consume([{ policy, key: `k${i}`, cost: 1 }]);
+    expect(await rows()).toBe(300);
+    clock.advance(1000); // every row has expired (one unit of 10 per second refills in 100 ms)
+    await waitFor(async () => (await rows()) === 0, 'the pruner to delete the expired rows', 5000);
+    // a stream of distinct keys with time moving on: the table holds only what is live
+    const sizes: number[] = [];
+    for (let round = 0; round < 5; round++) {
+      for (let i = 0; i < 100; i++) await s.consume([{ policy, key: `r${round}-${i}`, cost: 1 }]);
+      sizes.push(await rows());
+      clock.advance(1000);
+      await waitFor(async () => (await rows()) === 0, 'the pruner', 5000);
+    }
+    expect(sizes).toEqual([100, 100, 100, 100, 100]);
+  });
+});
+
+@Controller()
+class FailModeController {
+  @Get('open')
+  @RateLimit({ name: 'open', algorithm: 'gcra', limit: 100, window: '1m', key: 'ip', failMode: 'open' })
+  open() {
+    return 'ok';
+  }
+
+  @Get('closed')
+  @RateLimit({ name: 'closed', algorithm: 'sliding-window-log', limit: 5, window: '1m', key: 'ip', failMode: 'closed' })
+  closed() {
+    return 'ok';
+  }
+}
+
+describe('the module on PostgreSQL', () => {
+  it('creates its schema with migrate: true and limits through it', async () => {
+    const schema = `${db.schema}_m`;
+    const { app } = await createApp('express', {
+      imports: [RateLimitModule.forRoot({ postgres: { connectionString: db.url, schema, migrate: true } })],
+      controllers: [FailModeController],
+    });
+    const statuses = [];
+    for (let i = 0; i < 6; i++) statuses.push((await request(app.getHttpServer()).get('/closed')).status);
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
+    await app.close();
+    await db.pool.query(`DROP SCHEMA ${schema} CASCADE`);
+  });
+
+  describe.each(['nothing listens', 'a server never answers'])('when %s', (situation) => {
+    let server: Server | undefined;
+    const sockets: Socket[] = [];
+    let app: INestApplication;
+    beforeAll(async () => {
+      const port = await freePort();
+      if (situation === 'a server never answers') {
+        server = createServer((socket) => sockets.push(socket));
+        await new Promise<void>((resolve) => server?.listen(port, '127.0.0.1', resolve));
+      }
+      ({ app } = await createApp('express', {
+        imports: [
+          RateLimitModule.forRoot({
+            postgres: { connectionString: `postgres://postgres@127.0.0.1:${port}/test` },
+            timeout: 100,
+          }),
+        ],
+        controllers: [FailModeController],
+      }));
+    });
+    afterAll(async () => {
+      await app.close();
+      sockets.forEach((socket) => socket.destroy());
+      server?.close();
+    });
+
+    it('keeps the fail modes, each answer within the timeout', async () => {
+      for (let i = 0; i < 10; i++) {
+        const started = performance.now();
+        const open = await request(app.getHttpServer()).get('/open');
+        const closed = await request(app.getHttpServer()).get('/closed');
+        expect([open.status, closed.status]).toEqual([200, 503]);
+        expect(performance.now() - started).toBeLessThan(2 * (100 + 400));
+      }
+    });
+  });
+});
