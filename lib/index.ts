@@ -9,6 +9,8 @@ export {
   type RateLimitDecision,
   type RateLimitKey,
   type RateLimitPolicy,
+  type RateLimitQuotaPolicy,
+  type RateLimitWindowPolicy,
   type ResolvedPolicy,
 } from './policy/policy.types.js';
 export { defaultPolicyName, validatePolicy } from './policy/validate-policy.js';

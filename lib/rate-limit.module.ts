@@ -4,7 +4,7 @@ import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Pool } from 'pg';
 
 import { type Clock, systemClock } from './clock.js';
-import { RATE_LIMIT_CLOCK } from './rate-limit.constants.js';
+import { RATE_LIMIT_CLOCK, RATE_LIMIT_STORES } from './rate-limit.constants.js';
 import { RateLimitExceptionFilter } from './rate-limit.exception.js';
 import { GlobalRateLimitGuard, RateLimitGuard } from './rate-limit.guard.js';
 import { GlobalRateLimitInterceptor, RateLimitInterceptor } from './rate-limit.interceptor.js';
@@ -16,9 +16,6 @@ import { MemoryRateLimitStore } from './stores/memory/memory.store.js';
 import { RateLimitStore } from './stores/rate-limit-store.js';
 import { PostgresRateLimitStore } from './stores/postgres/postgres.store.js';
 import { RedisRateLimitStore } from './stores/redis/redis.store.js';
-
-/** Connections the module opened itself (a Redis client, a pg Pool), closed on shutdown. */
-const owned = new WeakMap<RateLimitStore, { close(): Promise<unknown> | void }>();
 
 /**
  * How the limiter's own connection behaves: a command fails at once while disconnected instead of waiting in
@@ -65,56 +62,89 @@ function dedicatedConnection(client: Redis | Cluster): Redis | Cluster {
   return client.duplicate(FAIL_FAST);
 }
 
-async function createStore(options: RateLimitModuleOptions, clock: Clock): Promise<RateLimitStore> {
-  if (options.store !== undefined) return options.store;
-  const keyPrefix = options.keyPrefix;
-  if (options.redis !== undefined) {
-    const { url, client, options: redisOptions } = options.redis;
-    const fast = { ...redisOptions, ...FAIL_FAST };
-    const redis =
-      client !== undefined ? dedicatedConnection(client) : url === undefined ? new Redis(fast) : new Redis(url, fast);
-    reportConnectionErrors(redis);
-    const store = new RedisRateLimitStore({
-      client: redis,
-      clock: options.clock === 'store' ? 'store' : clock,
-      keyPrefix,
-    });
-    owned.set(store, { close: () => redis.disconnect() });
-    return store;
-  }
-  if (options.postgres !== undefined) {
-    const { pool, connectionString, schema, migrate } = options.postgres;
-    let own: Pool | undefined;
-    if (pool === undefined) {
-      if (connectionString === undefined) {
-        throw new TypeError('nestjs-rate-limit: option "postgres" needs `pool` or `connectionString`');
-      }
-      const { default: pg } = await import('pg');
-      // A query that gets no answer gives its connection back after a while instead of holding it for ever.
-      own = new pg.Pool({ connectionString, connectionTimeoutMillis: 2000, query_timeout: 5000 });
-      own.on('error', (error) => new Logger('RateLimit').warn(`PostgreSQL pool: ${error.message}`));
-    }
-    const store = new PostgresRateLimitStore({
-      pool: pool ?? (own as Pool),
-      schema,
-      clock: options.clock === 'store' ? 'store' : clock,
-      keyPrefix,
-    });
-    if (migrate === true) await store.migrate();
-    owned.set(store, {
-      close: async () => {
-        await store.close();
-        await own?.end();
-      },
-    });
-    return store;
-  }
-  new Logger('RateLimit').warn(
-    'No `redis`, `postgres` or `store` option: using the in-memory store. Limits are per process, so N ' +
-      'instances admit N times the limit; use Redis or PostgreSQL when you run more than one.',
-  );
-  return new MemoryRateLimitStore({ clock, keyPrefix });
+/** The stores of the module: rate-limit policies use `rates`, quota policies `quotas` (PostgreSQL when set). */
+export interface RateLimitStores {
+  readonly rates: RateLimitStore;
+  readonly quotas: RateLimitStore;
+  /** Connections the module opened itself, closed on shutdown. */
+  readonly owned: readonly { close(): Promise<unknown> | void }[];
 }
+
+function createRedis(
+  options: RateLimitModuleOptions,
+  redisOptions: NonNullable<RateLimitModuleOptions['redis']>,
+  clock: Clock,
+) {
+  const { url, client, options: connectionOptions } = redisOptions;
+  const fast = { ...connectionOptions, ...FAIL_FAST };
+  const redis =
+    client !== undefined ? dedicatedConnection(client) : url === undefined ? new Redis(fast) : new Redis(url, fast);
+  reportConnectionErrors(redis);
+  const store = new RedisRateLimitStore({
+    client: redis,
+    clock: options.clock === 'store' ? 'store' : clock,
+    keyPrefix: options.keyPrefix,
+  });
+  return { store, close: () => redis.disconnect() };
+}
+
+async function createPostgres(
+  options: RateLimitModuleOptions,
+  postgres: NonNullable<RateLimitModuleOptions['postgres']>,
+  clock: Clock,
+) {
+  const { pool, connectionString, schema, migrate } = postgres;
+  let own: Pool | undefined;
+  if (pool === undefined) {
+    if (connectionString === undefined) {
+      throw new TypeError('nestjs-rate-limit: option "postgres" needs `pool` or `connectionString`');
+    }
+    const { default: pg } = await import('pg');
+    // A query that gets no answer gives its connection back after a while instead of holding it for ever.
+    own = new pg.Pool({ connectionString, connectionTimeoutMillis: 2000, query_timeout: 5000 });
+    own.on('error', (error) => new Logger('RateLimit').warn(`PostgreSQL pool: ${error.message}`));
+  }
+  const store = new PostgresRateLimitStore({
+    pool: pool ?? (own as Pool),
+    schema,
+    clock: options.clock === 'store' ? 'store' : clock,
+    keyPrefix: options.keyPrefix,
+  });
+  if (migrate === true) await store.migrate();
+  return {
+    store,
+    close: async () => {
+      await store.close();
+      await own?.end();
+    },
+  };
+}
+
+async function createStores(options: RateLimitModuleOptions, clock: Clock): Promise<RateLimitStores> {
+  const owned: { close(): Promise<unknown> | void }[] = [];
+  const postgres = options.postgres === undefined ? undefined : await createPostgres(options, options.postgres, clock);
+  if (postgres !== undefined) owned.push(postgres);
+  let rates: RateLimitStore;
+  if (options.store !== undefined) {
+    rates = options.store;
+  } else if (options.redis !== undefined) {
+    const redis = createRedis(options, options.redis, clock);
+    owned.push(redis);
+    rates = redis.store;
+  } else if (postgres !== undefined) {
+    rates = postgres.store;
+  } else {
+    new Logger('RateLimit').warn(
+      'No `redis`, `postgres` or `store` option: using the in-memory store. Limits are per process, so N ' +
+        'instances admit N times the limit; use Redis or PostgreSQL when you run more than one.',
+    );
+    rates = new MemoryRateLimitStore({ clock, keyPrefix: options.keyPrefix });
+  }
+  return { rates, quotas: postgres?.store ?? rates, owned };
+}
+
+/** The connections and stores the module made; RateLimitStore and RATE_LIMIT_STORES are derived from them. */
+const CREATED_STORES = Symbol('nestjs-rate-limit:created-stores');
 
 /**
  * Rate limiting for a Nest application: registers the store (Redis when `redis` is given, else in memory),
@@ -127,7 +157,18 @@ async function createStore(options: RateLimitModuleOptions, clock: Clock): Promi
   imports: [DiscoveryModule],
   providers: [
     { provide: RATE_LIMIT_CLOCK, useValue: systemClock },
-    { provide: RateLimitStore, useFactory: createStore, inject: [RATE_LIMIT_OPTIONS, RATE_LIMIT_CLOCK] },
+    { provide: CREATED_STORES, useFactory: createStores, inject: [RATE_LIMIT_OPTIONS, RATE_LIMIT_CLOCK] },
+    { provide: RateLimitStore, useFactory: (created: RateLimitStores) => created.rates, inject: [CREATED_STORES] },
+    {
+      // Built on the RateLimitStore provider, so that overriding it (in a test, say) reaches the limiter.
+      provide: RATE_LIMIT_STORES,
+      useFactory: (created: RateLimitStores, rates: RateLimitStore): RateLimitStores => ({
+        rates,
+        quotas: created.quotas === created.rates ? rates : created.quotas,
+        owned: created.owned,
+      }),
+      inject: [CREATED_STORES, RateLimitStore],
+    },
     RateLimiter,
     RateLimitService,
     RateLimitGuard,
@@ -136,22 +177,30 @@ async function createStore(options: RateLimitModuleOptions, clock: Clock): Promi
     { provide: APP_INTERCEPTOR, useClass: GlobalRateLimitInterceptor },
     { provide: APP_FILTER, useClass: RateLimitExceptionFilter },
   ],
-  exports: [RateLimitService, RateLimitStore, RATE_LIMIT_CLOCK, RateLimiter, RateLimitGuard, RateLimitInterceptor],
+  exports: [
+    RateLimitService,
+    RateLimitStore,
+    RATE_LIMIT_STORES,
+    RATE_LIMIT_CLOCK,
+    RateLimiter,
+    RateLimitGuard,
+    RateLimitInterceptor,
+  ],
 })
 export class RateLimitModule extends ConfigurableRateLimitModule implements OnModuleInit, OnApplicationShutdown {
-  constructor(@Inject(RateLimitStore) private readonly store: RateLimitStore) {
+  constructor(@Inject(RATE_LIMIT_STORES) private readonly stores: RateLimitStores) {
     super();
   }
 
   /**
-   * The module's own connection fails fast while disconnected (no offline queue), so the first requests would
-   * find it still connecting: wait for it, briefly, and load the script. A Redis that is down does not stop
-   * the application; its policies apply their fail modes until it answers.
+   * The module's own Redis connection fails fast while disconnected (no offline queue), so the first requests
+   * would find it still connecting: wait for it, briefly, and load the script. A Redis that is down does not
+   * stop the application; its policies apply their fail modes until it answers.
    */
   async onModuleInit(): Promise<void> {
-    if (!(this.store instanceof RedisRateLimitStore) || !owned.has(this.store)) return;
-    const store = this.store;
-    const client = store.client;
+    const { rates } = this.stores;
+    if (!(rates instanceof RedisRateLimitStore)) return;
+    const client = rates.client;
     const ready = new Promise<void>((resolve, reject) => {
       if (client.status === 'ready') resolve();
       else client.once('ready', resolve);
@@ -159,7 +208,7 @@ export class RateLimitModule extends ConfigurableRateLimitModule implements OnMo
     });
     try {
       await ready;
-      await store.load();
+      await rates.load();
     } catch (error) {
       new Logger('RateLimit').warn(
         `Redis is not reachable yet (${(error as Error).message}); policies apply their fail modes until it is`,
@@ -168,10 +217,6 @@ export class RateLimitModule extends ConfigurableRateLimitModule implements OnMo
   }
 
   async onApplicationShutdown(): Promise<void> {
-    const connection = owned.get(this.store);
-    if (connection !== undefined) {
-      owned.delete(this.store);
-      await connection.close();
-    }
+    await Promise.all(this.stores.owned.map((connection) => connection.close()));
   }
 }

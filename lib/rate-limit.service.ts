@@ -1,9 +1,14 @@
 import { Injectable } from '@nestjs/common';
 
+import { quotaPeriodAt } from './algorithms/quota/quota-period.js';
+
 import type { RateLimitDecision, RateLimitPolicy, ResolvedPolicy } from './policy/policy.types.js';
 import { checkCost, validatePolicy } from './policy/validate-policy.js';
 import { RateLimitPolicyError } from './policy/policy.errors.js';
 import { RateLimiter } from './rate-limiter.js';
+
+/** A quota limit no usage reaches, to read usage through peek: 2^52. */
+const USAGE_PROBE_LIMIT = 2 ** 52;
 
 /**
  * Rate limiting from your own code, on the module's store: for checks a decorator cannot express, such as
@@ -37,16 +42,15 @@ export class RateLimitService {
     });
     return this.limiter.call(
       resolved.map((i) => i.policy.name),
-      () => this.limiter.store.consume(resolved),
+      () => this.limiter.consumeAcross(resolved),
     );
   }
 
   /** How `key` stands under `policy`, consuming nothing. */
   async peek(policy: RateLimitPolicy | string, key: string): Promise<RateLimitDecision> {
     const p = this.resolve(policy);
-    const [decision] = await this.limiter.call([p.name], () =>
-      this.limiter.store.peek([{ policy: p, key: this.checkKey(key, p) }]),
-    );
+    const item = { policy: p, key: this.checkKey(key, p) };
+    const [decision] = await this.limiter.call([p.name], (store) => store.peek([item]), p);
     return decision;
   }
 
@@ -55,7 +59,7 @@ export class RateLimitService {
     const p = this.resolve(policy);
     const item = { policy: p, key: this.checkKey(key, p), cost: this.checkAmount(amount, p, 'amount') };
     this.limiter.denyCache?.forget(p, item.key);
-    const [decision] = await this.limiter.call([p.name], () => this.limiter.store.refund([item]));
+    const [decision] = await this.limiter.call([p.name], (store) => store.refund([item]), p);
     return decision;
   }
 
@@ -63,10 +67,69 @@ export class RateLimitService {
   async reset(policy: RateLimitPolicy | string, key: string): Promise<void> {
     const p = this.resolve(policy);
     this.limiter.denyCache?.forget(p, key);
-    await this.limiter.call([p.name], () => this.limiter.store.reset([{ policy: p, key: this.checkKey(key, p) }]));
+    const item = { policy: p, key: this.checkKey(key, p) };
+    await this.limiter.call([p.name], (store) => store.reset([item]), p);
   }
 
-  private resolve(policy: RateLimitPolicy | string): ResolvedPolicy {
+  /**
+   * How much of a quota `key` has used in the calendar period that holds `at` (default now), for billing.
+   * With `postgres`, read from the durable table for any period; on the memory or Redis store, only the
+   * current period is known (an earlier one reads as 0).
+   * @example const { used, limit, periodStart } = await rateLimits.usage('ai-monthly', 'user:42');
+   */
+  async usage(
+    policy: RateLimitPolicy | string,
+    key: string,
+    at?: Date,
+  ): Promise<{ used: number; limit: number; periodStart: Date; periodEnd: Date }> {
+    const p = this.resolve(policy, true);
+    if (p.quota === undefined) {
+      throw new RateLimitPolicyError('usage() is for quota policies (algorithm: "quota")', {
+        policy: p.name,
+        field: 'algorithm',
+        where: 'RateLimitService',
+      });
+    }
+    const checked = this.checkKey(key, p);
+    const nowMs = this.limiter.now();
+    const atMs = at?.getTime() ?? nowMs;
+    if (!Number.isFinite(atMs)) {
+      throw new RateLimitPolicyError(`at must be a valid Date, got ${String(at)}`, {
+        policy: p.name,
+        where: 'RateLimitService',
+      });
+    }
+    const { startMs, endMs } = quotaPeriodAt(p.quota.period, p.quota.timeZone, atMs);
+    const period = { periodStart: new Date(startMs), periodEnd: new Date(endMs) };
+    const store = this.limiter.quotaStore;
+    if (store.quotaUsage !== undefined) {
+      const usage = await this.limiter.call(
+        [p.name],
+        () => (store.quotaUsage as NonNullable<typeof store.quotaUsage>).call(store, p, checked, startMs),
+        p,
+      );
+      return { used: usage.used, limit: usage.limit ?? p.limit, ...period };
+    }
+    if (quotaPeriodAt(p.quota.period, p.quota.timeZone, nowMs).startMs !== startMs)
+      return { used: 0, limit: p.limit, ...period };
+    // Peek under a limit nothing reaches: what is used is that limit minus what remains.
+    const probe = this.limiter.withLimit(p, USAGE_PROBE_LIMIT);
+    const [decision] = await this.limiter.call([p.name], (s) => s.peek([{ policy: probe, key: checked }]), p);
+    return { used: USAGE_PROBE_LIMIT - decision.remaining, limit: p.limit, ...period };
+  }
+
+  private resolve(policy: RateLimitPolicy | string, forUsage = false): ResolvedPolicy {
+    const resolved = this.lookup(policy);
+    if (!forUsage && resolved.quota !== undefined && Number.isNaN(resolved.limit)) {
+      throw new RateLimitPolicyError(
+        'has a limit that depends on the request; RateLimitService needs a number: pass the policy object with a numeric limit',
+        { policy: resolved.name, field: 'limit', where: 'RateLimitService' },
+      );
+    }
+    return resolved;
+  }
+
+  private lookup(policy: RateLimitPolicy | string): ResolvedPolicy {
     if (typeof policy === 'string') {
       const named = this.limiter.policyNamed(policy);
       if (named === undefined) {

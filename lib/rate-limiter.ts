@@ -24,8 +24,9 @@ import type {
   RateLimitPolicy,
   ResolvedPolicy,
 } from './policy/policy.types.js';
-import { checkCost, validatePolicy } from './policy/validate-policy.js';
-import { RATE_LIMIT_CLOCK, RATE_LIMIT_POLICIES, RATE_LIMIT_SKIP } from './rate-limit.constants.js';
+import { checkCost, checkQuotaLimit, validatePolicy } from './policy/validate-policy.js';
+import { RATE_LIMIT_CLOCK, RATE_LIMIT_POLICIES, RATE_LIMIT_SKIP, RATE_LIMIT_STORES } from './rate-limit.constants.js';
+import type { RateLimitStores } from './rate-limit.module.js';
 import { RateLimitExceededException, RateLimitUnavailableException } from './rate-limit.exception.js';
 import { RATE_LIMIT_OPTIONS } from './rate-limit.module-definition.js';
 import type { RateLimitHeaders, RateLimitModuleOptions } from './rate-limit.options.js';
@@ -35,6 +36,8 @@ import { RateLimitStore, type RateLimitStoreItem } from './stores/rate-limit-sto
 /** A policy of a route, with what the request-time work needs. */
 interface PlannedPolicy {
   readonly policy: ResolvedPolicy;
+  /** A quota's limit that depends on the request (the caller's plan). */
+  readonly limit?: (ctx: ExecutionContext) => number | Promise<number>;
   readonly key: RateLimitKey;
   readonly cost: RateLimitPolicy['cost'];
   readonly failMode: FailMode;
@@ -63,6 +66,13 @@ const isPromise = <T>(value: MaybePromise<T> | unknown): value is Promise<T> =>
   typeof (value as { then?: unknown } | null)?.then === 'function';
 
 const NOTHING: Evaluation = Object.freeze({ items: [], decisions: [] });
+
+const merge = (a: Evaluation, b: Evaluation): Evaluation =>
+  a.items.length === 0
+    ? b
+    : b.items.length === 0
+      ? a
+      : { items: [...a.items, ...b.items], decisions: [...a.decisions, ...b.decisions] };
 
 /** Where the module stands with a request: decided, or left to the interceptor (after every guard). */
 const REQUEST_STATE = Symbol('nestjs-rate-limit:request-state');
@@ -116,14 +126,18 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
   private readonly failMode: FailMode;
   private readonly user: (ctx: ExecutionContext) => string | undefined;
   readonly reporter: FailureReporter;
-  private readonly breaker: CircuitBreaker;
+  /** Where rate-limit policies live, and where quotas do (the same store unless `postgres` is set). */
+  readonly store: RateLimitStore;
+  readonly quotaStore: RateLimitStore;
+  private readonly breakers = new Map<RateLimitStore, CircuitBreaker>();
+  private readonly withLimits = new WeakMap<ResolvedPolicy, Map<number, ResolvedPolicy>>();
   /** Denials of a remote store, answered locally until they end (pointless for the in-process store). */
   readonly denyCache: DenyCache | undefined;
   private warnedForwardedFor = false;
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) readonly options: RateLimitModuleOptions,
-    @Inject(RateLimitStore) readonly store: RateLimitStore,
+    @Inject(RATE_LIMIT_STORES) stores: RateLimitStores,
     @Inject(RATE_LIMIT_CLOCK) private readonly clock: Clock,
     private readonly reflector: Reflector,
     private readonly discovery: DiscoveryService,
@@ -155,14 +169,9 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
     }
     this.user = options.user ?? defaultUser;
     this.reporter = new FailureReporter(this.logger, clock, options.onError);
-    this.denyCache = store instanceof MemoryRateLimitStore ? undefined : new DenyCache();
-    this.breaker = new CircuitBreaker({
-      timeoutMs: this.timeoutMs,
-      threshold: BREAKER_THRESHOLD,
-      probeIntervalMs: BREAKER_PROBE_MS,
-      probe: store.ping === undefined ? undefined : () => (store.ping as () => Promise<unknown>).call(store),
-      logger: this.logger,
-    });
+    this.store = stores.rates;
+    this.quotaStore = stores.quotas;
+    this.denyCache = this.store instanceof MemoryRateLimitStore ? undefined : new DenyCache();
     this.defaults = (options.defaults ?? []).map((p) => this.plan(p, 'RateLimitModule defaults'));
   }
 
@@ -177,10 +186,78 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
         if (typeof handler === 'function') this.planFor(metatype, handler);
       }
     }
+    const quotas = [...this.named.values()].filter(({ policy }) => policy.quota !== undefined);
+    if (quotas.length > 0 && this.options.postgres === undefined) {
+      this.logger.warn(
+        `Quota policies (${quotas.map(({ policy }) => policy.name).join(', ')}) are kept in the rate-limit store: ` +
+          'not billing-grade (the memory store forgets them on restart; Redis keeps only the current period). ' +
+          'Set the `postgres` option for durable, exact quota usage.',
+      );
+    }
   }
 
   onModuleDestroy(): void {
-    this.breaker.dispose();
+    for (const breaker of this.breakers.values()) breaker.dispose();
+  }
+
+  /** The circuit breaker of a store: each store fails, and recovers, on its own. */
+  breakerFor(store: RateLimitStore): CircuitBreaker {
+    let breaker = this.breakers.get(store);
+    if (breaker === undefined) {
+      breaker = new CircuitBreaker({
+        timeoutMs: this.timeoutMs,
+        threshold: BREAKER_THRESHOLD,
+        probeIntervalMs: BREAKER_PROBE_MS,
+        probe: store.ping === undefined ? undefined : () => (store.ping as () => Promise<unknown>).call(store),
+        logger: this.logger,
+      });
+      this.breakers.set(store, breaker);
+    }
+    return breaker;
+  }
+
+  /** The store of a policy: quotas go to `quotaStore`. */
+  storeOf(policy: ResolvedPolicy): RateLimitStore {
+    return policy.quota !== undefined ? this.quotaStore : this.store;
+  }
+
+  /** A quota policy with this request's limit (the policy's limit is a function of the request). */
+  withLimit(policy: ResolvedPolicy, limit: number): ResolvedPolicy {
+    let byLimit = this.withLimits.get(policy);
+    if (byLimit === undefined) this.withLimits.set(policy, (byLimit = new Map()));
+    let variant = byLimit.get(limit);
+    if (variant === undefined) {
+      variant = Object.freeze({ ...policy, limit, capacity: limit });
+      if (byLimit.size < 1000) byLimit.set(limit, variant);
+    }
+    return variant;
+  }
+
+  /**
+   * Consumes items that may live in two stores (rate limits in Redis, quotas in PostgreSQL): the rate limits
+   * first, then the quotas only if those allowed, and the rate limits refunded if a quota denies. So a
+   * request denied by one kind consumes nothing of the other (between the calls a concurrent request may find
+   * units taken: this can under-admit for a moment, never over-admit). Throws store failures.
+   */
+  async consumeAcross(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
+    const quotas = this.quotaStore === this.store ? [] : items.filter((i) => i.policy.quota !== undefined);
+    if (quotas.length === 0) return this.breakerFor(this.store).run(() => this.store.consume(items));
+    const rateItems = items.filter((i) => i.policy.quota === undefined);
+    const rates = await this.breakerFor(this.store).run(() => this.store.consume(rateItems));
+    const out = new Map<RateLimitStoreItem, RateLimitDecision>();
+    rateItems.forEach((item, i) => out.set(item, rates[i]));
+    if (rates.every((d) => d.allowed)) {
+      const decided = await this.breakerFor(this.quotaStore).run(() => this.quotaStore.consume(quotas));
+      quotas.forEach((item, i) => out.set(item, decided[i]));
+      if (decided.some((d) => !d.allowed) && rateItems.length > 0) {
+        const refunded = await this.breakerFor(this.store).run(() => this.store.refund(rateItems));
+        rateItems.forEach((item, i) => out.set(item, { ...refunded[i], allowed: true, retryAfterMs: 0 }));
+      }
+    } else {
+      const peeked = await this.breakerFor(this.quotaStore).run(() => this.quotaStore.peek(quotas));
+      quotas.forEach((item, i) => out.set(item, { ...peeked[i], allowed: true, retryAfterMs: 0 }));
+    }
+    return items.map((item) => out.get(item) as RateLimitDecision);
   }
 
   /** Looks up a policy declared in `defaults` or any @RateLimit by its name. */
@@ -188,14 +265,28 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
     return this.named.get(name)?.policy;
   }
 
-  /** Runs a store operation under the module's timeout, reporting failures. */
-  async call<T>(policies: readonly string[], operation: () => Promise<T>): Promise<T> {
+  /**
+   * Runs a store operation of RateLimitService, reporting failures: on the store of `policy` under its breaker
+   * and timeout, or, without a policy, as given (consumeAcross runs its own breakers).
+   */
+  async call<T>(
+    policies: readonly string[],
+    operation: (store: RateLimitStore) => Promise<T>,
+    policy?: ResolvedPolicy,
+  ): Promise<T> {
     try {
-      return await this.breaker.run(operation);
+      if (policy === undefined) return await operation(this.store);
+      const store = this.storeOf(policy);
+      return await this.breakerFor(store).run(() => operation(store));
     } catch (error) {
       this.reporter.report(error, policies);
       throw error;
     }
+  }
+
+  /** The module's clock. */
+  now(): number {
+    return this.clock.now();
   }
 
   /** True when there is nothing left to decide for this request (the interceptor's fast path). */
@@ -267,7 +358,13 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
         if (key === undefined) continue;
         let cost = this.cost(planned, ctx);
         if (isPromise(cost)) cost = await cost;
-        items.push({ policy: planned.policy, key, cost, planned });
+        let policy = planned.policy;
+        if (planned.limit !== undefined) {
+          let limit = this.quotaLimit(planned, ctx);
+          if (isPromise(limit)) limit = await limit;
+          policy = this.withLimit(policy, limit);
+        }
+        items.push({ policy, key, cost, planned });
       } catch (error) {
         failed.push({ planned, error });
       }
@@ -276,19 +373,46 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
     const closed = failed.find((f) => f.planned.failMode === 'closed');
     if (closed !== undefined) await this.unavailable(res, closed.planned, before);
     if (items.length === 0) return NOTHING;
-    const cache = this.denyCache;
+    const quotas = this.quotaStore === this.store ? [] : items.filter((i) => i.policy.quota !== undefined);
+    if (quotas.length === 0) return this.consumeOn(this.store, items, res, before);
+    // Rate limits and quotas in two stores: the quotas only when the rate limits allow, refunded otherwise.
+    const rates = await this.consumeOn(
+      this.store,
+      items.filter((i) => i.policy.quota === undefined),
+      res,
+      before,
+    );
+    if (rates.decisions.some((d) => !d.allowed)) return rates;
+    const quota = await this.consumeOn(this.quotaStore, quotas, res, merge(before, rates));
+    if (quota.decisions.some((d) => !d.allowed)) await this.compensate(rates);
+    return merge(rates, quota);
+  }
+
+  /** One store call for `items`, through the store's breaker and the deny cache; applies the fail modes. */
+  private async consumeOn(
+    store: RateLimitStore,
+    items: readonly PlannedItem[],
+    res: object,
+    before: Evaluation,
+  ): Promise<Evaluation> {
+    if (items.length === 0) return NOTHING;
+    // Quota denials last until the end of the period, and a plan change must lift them: never cached.
+    const cache = store === this.store ? this.denyCache : undefined;
     const nowMs = cache === undefined ? 0 : this.clock.now();
     if (cache !== undefined) {
       for (const item of items) {
+        if (item.policy.quota !== undefined) continue;
         const denied = cache.check(item.policy, item.key, item.cost, nowMs);
         if (denied !== undefined) return { items: [item], decisions: [denied] };
       }
     }
     try {
-      const decisions = await this.breaker.run(() => this.store.consume(items));
+      const decisions = await this.breakerFor(store).run(() => store.consume(items));
       if (cache !== undefined) {
         decisions.forEach((d, i) => {
-          if (!d.allowed) cache.remember(items[i].policy, items[i].key, items[i].cost, d, nowMs);
+          if (!d.allowed && items[i].policy.quota === undefined) {
+            cache.remember(items[i].policy, items[i].key, items[i].cost, d, nowMs);
+          }
         });
       }
       return { items, decisions };
@@ -329,8 +453,15 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
   private async compensate(early: Evaluation): Promise<void> {
     if (early.items.length === 0 || !early.decisions.every((d) => d.allowed)) return;
     try {
-      const refunded = await this.breaker.run(() => this.store.refund(early.items));
-      early.decisions = refunded.map((d) => ({ ...d, allowed: true, retryAfterMs: 0 }));
+      const decisions = [...early.decisions];
+      for (const store of new Set(early.items.map((i) => this.storeOf(i.policy)))) {
+        const part = early.items.filter((i) => this.storeOf(i.policy) === store);
+        const refunded = await this.breakerFor(store).run(() => store.refund(part));
+        part.forEach((item, j) => {
+          decisions[early.items.indexOf(item)] = { ...refunded[j], allowed: true, retryAfterMs: 0 };
+        });
+      }
+      early.decisions = decisions;
     } catch (error) {
       this.reporter.report(
         error,
@@ -370,6 +501,20 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
       field: 'key',
       where: planned.where,
     });
+  }
+
+  /** A quota's limit for this request; a Promise only when the limit function returns one. */
+  private quotaLimit(planned: PlannedPolicy, ctx: ExecutionContext): MaybePromise<number> {
+    const value: unknown = (planned.limit as (ctx: ExecutionContext) => unknown)(ctx);
+    const check = (v: unknown): number =>
+      checkQuotaLimit(v, (problem) => {
+        throw new RateLimitPolicyError(`the limit function returned a bad value: ${problem}`, {
+          policy: planned.policy.name,
+          field: 'limit',
+          where: planned.where,
+        });
+      });
+    return isPromise(value) ? value.then(check) : check(value);
   }
 
   /** The cost of a policy for this request; a Promise only when a cost function returns one. */
@@ -456,6 +601,7 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
     }
     return {
       policy: resolved,
+      limit: policy.algorithm === 'quota' && typeof policy.limit === 'function' ? policy.limit : undefined,
       key: policy.key ?? 'user',
       cost: policy.cost,
       failMode: policy.failMode ?? this.failMode,

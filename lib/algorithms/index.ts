@@ -2,6 +2,7 @@ import type { RateLimitAlgorithm } from '../policy/policy.types.js';
 import type { Algorithm } from './algorithm.js';
 import { fixedWindow } from './fixed-window/fixed-window.js';
 import { gcra } from './gcra/gcra.js';
+import { quota } from './quota/quota.js';
 import { slidingWindowCounter } from './sliding-window-counter/sliding-window-counter.js';
 import { slidingWindowLog } from './sliding-window-log/sliding-window-log.js';
 import { tokenBucket } from './token-bucket/token-bucket.js';
@@ -15,6 +16,7 @@ export const ALGORITHM_STEPS: Readonly<Record<RateLimitAlgorithm, Algorithm<unkn
   'sliding-window-counter': slidingWindowCounter as Algorithm<unknown>,
   'token-bucket': tokenBucket as Algorithm<unknown>,
   gcra: gcra as Algorithm<unknown>,
+  quota: quota as Algorithm<unknown>,
 };
 
 /** The number by which the Redis script picks each algorithm's Lua twin (its position in ALGORITHMS_LUA). */
@@ -24,4 +26,5 @@ export const ALGORITHM_CODES: Readonly<Record<RateLimitAlgorithm, number>> = {
   'sliding-window-counter': 3,
   'token-bucket': 4,
   gcra: 5,
+  quota: 6,
 };

@@ -1,10 +1,13 @@
 import type { ExecutionContext } from '@nestjs/common';
 
-/** The five algorithms the module implements. */
-export type RateLimitAlgorithm =
-  'fixed-window' | 'sliding-window-log' | 'sliding-window-counter' | 'token-bucket' | 'gcra';
+import type { QuotaPeriod } from '../algorithms/quota/quota-period.js';
 
-export const ALGORITHMS: readonly RateLimitAlgorithm[] = [
+/** The five rate-limit algorithms, and calendar quotas. */
+export type RateLimitAlgorithm =
+  'fixed-window' | 'sliding-window-log' | 'sliding-window-counter' | 'token-bucket' | 'gcra' | 'quota';
+
+/** The five rate-limit algorithms (quotas aside). */
+export const ALGORITHMS: readonly Exclude<RateLimitAlgorithm, 'quota'>[] = [
   'fixed-window',
   'sliding-window-log',
   'sliding-window-counter',
@@ -19,26 +22,49 @@ export type FailMode = 'open' | 'closed';
 export type RateLimitKey =
   'ip' | 'user' | ((ctx: ExecutionContext) => string | undefined | Promise<string | undefined>);
 
-/**
- * One rate limit: `limit` requests (or cost units) per `window`.
- * @example { name: 'login-ip', algorithm: 'sliding-window-log', limit: 5, window: '1m', key: 'ip', failMode: 'closed' }
- */
-export interface RateLimitPolicy {
+interface PolicyBase {
   /** Unique per route; default derived from algorithm, limit and window. Shown in headers and errors. */
   name?: string;
-  algorithm: RateLimitAlgorithm;
-  /** Requests (or cost units) per window; an integer >= 1. */
-  limit: number;
-  /** Milliseconds, or a duration string: '500ms', '10s', '1m', '1h', '1d'. */
-  window: number | string;
-  /** Token-bucket capacity / GCRA burst, an integer >= 1; default `limit`. The rate is always limit per window. */
-  burst?: number;
   /** Default 'user'. A function returning undefined skips this policy for that request. */
   key?: RateLimitKey;
   /** Units one request consumes, a non-negative integer; default 1. */
   cost?: number | ((ctx: ExecutionContext) => number | Promise<number>);
   failMode?: FailMode;
 }
+
+/**
+ * One rate limit: `limit` requests (or cost units) per `window`.
+ * @example { name: 'login-ip', algorithm: 'sliding-window-log', limit: 5, window: '1m', key: 'ip', failMode: 'closed' }
+ */
+export interface RateLimitWindowPolicy extends PolicyBase {
+  algorithm: Exclude<RateLimitAlgorithm, 'quota'>;
+  /** Requests (or cost units) per window; an integer >= 1. */
+  limit: number;
+  /** Milliseconds, or a duration string: '500ms', '10s', '1m', '1h', '1d'. */
+  window: number | string;
+  /** Token-bucket capacity / GCRA burst, an integer >= 1; default `limit`. The rate is always limit per window. */
+  burst?: number;
+}
+
+/**
+ * A quota: at most `limit` units per calendar day or month, as the clocks of `timeZone` show them. The limit may
+ * depend on the request (the caller's plan). With the `postgres` option, usage is kept in a durable table.
+ * @example { name: 'ai-monthly', algorithm: 'quota', period: 'month', timeZone: 'Europe/Paris', limit: (ctx) => planOf(ctx).tokens }
+ */
+export interface RateLimitQuotaPolicy extends PolicyBase {
+  algorithm: 'quota';
+  period: QuotaPeriod;
+  /** IANA time zone of the calendar; default 'UTC'. */
+  timeZone?: string;
+  /** Units per period, an integer >= 1, or a function of the request (may be async). */
+  limit: number | ((ctx: ExecutionContext) => number | Promise<number>);
+  /** Not used by quotas. */
+  window?: never;
+  burst?: never;
+}
+
+/** A rate limit or a quota. */
+export type RateLimitPolicy = RateLimitWindowPolicy | RateLimitQuotaPolicy;
 
 /**
  * A validated policy with every default applied and its window in milliseconds: what stores work with.
@@ -57,6 +83,8 @@ export interface ResolvedPolicy {
   readonly windowMs: number;
   readonly capacity: number;
   readonly failMode?: FailMode;
+  /** For quotas: the calendar period and its time zone; `windowMs` is then a nominal period length. */
+  readonly quota?: { readonly period: QuotaPeriod; readonly timeZone: string };
   readonly source: RateLimitPolicy;
 }
 

@@ -1,5 +1,6 @@
+import { checkTimeZone } from '../algorithms/quota/quota-period.js';
 import { RateLimitPolicyError } from './policy.errors.js';
-import { ALGORITHMS, type RateLimitPolicy, type ResolvedPolicy } from './policy.types.js';
+import { ALGORITHMS, type RateLimitPolicy, type RateLimitQuotaPolicy, type ResolvedPolicy } from './policy.types.js';
 import { parseWindow } from './window.js';
 
 /** Policy names appear inside Redis keys and quoted header items, so they keep to a safe alphabet. */
@@ -13,6 +14,9 @@ function describe(value: unknown): string {
 
 /** The name a policy gets when it has none, e.g. `sliding-window-counter-100-1m`. */
 export function defaultPolicyName(policy: RateLimitPolicy): string {
+  if (policy.algorithm === 'quota') {
+    return `quota-${typeof policy.limit === 'function' ? 'fn' : policy.limit}-${policy.period}`;
+  }
   const window = typeof policy.window === 'number' ? `${policy.window}ms` : String(policy.window);
   const burst = policy.burst === undefined ? '' : `-b${policy.burst}`;
   return `${policy.algorithm}-${policy.limit}-${window}${burst}`;
@@ -35,8 +39,9 @@ export function validatePolicy(policy: RateLimitPolicy, where?: string): Resolve
   if (policy.name !== undefined && (typeof policy.name !== 'string' || !NAME.test(policy.name))) {
     fail('name', `must be 1-64 characters of A-Z a-z 0-9 _ . -, got ${describe(policy.name)}`);
   }
+  if (policy.algorithm === 'quota') return validateQuota(policy, name, fail);
   if (!ALGORITHMS.includes(policy.algorithm)) {
-    fail('algorithm', `must be one of ${ALGORITHMS.join(', ')}, got ${describe(policy.algorithm)}`);
+    fail('algorithm', `must be one of ${[...ALGORITHMS, 'quota'].join(', ')}, got ${describe(policy.algorithm)}`);
   }
   const { limit } = policy;
   if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1) {
@@ -61,15 +66,7 @@ export function validatePolicy(policy: RateLimitPolicy, where?: string): Resolve
   if (Math.max(capacity, limit) * (windowMs as number) > Number.MAX_SAFE_INTEGER) {
     fail('limit', `limit (or burst) × window in ms must not exceed 2^53 - 1; got ${capacity} × ${windowMs}`);
   }
-  if (policy.cost !== undefined && typeof policy.cost !== 'function') {
-    checkCost(policy.cost, (problem) => fail('cost', problem));
-  }
-  if (policy.key !== undefined && policy.key !== 'ip' && policy.key !== 'user' && typeof policy.key !== 'function') {
-    fail('key', `must be 'ip', 'user' or a function, got ${describe(policy.key)}`);
-  }
-  if (policy.failMode !== undefined && policy.failMode !== 'open' && policy.failMode !== 'closed') {
-    fail('failMode', `must be 'open' or 'closed', got ${describe(policy.failMode)}`);
-  }
+  checkCommon(policy, fail);
   return Object.freeze({
     name,
     id: name,
@@ -80,6 +77,60 @@ export function validatePolicy(policy: RateLimitPolicy, where?: string): Resolve
     failMode: policy.failMode,
     source: policy,
   });
+}
+
+type Fail = (field: string, problem: string) => never;
+
+function checkCommon(policy: RateLimitPolicy, fail: Fail): void {
+  if (policy.cost !== undefined && typeof policy.cost !== 'function') {
+    checkCost(policy.cost, (problem) => fail('cost', problem));
+  }
+  if (policy.key !== undefined && policy.key !== 'ip' && policy.key !== 'user' && typeof policy.key !== 'function') {
+    fail('key', `must be 'ip', 'user' or a function, got ${describe(policy.key)}`);
+  }
+  if (policy.failMode !== undefined && policy.failMode !== 'open' && policy.failMode !== 'closed') {
+    fail('failMode', `must be 'open' or 'closed', got ${describe(policy.failMode)}`);
+  }
+}
+
+/** Nominal period lengths, for headers and bounds; the real periods follow the calendar. */
+const PERIOD_MS = { day: 86_400_000, month: 31 * 86_400_000 } as const;
+
+function validateQuota(policy: RateLimitQuotaPolicy, name: string, fail: Fail): ResolvedPolicy {
+  if (policy.period !== 'day' && policy.period !== 'month') {
+    fail('period', `must be 'day' or 'month', got ${describe(policy.period)}`);
+  }
+  const timeZone = policy.timeZone ?? 'UTC';
+  const badZone = checkTimeZone(timeZone);
+  if (badZone !== undefined) fail('timeZone', badZone);
+  if (policy.window !== undefined) fail('window', "is not used by quotas: a quota's period is 'day' or 'month'");
+  if (policy.burst !== undefined) fail('burst', 'is not used by quotas');
+  const { limit } = policy;
+  if (typeof limit !== 'function' && (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1)) {
+    fail('limit', `must be an integer >= 1 or a function of the request, got ${describe(limit)}`);
+  }
+  checkCommon(policy, fail);
+  // A limit that is a function is decided per request; NaN here admits nothing if it were ever used as is.
+  const staticLimit = typeof limit === 'number' ? limit : NaN;
+  return Object.freeze({
+    name,
+    id: name,
+    algorithm: 'quota',
+    limit: staticLimit,
+    windowMs: PERIOD_MS[policy.period],
+    capacity: staticLimit,
+    failMode: policy.failMode,
+    quota: Object.freeze({ period: policy.period, timeZone }),
+    source: policy,
+  });
+}
+
+/** A quota's limit for one request, checked like a static one. */
+export function checkQuotaLimit(value: unknown, fail: (problem: string) => never): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    return fail(`limit must be an integer >= 1, got ${describe(value)}`);
+  }
+  return value;
 }
 
 /**

@@ -24,6 +24,11 @@ export interface RateLimitStore {
   refund(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]>;
   /** Forgets the items' state. */
   reset(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<void>;
+  /**
+   * A quota's usage for the period that starts at `periodStartMs` (stores that keep quota history, such as
+   * PostgreSQL), with the limit applied by the last decision. Other stores answer through `peek`.
+   */
+  quotaUsage?(policy: ResolvedPolicy, key: string, periodStartMs: number): Promise<{ used: number; limit?: number }>;
   /** Resolves when the store answers; the circuit breaker probes with it while the store is failing. */
   ping?(): Promise<unknown>;
   /** Releases what the store owns (connections it opened itself; never a client it was given). */

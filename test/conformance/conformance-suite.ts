@@ -5,13 +5,14 @@ import {
   validatePolicy,
   type RateLimitDecision,
   type RateLimitStore,
+  type RateLimitWindowPolicy,
   type ResolvedPolicy,
 } from '../../lib/index.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { ReferenceStore } from '../support/reference-store.js';
 import { type StoreTarget } from '../support/store-targets.js';
 
-const policyArb = (i: number) =>
+const windowPolicyArb = (i: number) =>
   fc
     .record({
       algorithm: fc.constantFrom(...ALGORITHMS),
@@ -27,12 +28,30 @@ const policyArb = (i: number) =>
       }),
     );
 
+const quotaPolicyArb = (i: number) =>
+  fc
+    .record({
+      period: fc.constantFrom('day' as const, 'month' as const),
+      timeZone: fc.constantFrom('UTC', 'Europe/Paris', 'America/New_York', 'Asia/Kolkata'),
+      limit: fc.integer({ min: 1, max: 8 }),
+    })
+    .map((p) => validatePolicy({ ...p, algorithm: 'quota', name: `p${i}` }));
+
+const policyArb = (i: number) =>
+  fc.oneof({ arbitrary: windowPolicyArb(i), weight: 5 }, { arbitrary: quotaPolicyArb(i), weight: 1 });
+
 const policiesArb = fc
   .integer({ min: 1, max: 3 })
   .chain((n) => fc.tuple(...Array.from({ length: n }, (_, i) => policyArb(i))));
 
 const opArb = fc.record({
-  dt: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 5000 })),
+  dt: fc.oneof(
+    { arbitrary: fc.constant(0), weight: 3 },
+    { arbitrary: fc.integer({ min: 0, max: 50 }), weight: 3 },
+    { arbitrary: fc.integer({ min: 0, max: 5000 }), weight: 3 },
+    // now and then a jump of up to 3 days, across the edges of quota periods
+    { arbitrary: fc.integer({ min: 0, max: 3 * 86_400_000 }), weight: 1 },
+  ),
   kind: fc.constantFrom('consume', 'consume', 'consume', 'consume', 'peek', 'refund', 'reset'),
   key: fc.constantFrom('a', 'b', 'c'),
   cost: fc.oneof(fc.constant(1), fc.integer({ min: 0, max: 11 })),
@@ -95,9 +114,10 @@ export function conformanceSuite(target: StoreTarget, { runs = 150 }: { runs?: n
 
     it('decides GCRA and token bucket identically on every sequence', async () => {
       await fc.assert(
-        fc.asyncProperty(policyArb(0), fc.array(opArb, { minLength: 1, maxLength: 50 }), async (base, ops) => {
-          const bucket = validatePolicy({ ...base.source, algorithm: 'token-bucket', name: 'same' });
-          const cell = validatePolicy({ ...base.source, algorithm: 'gcra', name: 'same' });
+        fc.asyncProperty(windowPolicyArb(0), fc.array(opArb, { minLength: 1, maxLength: 50 }), async (base, ops) => {
+          const source = base.source as RateLimitWindowPolicy;
+          const bucket = validatePolicy({ ...source, algorithm: 'token-bucket', name: 'same' });
+          const cell = validatePolicy({ ...source, algorithm: 'gcra', name: 'same' });
           const clock = new FakeClock();
           const a = target.make(clock);
           const b = target.make(clock);

@@ -1,12 +1,12 @@
 import { Controller, Get, type INestApplication } from '@nestjs/common';
 import request from 'supertest';
 
-import { ALGORITHMS, RateLimit, RateLimitModule, type RateLimitAlgorithm } from '../../lib/index.js';
+import { ALGORITHMS, RateLimit, RateLimitModule } from '../../lib/index.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 
-function floodController(algorithm: RateLimitAlgorithm) {
+function floodController(algorithm: (typeof ALGORITHMS)[number]) {
   @Controller()
   class FloodController {
     @Get('flood')

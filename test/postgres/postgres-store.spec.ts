@@ -11,7 +11,6 @@ import {
   RateLimit,
   RateLimitModule,
   validatePolicy,
-  type RateLimitAlgorithm,
 } from '../../lib/index.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { createApp } from '../support/nest-app.js';
@@ -43,7 +42,7 @@ afterAll(async () => {
   await db.drop();
 });
 
-describe.each<RateLimitAlgorithm>(ALGORITHMS)('%s on PostgreSQL under concurrency', (algorithm) => {
+describe.each<(typeof ALGORITHMS)[number]>(ALGORITHMS)('%s on PostgreSQL under concurrency', (algorithm) => {
   const policy = validatePolicy({ name: 'flood', algorithm, limit: 100, window: '1m' });
 
   it('admits exactly 100 of 200 concurrent consumes from one process', async () => {

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 
-import { ALGORITHMS, RedisRateLimitStore, validatePolicy, type RateLimitAlgorithm } from '../../lib/index.js';
+import { ALGORITHMS, RedisRateLimitStore, validatePolicy } from '../../lib/index.js';
 import { consumeFromProcesses } from '../support/processes.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { startRedis, waitFor, type TestRedis } from '../support/redis-server.js';
@@ -16,7 +16,7 @@ beforeAll(async () => {
 });
 afterAll(() => redis.stop());
 
-describe.each<RateLimitAlgorithm>(ALGORITHMS)('%s under concurrency', (algorithm) => {
+describe.each<(typeof ALGORITHMS)[number]>(ALGORITHMS)('%s under concurrency', (algorithm) => {
   const policy = validatePolicy({ name: 'flood', algorithm, limit: 100, window: '1m' });
 
   it('admits exactly 100 of 200 concurrent consumes over 4 connections', async () => {

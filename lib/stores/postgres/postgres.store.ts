@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 
 import { ALGORITHM_CODES } from '../../algorithms/index.js';
+import { periodOf } from '../../algorithms/quota/quota.js';
 import { type Clock, systemClock } from '../../clock.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../../policy/policy.types.js';
 import { toDecision } from '../engine.js';
@@ -86,6 +87,19 @@ export class PostgresRateLimitStore implements RateLimitStore {
     if (items.length > 0) await this.run('reset', items);
   }
 
+  async quotaUsage(
+    policy: ResolvedPolicy,
+    key: string,
+    periodStartMs: number,
+  ): Promise<{ used: number; limit?: number }> {
+    const S = quoteSchema(this.schema);
+    const { rows } = await this.pool.query<{ used: string; quota_limit: string }>(
+      `SELECT used, quota_limit FROM ${S}.rate_limit_quota_usage WHERE key = $1 AND period_start = $2`,
+      [storageKey(this.keyPrefix, policy.id, key), periodStartMs],
+    );
+    return rows.length === 0 ? { used: 0 } : { used: Number(rows[0].used), limit: Number(rows[0].quota_limit) };
+  }
+
   async ping(): Promise<unknown> {
     return this.pool.query('SELECT 1');
   }
@@ -125,15 +139,22 @@ export class PostgresRateLimitStore implements RateLimitStore {
     const windows: number[] = [];
     const capacities: number[] = [];
     const costs: number[] = [];
+    const now = this.clock === undefined ? null : this.clock.now();
     for (const { policy, key, cost = 0 } of items) {
       keys.push(storageKey(this.keyPrefix, policy.id, key));
       algos.push(ALGORITHM_CODES[policy.algorithm]);
       limits.push(policy.limit);
-      windows.push(policy.windowMs);
-      capacities.push(policy.capacity);
+      if (policy.quota !== undefined) {
+        // a quota passes its current period (from the app's clock) in place of a window
+        const { startMs, endMs } = periodOf(policy, now ?? systemClock.now());
+        windows.push(startMs);
+        capacities.push(endMs);
+      } else {
+        windows.push(policy.windowMs);
+        capacities.push(policy.capacity);
+      }
       costs.push(cost);
     }
-    const now = this.clock === undefined ? null : this.clock.now();
     const result = await this.pool.query<{ r: string[] }>(this.decideSql, [
       op,
       now,

@@ -1,5 +1,6 @@
 import { fixedWindowSql } from '../../algorithms/fixed-window/fixed-window.sql.js';
 import { gcraSql } from '../../algorithms/gcra/gcra.sql.js';
+import { quotaSql } from '../../algorithms/quota/quota.sql.js';
 import { slidingWindowCounterSql } from '../../algorithms/sliding-window-counter/sliding-window-counter.sql.js';
 import { slidingWindowLogSql } from '../../algorithms/sliding-window-log/sliding-window-log.sql.js';
 import { tokenBucketSql } from '../../algorithms/token-bucket/token-bucket.sql.js';
@@ -32,6 +33,7 @@ BEGIN
     WHEN 2 THEN r := ${S}.rl_swl_step(st, lim, w, cap, now_ms, cost);
     WHEN 3 THEN r := ${S}.rl_swc_step(st, lim, w, cap, now_ms, cost);
     WHEN 4 THEN r := ${S}.rl_tb_step(st, lim, w, cap, now_ms, cost);
+    WHEN 6 THEN r := ${S}.rl_quota_step(st, lim, w, cap, now_ms, cost);
     ELSE r := ${S}.rl_gcra_step(st, lim, w, cap, now_ms, cost);
   END CASE;
   new_st := r.new_st; allowed := r.allowed; remaining := r.remaining; reset_ms := r.reset_ms; retry_ms := r.retry_ms;
@@ -45,8 +47,38 @@ BEGIN
     WHEN 2 THEN ${S}.rl_swl_refund(st, lim, w, cap, now_ms, amount)
     WHEN 3 THEN ${S}.rl_swc_refund(st, lim, w, cap, now_ms, amount)
     WHEN 4 THEN ${S}.rl_tb_refund(st, lim, w, cap, now_ms, amount)
+    WHEN 6 THEN ${S}.rl_quota_refund(st, lim, w, cap, now_ms, amount)
     ELSE ${S}.rl_gcra_refund(st, lim, w, cap, now_ms, amount)
   END;
+END $fn$;
+
+-- The state of item (key, algo): quotas live in the durable table, per period (w is its start).
+CREATE OR REPLACE FUNCTION ${S}.rl_load(algo int, k text, w bigint, now_ms bigint) RETURNS text
+LANGUAGE sql STABLE AS $fn$
+  SELECT CASE WHEN algo = 6
+    THEN (SELECT w || ':' || q.used FROM ${S}.rate_limit_quota_usage q WHERE q.key = k AND q.period_start = w)
+    ELSE (SELECT s.state FROM ${S}.rate_limit_state s WHERE s.key = k AND s.expires_at > now_ms) END
+$fn$;
+
+CREATE OR REPLACE FUNCTION ${S}.rl_save(algo int, k text, st text, reset_ms bigint, slack bigint, now_ms bigint,
+  lim bigint, w bigint, cap bigint) RETURNS void
+LANGUAGE plpgsql AS $fn$
+BEGIN
+  IF algo = 6 THEN
+    IF st IS NOT NULL THEN
+      INSERT INTO ${S}.rate_limit_quota_usage AS q (key, period_start, period_end, used, quota_limit)
+      VALUES (k, w, cap, split_part(st, ':', 2)::bigint, lim)
+      ON CONFLICT (key, period_start) DO UPDATE
+        SET used = excluded.used, quota_limit = excluded.quota_limit, period_end = excluded.period_end, updated_at = now();
+    ELSE
+      DELETE FROM ${S}.rate_limit_quota_usage WHERE key = k AND period_start = w;
+    END IF;
+  ELSIF st IS NOT NULL AND reset_ms > 0 THEN
+    INSERT INTO ${S}.rate_limit_state AS s (key, state, expires_at) VALUES (k, st, now_ms + reset_ms + slack)
+    ON CONFLICT (key) DO UPDATE SET state = excluded.state, expires_at = excluded.expires_at;
+  ELSE
+    DELETE FROM ${S}.rate_limit_state WHERE key = k;
+  END IF;
 END $fn$;
 
 -- The Postgres twin of the Redis script's dispatcher: one call decides every item of a request.
@@ -77,6 +109,8 @@ DECLARE
 BEGIN
   IF op = 'reset' THEN
     DELETE FROM ${S}.rate_limit_state WHERE key = ANY(keys);
+    DELETE FROM ${S}.rate_limit_quota_usage q USING unnest(keys, ws, algos) AS u(k, w, a)
+      WHERE u.a = 6 AND q.key = u.k AND q.period_start = u.w;
     RETURN res;
   END IF;
   FOR k IN SELECT DISTINCT u FROM unnest(keys) AS u ORDER BY u LOOP
@@ -89,9 +123,7 @@ BEGIN
     FOR j IN 1..i LOOP
       IF keys[j] = keys[i] THEN
         IF j = i THEN
-          st := NULL;
-          SELECT s.state INTO st FROM ${S}.rate_limit_state s WHERE s.key = keys[i] AND s.expires_at > now_ms;
-          original[i] := st;
+          original[i] := ${S}.rl_load(algos[i], keys[i], ws[i], now_ms);
         ELSE
           original[i] := original[j];
         END IF;
@@ -125,12 +157,7 @@ BEGIN
         p := ${S}.rl_step(algos[i], st, lims[i], ws[i], caps[i], now_ms, 1);
         res := res || ARRAY[0, r.remaining, r.reset_ms, p.retry_ms]::bigint[];
       END IF;
-      IF st IS NOT NULL AND r.reset_ms > 0 THEN
-        INSERT INTO ${S}.rate_limit_state AS s (key, state, expires_at) VALUES (keys[i], st, now_ms + r.reset_ms + slack)
-        ON CONFLICT (key) DO UPDATE SET state = excluded.state, expires_at = excluded.expires_at;
-      ELSE
-        DELETE FROM ${S}.rate_limit_state WHERE key = keys[i];
-      END IF;
+      PERFORM ${S}.rl_save(algos[i], keys[i], st, r.reset_ms, slack, now_ms, lims[i], ws[i], caps[i]);
     END LOOP;
     RETURN res;
   END IF;
@@ -154,13 +181,7 @@ BEGIN
   IF all_allowed THEN
     FOR i IN 1..n LOOP
       IF known[i] THEN
-        IF new_states[i] IS NOT NULL AND results[(i - 1) * 4 + 3] > 0 THEN
-          INSERT INTO ${S}.rate_limit_state AS s (key, state, expires_at)
-          VALUES (keys[i], new_states[i], now_ms + results[(i - 1) * 4 + 3] + slack)
-          ON CONFLICT (key) DO UPDATE SET state = excluded.state, expires_at = excluded.expires_at;
-        ELSE
-          DELETE FROM ${S}.rate_limit_state WHERE key = keys[i];
-        END IF;
+        PERFORM ${S}.rl_save(algos[i], keys[i], new_states[i], results[(i - 1) * 4 + 3], slack, now_ms, lims[i], ws[i], caps[i]);
       END IF;
     END LOOP;
     RETURN results;
@@ -193,6 +214,17 @@ export function postgresSchemaSql(schema = 'public'): string {
   expires_at bigint NOT NULL
 );`,
     `CREATE INDEX IF NOT EXISTS rate_limit_state_expires_at ON ${S}.rate_limit_state (expires_at);`,
+    // Quotas are billing data: a logged (durable) table, one row per key and calendar period, never pruned.
+    `CREATE TABLE IF NOT EXISTS ${S}.rate_limit_quota_usage (
+  key text NOT NULL,
+  period_start bigint NOT NULL,
+  period_end bigint NOT NULL,
+  used bigint NOT NULL,
+  quota_limit bigint NOT NULL,
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  period_start_at timestamptz GENERATED ALWAYS AS (to_timestamp(period_start / 1000.0)) STORED,
+  PRIMARY KEY (key, period_start)
+);`,
     // PL/pgSQL bodies are resolved when they run, so the order of the functions does not matter.
     dispatcher(S),
     fixedWindowSql(S),
@@ -200,5 +232,6 @@ export function postgresSchemaSql(schema = 'public'): string {
     slidingWindowCounterSql(S),
     tokenBucketSql(S),
     gcraSql(S),
+    quotaSql(S),
   ].join('\n');
 }

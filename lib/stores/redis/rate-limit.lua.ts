@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 
 import { fixedWindowLua } from '../../algorithms/fixed-window/fixed-window.lua.js';
 import { gcraLua } from '../../algorithms/gcra/gcra.lua.js';
+import { quotaLua } from '../../algorithms/quota/quota.lua.js';
 import { slidingWindowCounterLua } from '../../algorithms/sliding-window-counter/sliding-window-counter.lua.js';
 import { slidingWindowLogLua } from '../../algorithms/sliding-window-log/sliding-window-log.lua.js';
 import { tokenBucketLua } from '../../algorithms/token-bucket/token-bucket.lua.js';
@@ -25,13 +26,14 @@ const dispatcher = `
 -- ARGV[1]          operation: 'consume' | 'peek' | 'refund' | 'reset'
 -- ARGV[2]          current time in milliseconds since the epoch, or '' to read Redis TIME
 -- ARGV[3]          milliseconds added to every key's TTL (tolerance for clocks of several app instances)
--- ARGV[4 + 5(i-1)] algorithm of item i: 1 fixed window, 2 sliding log, 3 sliding counter, 4 token bucket, 5 gcra
+-- ARGV[4 + 5(i-1)] algorithm of item i: 1 fixed window, 2 sliding log, 3 sliding counter, 4 token bucket, 5 gcra,
+--                  6 quota (its window and capacity fields carry the period's start and end, in ms)
 -- ARGV[5 + 5(i-1)] limit of item i (units per window)
 -- ARGV[6 + 5(i-1)] window of item i in milliseconds
 -- ARGV[7 + 5(i-1)] capacity of item i (burst for token bucket and gcra, else the limit)
 -- ARGV[8 + 5(i-1)] cost of item i (units to consume, or to give back for 'refund')
 -- Returns 4 integers per item: allowed (0/1), remaining, reset_ms, retry_ms (-1: the cost can never fit).
-local ALGORITHMS = { FW, SWL, SWC, TB, GCRA }
+local ALGORITHMS = { FW, SWL, SWC, TB, GCRA, QUOTA }
 local op = ARGV[1]
 if op == 'reset' then
   for i = 1, #KEYS do redis.call('DEL', KEYS[i]) end
@@ -150,6 +152,7 @@ export const RATE_LIMIT_SCRIPT = [
   slidingWindowCounterLua,
   tokenBucketLua,
   gcraLua,
+  quotaLua,
   dispatcher,
 ].join('\n');
 

@@ -2,6 +2,7 @@ import calculateSlot from 'cluster-key-slot';
 import type { Cluster, Redis } from 'ioredis';
 
 import { ALGORITHM_CODES } from '../../algorithms/index.js';
+import { periodOf } from '../../algorithms/quota/quota.js';
 import { type Clock, systemClock } from '../../clock.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../../policy/policy.types.js';
 import { toDecision } from '../engine.js';
@@ -153,7 +154,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     const args: string[] = [op, this.clock === undefined ? '' : String(this.clock.now()), this.ttlSlack];
     for (const { policy, key, cost = 0 } of items) {
       keys.push(storageKey(this.keyPrefix, policy.id, key));
-      const [algorithm, limit, windowMs, capacity] = argsOf(policy);
+      const [algorithm, limit, windowMs, capacity] = argsOf(policy, this.clock ?? systemClock);
       args.push(algorithm, limit, windowMs, capacity, String(cost));
     }
     try {
@@ -166,9 +167,17 @@ export class RedisRateLimitStore implements RateLimitStore {
   }
 }
 
-/** The script arguments of a policy, as strings, computed once per policy. */
+/**
+ * The script arguments of a policy, as strings, computed once per policy. A quota passes its current
+ * period instead of a window (Lua knows no time zones); its edges come from the app's clock, also when the
+ * script reads Redis TIME.
+ */
 const policyArgs = new WeakMap<ResolvedPolicy, readonly [string, string, string, string]>();
-function argsOf(policy: ResolvedPolicy): readonly [string, string, string, string] {
+function argsOf(policy: ResolvedPolicy, clock: Clock): readonly [string, string, string, string] {
+  if (policy.quota !== undefined) {
+    const { startMs, endMs } = periodOf(policy, clock.now());
+    return ['6', String(policy.limit), String(startMs), String(endMs)];
+  }
   let args = policyArgs.get(policy);
   if (args === undefined) {
     args = [

@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 
 import { ALGORITHM_STEPS } from '../../../lib/algorithms/index.js';
-import { ALGORITHMS, validatePolicy, type RateLimitAlgorithm, type ResolvedPolicy } from '../../../lib/index.js';
+import { ALGORITHMS, validatePolicy, type RateLimitWindowPolicy, type ResolvedPolicy } from '../../../lib/index.js';
 
-const policyOf = (algorithm: RateLimitAlgorithm) =>
+const policyOf = (algorithm: (typeof ALGORITHMS)[number]) =>
   fc
     .record({
       limit: fc.integer({ min: 1, max: 12 }),
@@ -83,7 +83,7 @@ describe.each(ALGORITHMS)('%s, on random sequences', (algorithm) => {
 it('GCRA decides exactly like a token bucket of the same capacity and rate, on every sequence', () => {
   fc.assert(
     fc.property(policyOf('token-bucket'), steps, (bucket, sequence) => {
-      const cell = validatePolicy({ ...bucket.source, algorithm: 'gcra' });
+      const cell = validatePolicy({ ...(bucket.source as RateLimitWindowPolicy), algorithm: 'gcra' });
       let now = 1_700_000_000_000;
       let tb: unknown;
       let g: unknown;

@@ -1,7 +1,7 @@
-import type { RateLimitAlgorithm } from '../../../lib/index.js';
+import type { ALGORITHMS } from '../../../lib/index.js';
 import { limiter } from '../../support/harness.js';
 
-describe.each<RateLimitAlgorithm>(['token-bucket', 'gcra'])('%s', (algorithm) => {
+describe.each<(typeof ALGORITHMS)[number]>(['token-bucket', 'gcra'])('%s', (algorithm) => {
   it('allows a burst of `burst`, then refills at limit per window', async () => {
     const l = limiter({ algorithm, limit: 10, window: '1s', burst: 20 });
     const burst = await l.consumeTimes(21);

@@ -1,0 +1,91 @@
+/** A calendar period of a quota: 'day' or 'month', in an IANA time zone. */
+export type QuotaPeriod = 'day' | 'month';
+
+const formatters = new Map<string, Intl.DateTimeFormat>();
+
+function formatter(timeZone: string): Intl.DateTimeFormat {
+  let f = formatters.get(timeZone);
+  if (f === undefined) {
+    f = new Intl.DateTimeFormat('en-US', {
+      timeZone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+    });
+    formatters.set(timeZone, f);
+  }
+  return f;
+}
+
+/** Checks an IANA time zone name; returns a message when it is not one. */
+export function checkTimeZone(timeZone: unknown): string | undefined {
+  if (typeof timeZone !== 'string' || timeZone === '')
+    return `must be an IANA time zone name, got ${JSON.stringify(timeZone)}`;
+  try {
+    formatter(timeZone);
+    return undefined;
+  } catch {
+    return `must be an IANA time zone name such as 'UTC' or 'Europe/Paris', got ${JSON.stringify(timeZone)}`;
+  }
+}
+
+/** The wall-clock date and time in `timeZone` at the instant `ms`. */
+function wallClock(
+  ms: number,
+  timeZone: string,
+): { y: number; m: number; d: number; h: number; min: number; s: number } {
+  const parts: Record<string, number> = {};
+  for (const { type, value } of formatter(timeZone).formatToParts(ms)) parts[type] = Number(value);
+  return { y: parts.year, m: parts.month, d: parts.day, h: parts.hour, min: parts.minute, s: parts.second };
+}
+
+/** Milliseconds the zone is ahead of UTC at the instant `ms` (whole seconds). */
+function offsetAt(ms: number, timeZone: string): number {
+  const w = wallClock(ms, timeZone);
+  return Date.UTC(w.y, w.m - 1, w.d, w.h, w.min, w.s) - (ms - (((ms % 1000) + 1000) % 1000));
+}
+
+/**
+ * The first instant whose wall clock in `timeZone` reads `y-m-d 00:00` or later: local midnight, or, on the
+ * rare day a zone skips midnight (a daylight-saving change at 00:00), the first instant of that day.
+ */
+function startOfLocalDay(y: number, m: number, d: number, timeZone: string): number {
+  const wall = Date.UTC(y, m - 1, d);
+  let instant = wall - offsetAt(wall, timeZone);
+  instant = wall - offsetAt(instant, timeZone);
+  const seen = wallClock(instant, timeZone);
+  if (Date.UTC(seen.y, seen.m - 1, seen.d) < wall) {
+    // midnight does not exist that day: the day starts where the clock jumps
+    instant += Date.UTC(y, m - 1, d) - Date.UTC(seen.y, seen.m - 1, seen.d, seen.h, seen.min, seen.s);
+  }
+  return instant;
+}
+
+/**
+ * The calendar period that holds the instant `nowMs`: `[startMs, endMs)` in epoch milliseconds, its days and
+ * months as the clocks of `timeZone` show them.
+ * @example quotaPeriodAt('month', 'Europe/Paris', Date.UTC(2026, 0, 31, 23, 30)) // February in Paris
+ */
+export function quotaPeriodAt(
+  period: QuotaPeriod,
+  timeZone: string,
+  nowMs: number,
+): { startMs: number; endMs: number } {
+  const { y, m, d } = wallClock(nowMs, timeZone);
+  if (period === 'day') {
+    const next = new Date(Date.UTC(y, m - 1, d + 1));
+    return {
+      startMs: startOfLocalDay(y, m, d, timeZone),
+      endMs: startOfLocalDay(next.getUTCFullYear(), next.getUTCMonth() + 1, next.getUTCDate(), timeZone),
+    };
+  }
+  const next = new Date(Date.UTC(y, m, 1));
+  return {
+    startMs: startOfLocalDay(y, m, 1, timeZone),
+    endMs: startOfLocalDay(next.getUTCFullYear(), next.getUTCMonth() + 1, 1, timeZone),
+  };
+}
