@@ -5,13 +5,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { Controller, Get, type INestApplication } from '@nestjs/common';
 import request from 'supertest';
 
-import {
-  ALGORITHMS,
-  PostgresRateLimitStore,
-  RateLimit,
-  RateLimitModule,
-  validatePolicy,
-} from '../../lib/index.js';
+import { ALGORITHMS, PostgresRateLimitStore, RateLimit, RateLimitModule, validatePolicy } from '../../lib/index.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { createApp } from '../support/nest-app.js';
 import { createTestSchema, type TestSchema } from '../support/postgres.js';

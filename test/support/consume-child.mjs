@@ -19,7 +19,11 @@ if (port.startsWith('pg:')) {
     : new Redis({ host: '127.0.0.1', port: Number(port) });
   store = new RedisRateLimitStore({ client, keyPrefix, clock });
 }
-const policy = validatePolicy({ name: 'flood', algorithm, limit: 100, window: '1m' });
+const limit = Number(process.env.LIMIT ?? 100);
+const policy =
+  algorithm === 'quota'
+    ? validatePolicy({ name: 'flood', algorithm, limit, period: 'month', timeZone: 'Europe/Paris' })
+    : validatePolicy({ name: 'flood', algorithm, limit, window: '1m' });
 await (store.load?.() ?? store.ping());
 process.stdout.write('ready\n');
 process.stdin.once('data', async () => {

@@ -2,15 +2,22 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 /**
- * Runs 4 processes that each send 50 concurrent consumes of one key (limit 100 per minute, one fixed clock)
+ * Runs 4 processes that each send `perProcess` concurrent consumes of one key (`limit` per minute, or per
+ * month for a quota; one fixed clock)
  * through the built package, released together, and returns how many were admitted in all.
  * `port` is a Redis port, or comma-separated Cluster ports.
  */
-export async function consumeFromProcesses(port: string, algorithm: string, keyPrefix: string): Promise<number> {
+export async function consumeFromProcesses(
+  port: string,
+  algorithm: string,
+  keyPrefix: string,
+  { perProcess = 50, limit = 100 }: { perProcess?: number; limit?: number } = {},
+): Promise<number> {
   const script = fileURLToPath(new URL('./consume-child.mjs', import.meta.url));
   const children = Array.from({ length: 4 }, () =>
-    spawn(process.execPath, [script, port, algorithm, '50', keyPrefix, '1700000000000'], {
+    spawn(process.execPath, [script, port, algorithm, String(perProcess), keyPrefix, '1700000000000'], {
       stdio: ['pipe', 'pipe', 'inherit'],
+      env: { ...process.env, LIMIT: String(limit) },
     }),
   );
   const runs = children.map((child) => {
