@@ -12,12 +12,15 @@ import { ReportsController } from './reports.controller.js';
  * `trustProxy: 'loopback'` believes X-Forwarded-For only from a proxy on the same host (nginx in front of the
  * app); clients connecting directly are keyed by their socket address, whatever header they send.
  * With REDIS_URL set, limits live in Redis and hold across instances; without it, in this process's memory.
+ * With DATABASE_URL set, the monthly AI quota lives in PostgreSQL (durable, exact, readable for invoices;
+ * the schema is created at start), and so do the rate limits unless REDIS_URL is set too.
  */
 export function rateLimitOptions(env: NodeJS.ProcessEnv = process.env): RateLimitModuleOptions {
   return {
     defaults: [{ name: 'per-user', algorithm: 'sliding-window-counter', limit: 100, window: '1m' }],
     trustProxy: 'loopback',
     ...(env.REDIS_URL ? { redis: { url: env.REDIS_URL } } : {}),
+    ...(env.DATABASE_URL ? { postgres: { connectionString: env.DATABASE_URL, migrate: true } } : {}),
   };
 }
 

@@ -127,16 +127,38 @@ describe.each(ADAPTERS)('the sample app on %s (the README walkthrough)', (adapte
     }
     const res = await complete('demo-key-alice', { prompt: 'Hello', maxTokens: 16 });
     expect(res.status).toBe(200);
-    expect(res.headers['ratelimit-policy']).toBe('"per-user";q=100;w=60, "ai-tokens";q=20000;w=120');
-    // per-user is keyed by alice (not the IP) because ApiKeyGuard ran first; ai-tokens as it stood before the charge.
-    expect(res.headers['ratelimit']).toBe('"per-user";r=99;t=120, "ai-tokens";r=20000;t=0');
+    expect(res.headers['ratelimit-policy']).toBe(
+      '"per-user";q=100;w=60, "ai-tokens";q=20000;w=120, "ai-monthly";q=50000;w=2678400',
+    );
+    // per-user is keyed by alice (not the IP) because ApiKeyGuard ran first; the AI policies as they stood
+    // before the handler's charge.
+    expect(res.headers['ratelimit']).toBe('"per-user";r=99;t=120, "ai-tokens";r=20000;t=0, "ai-monthly";r=50000;t=0');
     expect(res.body).toEqual({
       completion: '(fake completion: 8 tokens for a 2-token prompt)',
       usage: { promptTokens: 2, completionTokens: 8, totalTokens: 10 },
       tokensRemaining: 19990, // charged 2 + 16, refunded the 8 unused
+      monthlyRemaining: 49990, // the free plan's 50 000 this month, less the 10 used
     });
     const next = await complete('demo-key-alice', { prompt: 'Hello', maxTokens: 16 });
     expect(item(next, 'ai-tokens')).toBe('"ai-tokens";r=19990;t=1');
+  });
+
+  it('POST /ai/complete: the monthly quota of the plan, and GET /ai/usage for billing', async () => {
+    // each call is charged its estimate (16 002) up front, and keeps 8 002 once the unused 8 000 is refunded
+    const huge = { prompt: 'Hello', maxTokens: 16_000 };
+    for (let i = 0; i < 5; i++) {
+      expect((await complete('demo-key-alice', huge)).status).toBe(200);
+      clock.advance(120_000); // let the per-minute bucket refill: only the month counts here
+    }
+    const over = await complete('demo-key-alice', huge); // 40 010 used: 16 002 more do not fit in 50 000
+    expect(over.status).toBe(429);
+    expect(over.body.policy).toBe('ai-monthly');
+    expect(Number(over.headers['retry-after'])).toBeGreaterThan(86_400); // the end of the month
+    const usage = await http().get('/ai/usage').set('x-api-key', 'demo-key-alice');
+    expect(usage.body).toMatchObject({ used: 5 * 8002, limit: 50_000 });
+    expect(new Date(usage.body.periodStart).getUTCDate()).toBe(1);
+    // bob's pro plan has a million
+    expect((await complete('demo-key-bob', huge)).body.monthlyRemaining).toBe(1_000_000 - 8002);
   });
 
   it('POST /ai/complete: rejects bad bodies with 400 and charges nothing', async () => {
