@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 
-import { RateLimitStore, RedisRateLimitStore } from '../lib/index.js';
+import { PostgresRateLimitStore, RateLimitStore, RedisRateLimitStore } from '../lib/index.js';
 import { AppModule } from './app.module.js';
 
 /** The Redis URL without its password, for the log. */
@@ -25,5 +25,10 @@ const store: unknown = app.get(RateLimitStore);
 const where =
   store instanceof RedisRateLimitStore
     ? `Redis at ${redacted(process.env.REDIS_URL ?? '')}`
-    : 'the in-memory store (per process; set REDIS_URL to share limits)';
-new Logger('SampleApp').log(`Listening on http://localhost:${port} with rate limits in ${where}`);
+    : store instanceof PostgresRateLimitStore
+      ? `PostgreSQL at ${redacted(process.env.DATABASE_URL ?? '')}`
+      : 'the in-memory store (per process; set REDIS_URL or DATABASE_URL to share limits)';
+const quotas = process.env.DATABASE_URL
+  ? `, the monthly quota in PostgreSQL at ${redacted(process.env.DATABASE_URL)}`
+  : '';
+new Logger('SampleApp').log(`Listening on http://localhost:${port} with rate limits in ${where}${quotas}`);
