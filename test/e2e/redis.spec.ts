@@ -3,6 +3,7 @@ import request from 'supertest';
 
 import { ALGORITHMS, RateLimit, RateLimitModule } from '../../lib/index.js';
 import { FakeClock } from '../support/fake-clock.js';
+import { FailModeController } from '../support/fail-mode.controller.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 
@@ -16,21 +17,6 @@ function floodController(algorithm: (typeof ALGORITHMS)[number]) {
     }
   }
   return FloodController;
-}
-
-@Controller()
-class FailModeController {
-  @Get('open')
-  @RateLimit({ name: 'open', algorithm: 'gcra', limit: 100, window: '1m', key: 'ip', failMode: 'open' })
-  open() {
-    return 'ok';
-  }
-
-  @Get('closed')
-  @RateLimit({ name: 'closed', algorithm: 'sliding-window-log', limit: 5, window: '1m', key: 'ip', failMode: 'closed' })
-  closed() {
-    return 'ok';
-  }
 }
 
 describe.each(ADAPTERS)('on Redis, through HTTP, on %s', (adapter) => {

@@ -1,30 +1,16 @@
-import { Controller, Get, type INestApplication } from '@nestjs/common';
+import { type INestApplication } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 
-import { RateLimit, RateLimitModule, type RateLimitModuleOptions } from '../../lib/index.js';
+import { RateLimitModule, type RateLimitModuleOptions } from '../../lib/index.js';
 import { FakeClock } from '../support/fake-clock.js';
+import { FailModeController } from '../support/fail-mode.controller.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
 import { startRedis, waitFor, type TestRedis } from '../support/redis-server.js';
 
 const TIMEOUT_MS = 100;
 /** Slack for the event loop and the HTTP round trip: the point is that nothing waits for Redis. */
 const MARGIN_MS = 400;
-
-@Controller()
-class OutageController {
-  @Get('open')
-  @RateLimit({ name: 'open', algorithm: 'gcra', limit: 1000, window: '1m', key: 'ip', failMode: 'open' })
-  open() {
-    return 'ok';
-  }
-
-  @Get('closed')
-  @RateLimit({ name: 'closed', algorithm: 'sliding-window-log', limit: 5, window: '1m', key: 'ip', failMode: 'closed' })
-  closed() {
-    return 'ok';
-  }
-}
 
 type Connection = 'module connection' | 'your client';
 
@@ -46,7 +32,7 @@ describe.each(ADAPTERS)('Redis outages on %s', (adapter) => {
       };
       ({ app } = await createApp(
         adapter,
-        { imports: [RateLimitModule.forRoot(options)], controllers: [OutageController] },
+        { imports: [RateLimitModule.forRoot(options)], controllers: [FailModeController] },
         new FakeClock(),
       ));
     });

@@ -2,11 +2,12 @@ import { jest } from '@jest/globals';
 
 import { createServer, type Server, type Socket } from 'node:net';
 
-import { Controller, Get, type INestApplication } from '@nestjs/common';
+import { type INestApplication } from '@nestjs/common';
 import request from 'supertest';
 
-import { ALGORITHMS, PostgresRateLimitStore, RateLimit, RateLimitModule, validatePolicy } from '../../lib/index.js';
+import { ALGORITHMS, PostgresRateLimitStore, RateLimitModule, validatePolicy } from '../../lib/index.js';
 import { FakeClock } from '../support/fake-clock.js';
+import { FailModeController } from '../support/fail-mode.controller.js';
 import { createApp } from '../support/nest-app.js';
 import { createTestSchema, type TestSchema } from '../support/postgres.js';
 import { consumeFromProcesses } from '../support/processes.js';
@@ -119,21 +120,6 @@ describe('PostgresRateLimitStore', () => {
     expect(sizes).toEqual([100, 100, 100, 100, 100]);
   });
 });
-
-@Controller()
-class FailModeController {
-  @Get('open')
-  @RateLimit({ name: 'open', algorithm: 'gcra', limit: 100, window: '1m', key: 'ip', failMode: 'open' })
-  open() {
-    return 'ok';
-  }
-
-  @Get('closed')
-  @RateLimit({ name: 'closed', algorithm: 'sliding-window-log', limit: 5, window: '1m', key: 'ip', failMode: 'closed' })
-  closed() {
-    return 'ok';
-  }
-}
 
 describe('the module on PostgreSQL', () => {
   it('creates its schema with migrate: true and limits through it', async () => {

@@ -1,12 +1,10 @@
 import type { ResolvedPolicy } from '../../policy/policy.types.js';
-import { type Algorithm, type StepResult } from '../algorithm.js';
+import { type Algorithm } from '../algorithm.js';
+import { type PeriodCount, refundPeriod, stepPeriod } from '../period-counter.js';
 import { quotaPeriodAt } from './quota-period.js';
 
-/** Units used in the calendar period that starts at `periodStartMs`. */
-export interface QuotaState {
-  readonly periodStartMs: number;
-  readonly used: number;
-}
+/** Units used in the calendar period that starts at `period` (ms since the epoch). */
+export type QuotaState = PeriodCount;
 
 const lastPeriods = new WeakMap<object, { startMs: number; endMs: number }>();
 
@@ -22,43 +20,16 @@ export function periodOf(policy: ResolvedPolicy, nowMs: number): { startMs: numb
 }
 
 /**
- * Quota: at most `limit` units per calendar period (a fixed window whose edges are local midnights). The
- * stores decide it like the others; with PostgreSQL, its usage lives in a durable table.
+ * Quota: at most `limit` units per calendar period — the fixed window's counter, with local midnights for
+ * edges. The stores decide it like the others; with PostgreSQL, its usage lives in a durable table.
  */
 export const quota: Algorithm<QuotaState> = {
-  step(state, policy, nowMs, cost): StepResult<QuotaState> {
+  step(state, policy, nowMs, cost) {
     const { startMs, endMs } = periodOf(policy, nowMs);
-    const { limit } = policy;
-    const used = state !== undefined && state.periodStartMs === startMs ? state.used : 0;
-    const periodEndMs = endMs - nowMs;
-    if (cost > limit) {
-      const resetMs = used > 0 ? periodEndMs : 0;
-      return { state, allowed: false, remaining: Math.max(0, limit - used), resetMs, retryAfterMs: Infinity };
-    }
-    if (used + cost <= limit) {
-      const next = used + cost;
-      if (next === 0) return { state: undefined, allowed: true, remaining: limit, resetMs: 0, retryAfterMs: 0 };
-      return {
-        state: { periodStartMs: startMs, used: next },
-        allowed: true,
-        remaining: limit - next,
-        resetMs: periodEndMs,
-        retryAfterMs: 0,
-      };
-    }
-    return {
-      state,
-      allowed: false,
-      remaining: Math.max(0, limit - used),
-      resetMs: periodEndMs,
-      retryAfterMs: periodEndMs,
-    };
+    return stepPeriod(state, startMs, endMs - nowMs, policy.limit, cost);
   },
 
   refund(state, policy, nowMs, amount) {
-    const { startMs } = periodOf(policy, nowMs);
-    if (state === undefined || state.periodStartMs !== startMs) return undefined;
-    const used = Math.max(0, state.used - amount);
-    return used > 0 ? { periodStartMs: startMs, used } : undefined;
+    return refundPeriod(state, periodOf(policy, nowMs).startMs, amount);
   },
 };

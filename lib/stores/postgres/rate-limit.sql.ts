@@ -1,5 +1,6 @@
 import { fixedWindowSql } from '../../algorithms/fixed-window/fixed-window.sql.js';
 import { gcraSql } from '../../algorithms/gcra/gcra.sql.js';
+import { periodCounterSql } from '../../algorithms/period-counter.js';
 import { quotaSql } from '../../algorithms/quota/quota.sql.js';
 import { slidingWindowCounterSql } from '../../algorithms/sliding-window-counter/sliding-window-counter.sql.js';
 import { slidingWindowLogSql } from '../../algorithms/sliding-window-log/sliding-window-log.sql.js';
@@ -227,6 +228,7 @@ export function postgresSchemaSql(schema = 'public'): string {
 );`,
     // PL/pgSQL bodies are resolved when they run, so the order of the functions does not matter.
     dispatcher(S),
+    periodCounterSql(S),
     fixedWindowSql(S),
     slidingWindowLogSql(S),
     slidingWindowCounterSql(S),

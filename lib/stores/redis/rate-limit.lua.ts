@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 
 import { fixedWindowLua } from '../../algorithms/fixed-window/fixed-window.lua.js';
+import { periodCounterLua } from '../../algorithms/period-counter.js';
 import { gcraLua } from '../../algorithms/gcra/gcra.lua.js';
 import { quotaLua } from '../../algorithms/quota/quota.lua.js';
 import { slidingWindowCounterLua } from '../../algorithms/sliding-window-counter/sliding-window-counter.lua.js';
@@ -147,6 +148,7 @@ return out
 /** The one script of the Redis store: every algorithm's Lua twin and the multi-item dispatcher. */
 export const RATE_LIMIT_SCRIPT = [
   prelude,
+  periodCounterLua,
   fixedWindowLua,
   slidingWindowLogLua,
   slidingWindowCounterLua,

@@ -1,0 +1,113 @@
+import type { StepResult } from './algorithm.js';
+
+/** Units counted in one period: the period's key (a window index, or a quota period's start) and the count. */
+export interface PeriodCount {
+  readonly period: number;
+  readonly count: number;
+}
+
+/**
+ * The step shared by the fixed window and the quota: at most `limit` units in the period `period`, which ends
+ * `periodEndMs` from now. A count kept for another period counts as nothing.
+ */
+export function stepPeriod(
+  state: PeriodCount | undefined,
+  period: number,
+  periodEndMs: number,
+  limit: number,
+  cost: number,
+): StepResult<PeriodCount> {
+  const count = state !== undefined && state.period === period ? state.count : 0;
+  if (cost > limit) {
+    const resetMs = count > 0 ? periodEndMs : 0;
+    return { state, allowed: false, remaining: Math.max(0, limit - count), resetMs, retryAfterMs: Infinity };
+  }
+  if (count + cost <= limit) {
+    const next = count + cost;
+    if (next === 0) return { state: undefined, allowed: true, remaining: limit, resetMs: 0, retryAfterMs: 0 };
+    return {
+      state: { period, count: next },
+      allowed: true,
+      remaining: limit - next,
+      resetMs: periodEndMs,
+      retryAfterMs: 0,
+    };
+  }
+  return {
+    state,
+    allowed: false,
+    remaining: Math.max(0, limit - count),
+    resetMs: periodEndMs,
+    retryAfterMs: periodEndMs,
+  };
+}
+
+/** Gives `amount` units back in `period` (nothing to give back in another). */
+export function refundPeriod(state: PeriodCount | undefined, period: number, amount: number): PeriodCount | undefined {
+  if (state === undefined || state.period !== period) return undefined;
+  const count = Math.max(0, state.count - amount);
+  return count > 0 ? { period, count } : undefined;
+}
+
+/** Lua twin of stepPeriod and refundPeriod. State: { period, count }; encoded "<period>:<count>". */
+export const periodCounterLua = `
+local function period_decode(raw)
+  local p, n = string.match(raw, '^(%-?%d+):(%d+)$')
+  if not p then return false end
+  return { tonumber(p), tonumber(n) }
+end
+local function period_encode(st) return fmt(st[1]) .. ':' .. fmt(st[2]) end
+local function period_step(st, period, period_end, limit, cost)
+  local count = 0
+  if st and st[1] == period then count = st[2] end
+  if cost > limit then
+    local reset = 0
+    if count > 0 then reset = period_end end
+    return st, 0, max(0, limit - count), reset, NEVER
+  end
+  if count + cost <= limit then
+    local n = count + cost
+    if n == 0 then return false, 1, limit, 0, 0 end
+    return { period, n }, 1, limit - n, period_end, 0
+  end
+  return st, 0, max(0, limit - count), period_end, period_end
+end
+local function period_refund(st, period, amount)
+  if not st or st[1] ~= period then return false end
+  local count = max(0, st[2] - amount)
+  if count > 0 then return { period, count } end
+  return false
+end
+`;
+
+/** PL/pgSQL twin of stepPeriod and refundPeriod, on the state string "<period>:<count>". */
+export const periodCounterSql = (S: string): string => `
+CREATE OR REPLACE FUNCTION ${S}.rl_period_step(st text, period bigint, period_end bigint, lim bigint, cost bigint,
+  OUT new_st text, OUT allowed int, OUT remaining bigint, OUT reset_ms bigint, OUT retry_ms bigint)
+LANGUAGE plpgsql IMMUTABLE AS $fn$
+DECLARE
+  cnt bigint := 0;
+BEGIN
+  IF st ~ '^-?[0-9]+:[0-9]+$' AND split_part(st, ':', 1)::bigint = period THEN cnt := split_part(st, ':', 2)::bigint; END IF;
+  IF cost > lim THEN
+    new_st := st; allowed := 0; remaining := greatest(0, lim - cnt);
+    reset_ms := CASE WHEN cnt > 0 THEN period_end ELSE 0 END; retry_ms := -1; RETURN;
+  END IF;
+  IF cnt + cost <= lim THEN
+    IF cnt + cost = 0 THEN new_st := NULL; allowed := 1; remaining := lim; reset_ms := 0; retry_ms := 0; RETURN; END IF;
+    new_st := period || ':' || (cnt + cost); allowed := 1; remaining := lim - cnt - cost; reset_ms := period_end; retry_ms := 0;
+    RETURN;
+  END IF;
+  new_st := st; allowed := 0; remaining := greatest(0, lim - cnt); reset_ms := period_end; retry_ms := period_end;
+END $fn$;
+
+CREATE OR REPLACE FUNCTION ${S}.rl_period_refund(st text, period bigint, amount bigint) RETURNS text
+LANGUAGE plpgsql IMMUTABLE AS $fn$
+DECLARE
+  cnt bigint;
+BEGIN
+  IF st IS NULL OR st !~ '^-?[0-9]+:[0-9]+$' OR split_part(st, ':', 1)::bigint <> period THEN RETURN NULL; END IF;
+  cnt := greatest(0, split_part(st, ':', 2)::bigint - amount);
+  RETURN CASE WHEN cnt > 0 THEN period || ':' || cnt END;
+END $fn$;
+`;
