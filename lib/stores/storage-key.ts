@@ -9,10 +9,14 @@ const SAFE_IDENTITY = /^[A-Za-z0-9._:@/+=-]{1,64}$/;
  * @example storageKey('rl:', 'api', 'user-42') === 'rl:{api:user-42}'
  */
 export function storageKey(prefix: string, policyName: string, identity: string): string {
-  const id = SAFE_IDENTITY.test(identity)
+  return `${prefix}{${policyName}:${storedIdentity(identity)}}`;
+}
+
+/** An identity as the stores keep it: as it is when short and plain, else `#` and 32 characters of its SHA-256. */
+export function storedIdentity(identity: string): string {
+  return SAFE_IDENTITY.test(identity)
     ? identity
     : `#${createHash('sha256').update(identity).digest('base64url').slice(0, 32)}`;
-  return `${prefix}{${policyName}:${id}}`;
 }
 
 /** Checks a key prefix: it is written before the hash tag, so it may not hold braces. */
