@@ -34,7 +34,15 @@ const dispatcher = `
 -- ARGV[7 + 5(i-1)] capacity of item i (burst for token bucket and gcra, else the limit)
 -- ARGV[8 + 5(i-1)] cost of item i (units to consume, or to give back for 'refund')
 -- Returns 4 integers per item: allowed (0/1), remaining, reset_ms, retry_ms (-1: the cost can never fit).
-local ALGORITHMS = { FW, SWL, SWC, TB, GCRA, QUOTA }
+local built = {}
+local function algorithm(code)
+  local a = built[code]
+  if not a then
+    a = MAKERS[code]()
+    built[code] = a
+  end
+  return a
+end
 local op = ARGV[1]
 if op == 'reset' then
   for i = 1, #KEYS do redis.call('DEL', KEYS[i]) end
@@ -53,7 +61,7 @@ local items = {}
 for i = 1, #KEYS do
   local b = 3 + (i - 1) * 5
   items[i] = {
-    key = KEYS[i], algo = ALGORITHMS[tonumber(ARGV[b + 1])], limit = tonumber(ARGV[b + 2]),
+    key = KEYS[i], algo = algorithm(tonumber(ARGV[b + 1])), limit = tonumber(ARGV[b + 2]),
     window = tonumber(ARGV[b + 3]), cap = tonumber(ARGV[b + 4]), cost = tonumber(ARGV[b + 5]),
   }
 end
@@ -145,16 +153,25 @@ end
 return out
 `;
 
+/**
+ * Wraps a twin, which defines the table `name`, in a function that builds it. A script runs from the top at
+ * every call, and each function it defines is a new closure: the dispatcher builds only the twins a call
+ * uses, not all of them.
+ */
+const maker = (name: string, twin: string): string => `local function make_${name}()\n${twin}\nreturn ${name}\nend`;
+
 /** The one script of the Redis store: every algorithm's Lua twin and the multi-item dispatcher. */
 export const RATE_LIMIT_SCRIPT = [
   prelude,
   periodCounterLua,
-  fixedWindowLua,
-  slidingWindowLogLua,
-  slidingWindowCounterLua,
-  tokenBucketLua,
-  gcraLua,
-  quotaLua,
+  maker('FW', fixedWindowLua),
+  maker('SWL', slidingWindowLogLua),
+  maker('SWC', slidingWindowCounterLua),
+  maker('TB', tokenBucketLua),
+  maker('GCRA', gcraLua),
+  maker('QUOTA', quotaLua),
+  // in the order of ALGORITHM_CODES
+  'local MAKERS = { make_FW, make_SWL, make_SWC, make_TB, make_GCRA, make_QUOTA }',
   dispatcher,
 ].join('\n');
 
