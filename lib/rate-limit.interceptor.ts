@@ -1,8 +1,6 @@
-import { type CallHandler, type ExecutionContext, Inject, Injectable, type NestInterceptor } from '@nestjs/common';
+import { type CallHandler, type ExecutionContext, Injectable, type NestInterceptor } from '@nestjs/common';
 import { from, type Observable, switchMap } from 'rxjs';
 
-import { RATE_LIMIT_OPTIONS } from './rate-limit.module-definition.js';
-import type { RateLimitModuleOptions } from './rate-limit.options.js';
 import { RateLimiter } from './rate-limiter.js';
 
 /**
@@ -18,20 +16,5 @@ export class RateLimitInterceptor implements NestInterceptor {
   intercept(ctx: ExecutionContext, next: CallHandler): Observable<unknown> {
     if (this.limiter.isDecided(ctx)) return next.handle();
     return from(this.limiter.handle(ctx, 'interceptor')).pipe(switchMap(() => next.handle()));
-  }
-}
-
-/** The interceptor as APP_INTERCEPTOR; inactive with `global: false`. */
-@Injectable()
-export class GlobalRateLimitInterceptor extends RateLimitInterceptor {
-  constructor(
-    limiter: RateLimiter,
-    @Inject(RATE_LIMIT_OPTIONS) private readonly options: RateLimitModuleOptions,
-  ) {
-    super(limiter);
-  }
-
-  override intercept(ctx: ExecutionContext, next: CallHandler): Observable<unknown> {
-    return this.options.global === false ? next.handle() : super.intercept(ctx, next);
   }
 }

@@ -1,5 +1,5 @@
 import { Global, Inject, Logger, Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, DiscoveryModule } from '@nestjs/core';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Pool } from 'pg';
 
@@ -7,7 +7,7 @@ import { type Clock, systemClock } from './clock.js';
 import { RATE_LIMIT_CLOCK, RATE_LIMIT_STORES } from './rate-limit.constants.js';
 import { RateLimitExceptionFilter } from './rate-limit.exception.js';
 import { GlobalRateLimitGuard, RateLimitGuard } from './rate-limit.guard.js';
-import { GlobalRateLimitInterceptor, RateLimitInterceptor } from './rate-limit.interceptor.js';
+import { RateLimitInterceptor } from './rate-limit.interceptor.js';
 import { ConfigurableRateLimitModule, RATE_LIMIT_OPTIONS } from './rate-limit.module-definition.js';
 import type { RateLimitModuleOptions } from './rate-limit.options.js';
 import { RateLimitService } from './rate-limit.service.js';
@@ -147,9 +147,9 @@ async function createStores(options: RateLimitModuleOptions, clock: Clock): Prom
 const CREATED_STORES = Symbol('nestjs-rate-limit:created-stores');
 
 /**
- * Rate limiting for a Nest application: registers the store (Redis when `redis` is given, else in memory),
- * RateLimitService, and the guard and interceptor as APP_GUARD / APP_INTERCEPTOR (inactive with
- * `global: false`). Global: RateLimitService can be injected anywhere.
+ * Rate limiting for a Nest application: registers the store (Redis, PostgreSQL or in memory),
+ * RateLimitService, and the guard as APP_GUARD (inactive with `global: false`); the limiter attaches its
+ * interceptor to the handlers whose user-keyed policies must wait for their own guards. Global: RateLimitService can be injected anywhere.
  * @example RateLimitModule.forRootAsync({ inject: [ConfigService], useFactory: (c) => ({ redis: { url: c.get('REDIS_URL') } }) })
  */
 @Global()
@@ -174,7 +174,6 @@ const CREATED_STORES = Symbol('nestjs-rate-limit:created-stores');
     RateLimitGuard,
     RateLimitInterceptor,
     { provide: APP_GUARD, useClass: GlobalRateLimitGuard },
-    { provide: APP_INTERCEPTOR, useClass: GlobalRateLimitInterceptor },
     { provide: APP_FILTER, useClass: RateLimitExceptionFilter },
   ],
   exports: [

@@ -27,7 +27,10 @@ export interface RateLimitModuleOptions {
   store?: RateLimitStore;
   /** Policies applied to every route unless skipped. */
   defaults?: RateLimitPolicy[];
-  /** Default true: the guard and interceptor are registered as APP_GUARD / APP_INTERCEPTOR. */
+  /**
+   * Default true: the guard acts on every route (APP_GUARD) and the limiter attaches its interceptor where
+   * user-keyed policies must wait for a route's own guards. False: both are yours to place.
+   */
   global?: boolean;
   /** Default 'ietf'. */
   headers?: RateLimitHeaders;

@@ -5,10 +5,13 @@ import {
   Inject,
   Injectable,
   Logger,
+  type NestInterceptor,
   type OnModuleDestroy,
   type OnModuleInit,
 } from '@nestjs/common';
+import { GUARDS_METADATA, INTERCEPTORS_METADATA } from '@nestjs/common/constants.js';
 import { DiscoveryService, HttpAdapterHost, MetadataScanner, Reflector } from '@nestjs/core';
+import { from, switchMap } from 'rxjs';
 
 import type { Clock } from './clock.js';
 import { CircuitBreaker } from './circuit-breaker.js';
@@ -51,6 +54,11 @@ interface RoutePlan {
   readonly early: readonly PlannedPolicy[];
   /** The user-keyed policies, decided after every guard when the global guard finds no user yet. */
   readonly late: readonly PlannedPolicy[];
+  /**
+   * The route has user-keyed policies and guards of its own (which may authenticate): when the global guard
+   * finds no user, the late policies wait for the interceptor the limiter attached to this handler.
+   */
+  readonly deferred: boolean;
 }
 
 type PlannedItem = RateLimitStoreItem & { readonly planned: PlannedPolicy };
@@ -76,6 +84,8 @@ const merge = (a: Evaluation, b: Evaluation): Evaluation =>
 
 /** Where the module stands with a request: decided, or left to the interceptor (after every guard). */
 const REQUEST_STATE = Symbol('nestjs-rate-limit:request-state');
+/** The limiter that deferred a request, for the shared interceptor to complete it with. */
+const REQUEST_LIMITER = Symbol('nestjs-rate-limit:limiter');
 /** What the global guard decided before authentication, for the interceptor to complete. */
 const EARLY_DECISIONS = Symbol('nestjs-rate-limit:early-decisions');
 const DECIDED = 1;
@@ -90,7 +100,23 @@ interface HttpRequest {
   headers?: Record<string, string | string[] | undefined>;
   [REQUEST_STATE]?: number;
   [EARLY_DECISIONS]?: Evaluation;
+  [REQUEST_LIMITER]?: RateLimiter;
 }
+
+/**
+ * The interceptor the limiter attaches to handlers whose user-keyed policies wait for the route's own guards.
+ * One object for every application of the process (controller classes, and so their metadata, are shared):
+ * it completes a request with the limiter that deferred it, and passes every other request straight on.
+ */
+const DEFERRED_DECISIONS: NestInterceptor = {
+  intercept(ctx, next) {
+    if (ctx.getType() !== 'http') return next.handle();
+    const req = ctx.switchToHttp().getRequest<HttpRequest>();
+    const limiter = req[REQUEST_LIMITER];
+    if (req[REQUEST_STATE] !== DEFERRED || limiter === undefined) return next.handle();
+    return from(limiter.handle(ctx, 'interceptor')).pipe(switchMap(() => next.handle()));
+  },
+};
 
 /** Consecutive store failures that open the circuit breaker, and how often it then probes the store. */
 const BREAKER_THRESHOLD = 5;
@@ -173,19 +199,33 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
     this.quotaStore = stores.quotas;
     this.denyCache = this.store instanceof MemoryRateLimitStore ? undefined : new DenyCache();
     this.defaults = (options.defaults ?? []).map((p) => this.plan(p, 'RateLimitModule defaults'));
+    this.walkControllers();
   }
 
-  /** Validates every policy of every controller, so a bad one stops the application's start. */
-  onModuleInit(): void {
-    for (const wrapper of this.discovery.getControllers()) {
-      const { metatype, instance } = wrapper;
-      if (typeof metatype !== 'function' || instance === null || typeof instance !== 'object') continue;
-      const prototype = Object.getPrototypeOf(instance) as Record<string, unknown>;
+  /**
+   * Validates every policy of every controller, so a bad one stops the application's start, and attaches the
+   * limiter's interceptor to the handlers that need it: those with user-keyed policies and guards of their
+   * own, where authentication may run after the global guard. Runs while Nest instantiates providers, which
+   * is before it reads the handlers' interceptors to build its routes. Other routes pay for no interceptor.
+   */
+  private walkControllers(): void {
+    for (const { metatype } of this.discovery.getControllers()) {
+      if (typeof metatype !== 'function') continue;
+      const prototype = metatype.prototype as Record<string, unknown>;
       for (const method of this.scanner.getAllMethodNames(prototype)) {
         const handler = prototype[method];
-        if (typeof handler === 'function') this.planFor(metatype, handler);
+        if (typeof handler !== 'function') continue;
+        const plan = this.planFor(metatype, handler);
+        if (!plan.deferred || this.options.global === false) continue;
+        const interceptors = (Reflect.getMetadata(INTERCEPTORS_METADATA, handler) as unknown[] | undefined) ?? [];
+        if (!interceptors.includes(DEFERRED_DECISIONS)) {
+          Reflect.defineMetadata(INTERCEPTORS_METADATA, [...interceptors, DEFERRED_DECISIONS], handler);
+        }
       }
     }
+  }
+
+  onModuleInit(): void {
     const quotas = [...this.named.values()].filter(({ policy }) => policy.quota !== undefined);
     if (quotas.length > 0 && this.options.postgres === undefined) {
       this.logger.warn(
@@ -322,8 +362,9 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
     // Global guards run before controller and handler guards: when a user-keyed policy sees no user yet,
     // authentication may still be ahead. The other policies are decided now (so requests your authentication
     // rejects still count against the IP), the user-keyed ones by the interceptor, after every guard.
-    if (point === 'global-guard' && plan.late.length > 0 && this.user(ctx) === undefined) {
+    if (point === 'global-guard' && plan.deferred && this.user(ctx) === undefined) {
       req[REQUEST_STATE] = DEFERRED;
+      req[REQUEST_LIMITER] = this;
       const early = await this.evaluate(ctx, req, res, plan.early, NOTHING);
       if (early.decisions.some((d) => !d.allowed)) {
         req[REQUEST_STATE] = DECIDED;
@@ -407,7 +448,11 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
       }
     }
     try {
-      const decisions = await this.breakerFor(store).run(() => store.consume(items));
+      // The in-process store answers synchronously and cannot hang: no timer, no breaker on its path.
+      const decisions =
+        store instanceof MemoryRateLimitStore
+          ? await store.consume(items)
+          : await this.breakerFor(store).run(() => store.consume(items));
       if (cache !== undefined) {
         decisions.forEach((d, i) => {
           if (!d.allowed && items[i].policy.quota === undefined) {
@@ -580,10 +625,15 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
       byName.delete(name);
     }
     const policies = [...byName.values()];
+    const late = policies.filter((p) => p.key === 'user');
+    const routeGuards = [controller, handler].some(
+      (target) => (this.reflector.get<unknown[] | undefined>(GUARDS_METADATA, target as never)?.length ?? 0) > 0,
+    );
     plan = {
       policies,
       early: policies.filter((p) => p.key !== 'user'),
-      late: policies.filter((p) => p.key === 'user'),
+      late,
+      deferred: late.length > 0 && routeGuards,
     };
     this.plans.set(handler, plan);
     return plan;
