@@ -46,6 +46,7 @@ export class PostgresRateLimitStore implements RateLimitStore {
   private readonly ttlSlack: number;
   private readonly pruneBatch: number;
   private readonly decideSql: string;
+  private readonly statementName: string;
   private pruner: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: PostgresRateLimitStoreOptions) {
@@ -59,6 +60,7 @@ export class PostgresRateLimitStore implements RateLimitStore {
     this.ttlSlack = options.ttlSlackMs ?? 1000;
     this.pruneBatch = options.pruneBatch ?? 1000;
     this.decideSql = `SELECT ${S}.rate_limit($1, $2, $3, $4, $5, $6, $7, $8, $9) AS r`;
+    this.statementName = `nestjs-rate-limit:${this.schema}`;
     const interval = options.pruneIntervalMs ?? 60_000;
     if (interval > 0) {
       this.pruner = setInterval(() => void this.prune().catch(() => undefined), interval);
@@ -155,17 +157,12 @@ export class PostgresRateLimitStore implements RateLimitStore {
       }
       costs.push(cost);
     }
-    const result = await this.pool.query<{ r: string[] }>(this.decideSql, [
-      op,
-      now,
-      this.ttlSlack,
-      keys,
-      algos,
-      limits,
-      windows,
-      capacities,
-      costs,
-    ]);
+    // A named statement is parsed and planned once per connection, not at every decision.
+    const result = await this.pool.query<{ r: string[] }>({
+      name: this.statementName,
+      text: this.decideSql,
+      values: [op, now, this.ttlSlack, keys, algos, limits, windows, capacities, costs],
+    });
     return result.rows[0]?.r;
   }
 }

@@ -53,14 +53,7 @@ BEGIN
   END;
 END $fn$;
 
--- The state of item (key, algo): quotas live in the durable table, per period (w is its start).
-CREATE OR REPLACE FUNCTION ${S}.rl_load(algo int, k text, w bigint, now_ms bigint) RETURNS text
-LANGUAGE sql STABLE AS $fn$
-  SELECT CASE WHEN algo = 6
-    THEN (SELECT w || ':' || q.used FROM ${S}.rate_limit_quota_usage q WHERE q.key = k AND q.period_start = w)
-    ELSE (SELECT s.state FROM ${S}.rate_limit_state s WHERE s.key = k AND s.expires_at > now_ms) END
-$fn$;
-
+-- Writes the state of item (key, algo): quotas to the durable table, per period (w is its start).
 CREATE OR REPLACE FUNCTION ${S}.rl_save(algo int, k text, st text, reset_ms bigint, slack bigint, now_ms bigint,
   lim bigint, w bigint, cap bigint) RETURNS void
 LANGUAGE plpgsql AS $fn$
@@ -114,9 +107,13 @@ BEGIN
       WHERE u.a = 6 AND q.key = u.k AND q.period_start = u.w;
     RETURN res;
   END IF;
-  FOR k IN SELECT DISTINCT u FROM unnest(keys) AS u ORDER BY u LOOP
-    PERFORM pg_advisory_xact_lock(hashtextextended(k, 0));
-  END LOOP;
+  IF n = 1 THEN
+    PERFORM pg_advisory_xact_lock(hashtextextended(keys[1], 0));
+  ELSE
+    FOR k IN SELECT DISTINCT u FROM unnest(keys) AS u ORDER BY u LOOP
+      PERFORM pg_advisory_xact_lock(hashtextextended(k, 0));
+    END LOOP;
+  END IF;
   original := array_fill(NULL::text, ARRAY[n]);
   known := array_fill(false, ARRAY[n]);
   FOR i IN 1..n LOOP
@@ -124,7 +121,14 @@ BEGIN
     FOR j IN 1..i LOOP
       IF keys[j] = keys[i] THEN
         IF j = i THEN
-          original[i] := ${S}.rl_load(algos[i], keys[i], ws[i], now_ms);
+          st := NULL;
+          IF algos[i] = 6 THEN
+            SELECT ws[i] || ':' || q.used INTO st FROM ${S}.rate_limit_quota_usage q
+              WHERE q.key = keys[i] AND q.period_start = ws[i];
+          ELSE
+            SELECT s.state INTO st FROM ${S}.rate_limit_state s WHERE s.key = keys[i] AND s.expires_at > now_ms;
+          END IF;
+          original[i] := st;
         ELSE
           original[i] := original[j];
         END IF;
@@ -182,7 +186,15 @@ BEGIN
   IF all_allowed THEN
     FOR i IN 1..n LOOP
       IF known[i] THEN
-        PERFORM ${S}.rl_save(algos[i], keys[i], new_states[i], results[(i - 1) * 4 + 3], slack, now_ms, lims[i], ws[i], caps[i]);
+        IF algos[i] = 6 THEN
+          PERFORM ${S}.rl_save(algos[i], keys[i], new_states[i], results[(i - 1) * 4 + 3], slack, now_ms, lims[i], ws[i], caps[i]);
+        ELSIF new_states[i] IS NOT NULL AND results[(i - 1) * 4 + 3] > 0 THEN
+          INSERT INTO ${S}.rate_limit_state AS s (key, state, expires_at)
+          VALUES (keys[i], new_states[i], now_ms + results[(i - 1) * 4 + 3] + slack)
+          ON CONFLICT (key) DO UPDATE SET state = excluded.state, expires_at = excluded.expires_at;
+        ELSE
+          DELETE FROM ${S}.rate_limit_state WHERE key = keys[i];
+        END IF;
       END IF;
     END LOOP;
     RETURN results;
