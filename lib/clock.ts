@@ -8,7 +8,7 @@ export interface Clock {
 }
 
 /**
- * The wall clock. This is the one place the module reads `Date.now()`.
+ * The wall clock: the one place the module reads the time of day.
  * @example new MemoryRateLimitStore({ clock: systemClock });
  */
 export const systemClock: Clock = { now: () => Date.now() };
