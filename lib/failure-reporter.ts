@@ -43,20 +43,3 @@ export class FailureReporter {
     this.recent.set(cause, { atMs: now, suppressed: 0 });
   }
 }
-
-/** The error of a store call that took longer than the module's `timeout`. */
-export class RateLimitStoreTimeoutError extends Error {
-  constructor(timeoutMs: number) {
-    super(`store call timed out after ${timeoutMs} ms`);
-    this.name = 'RateLimitStoreTimeoutError';
-  }
-}
-
-/** Settles with `promise`, or rejects with RateLimitStoreTimeoutError after `timeoutMs`. */
-export function withTimeout<T>(promise: Promise<T>, timeoutMs: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new RateLimitStoreTimeoutError(timeoutMs)), timeoutMs);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}

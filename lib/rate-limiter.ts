@@ -84,6 +84,8 @@ const merge = (a: Evaluation, b: Evaluation): Evaluation =>
 
 /** Where the module stands with a request: decided, or left to the interceptor (after every guard). */
 const REQUEST_STATE = Symbol('nestjs-rate-limit:request-state');
+/** The client address of a request, once computed. */
+const CLIENT_IP = Symbol('nestjs-rate-limit:client-ip');
 /** The limiter that deferred a request, for the shared interceptor to complete it with. */
 const REQUEST_LIMITER = Symbol('nestjs-rate-limit:limiter');
 /** What the global guard decided before authentication, for the interceptor to complete. */
@@ -101,6 +103,7 @@ interface HttpRequest {
   [REQUEST_STATE]?: number;
   [EARLY_DECISIONS]?: Evaluation;
   [REQUEST_LIMITER]?: RateLimiter;
+  [CLIENT_IP]?: string;
 }
 
 /**
@@ -389,12 +392,10 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
     before: Evaluation,
   ): Promise<Evaluation> {
     const items: PlannedItem[] = [];
-    const failed: { planned: PlannedPolicy; error: unknown }[] = [];
-    let ip: string | undefined;
-    const ipOf = (): string => (ip ??= this.clientIp(req));
+    let failed: { planned: PlannedPolicy; error: unknown }[] | undefined;
     for (const planned of policies) {
       try {
-        let key = this.identity(planned, ctx, ipOf);
+        let key = this.identity(planned, ctx, req);
         if (isPromise(key)) key = await key;
         if (key === undefined) continue;
         let cost = this.cost(planned, ctx);
@@ -407,12 +408,14 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
         }
         items.push({ policy, key, cost, planned });
       } catch (error) {
-        failed.push({ planned, error });
+        (failed ??= []).push({ planned, error });
       }
     }
-    for (const { planned, error } of failed) this.reporter.report(error, [planned.policy.name]);
-    const closed = failed.find((f) => f.planned.failMode === 'closed');
-    if (closed !== undefined) await this.unavailable(res, closed.planned, before);
+    if (failed !== undefined) {
+      for (const { planned, error } of failed) this.reporter.report(error, [planned.policy.name]);
+      const closed = failed.find((f) => f.planned.failMode === 'closed');
+      if (closed !== undefined) await this.unavailable(res, closed.planned, before);
+    }
     if (items.length === 0) return NOTHING;
     const quotas = this.quotaStore === this.store ? [] : items.filter((i) => i.policy.quota !== undefined);
     if (quotas.length === 0) return this.consumeOn(this.store, items, res, before);
@@ -528,12 +531,12 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
   }
 
   /** The identity of a policy for this request; a Promise only when a key function returns one. */
-  private identity(planned: PlannedPolicy, ctx: ExecutionContext, ip: () => string): MaybePromise<string | undefined> {
+  private identity(planned: PlannedPolicy, ctx: ExecutionContext, req: HttpRequest): MaybePromise<string | undefined> {
     const { key } = planned;
-    if (key === 'ip') return `ip:${ip()}`;
+    if (key === 'ip') return `ip:${this.clientIp(req)}`;
     if (key === 'user') {
       const user = this.user(ctx);
-      return user === undefined ? `ip:${ip()}` : `user:${user}`;
+      return user === undefined ? `ip:${this.clientIp(req)}` : `user:${user}`;
     }
     const value = key(ctx);
     return isPromise(value) ? value.then((v) => this.checkIdentity(planned, v)) : this.checkIdentity(planned, value);
@@ -581,7 +584,10 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
     });
   }
 
+  /** The client's address, computed once per request (several policies may be keyed by it). */
   private clientIp(req: HttpRequest): string {
+    const known = req[CLIENT_IP];
+    if (known !== undefined) return known;
     const raw = req.raw ?? (req as unknown as IncomingMessage);
     if (isTrustNone(this.trust) && !this.warnedForwardedFor && raw.headers?.['x-forwarded-for'] !== undefined) {
       this.warnedForwardedFor = true;
@@ -590,7 +596,7 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
           'Behind a proxy, set trustProxy to it (a hop count, CIDRs or "loopback").',
       );
     }
-    return clientIp(raw, this.trust, this.ipv6Prefix);
+    return (req[CLIENT_IP] = clientIp(raw, this.trust, this.ipv6Prefix));
   }
 
   private planFor(controller: object, handler: object): RoutePlan {

@@ -15,6 +15,34 @@ export interface KeyedItem {
   readonly cost: number;
 }
 
+/** retry_ms of a cost that can never fit, in the replies of the Redis script and the PostgreSQL function. */
+export const NEVER_FITS = -1;
+
+/**
+ * The decisions of a reply of the Redis script or the PostgreSQL function: 4 integers per item (allowed 0/1,
+ * remaining, reset_ms, retry_ms), in the order of `items`. `from` names the store in the error of a bad reply.
+ */
+export function decisionsFromReply(
+  op: 'consume' | 'peek' | 'refund',
+  items: readonly { policy: ResolvedPolicy; cost?: number }[],
+  reply: unknown,
+  from: string,
+): RateLimitDecision[] {
+  return items.map(({ policy, cost = 0 }, i) => {
+    const values = Array.isArray(reply) ? reply.slice(i * 4, i * 4 + 4).map(Number) : [];
+    if (values.length !== 4 || !values.every(Number.isSafeInteger)) {
+      throw new Error(`nestjs-rate-limit: unexpected reply from ${from}: ${JSON.stringify(reply)}`);
+    }
+    const [allowed, remaining, resetMs, retry] = values;
+    const retryAfterMs = retry === NEVER_FITS ? Infinity : retry;
+    return toDecision(
+      policy,
+      { allowed: allowed === 1, remaining, resetMs, retryAfterMs },
+      op === 'consume' ? cost : 1,
+    );
+  });
+}
+
 /** Builds the public decision of one step. */
 export function toDecision(
   policy: ResolvedPolicy,

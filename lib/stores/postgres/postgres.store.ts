@@ -4,7 +4,7 @@ import { ALGORITHM_CODES } from '../../algorithms/index.js';
 import { periodOf } from '../../algorithms/quota/quota.js';
 import { type Clock, systemClock } from '../../clock.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../../policy/policy.types.js';
-import { toDecision } from '../engine.js';
+import { decisionsFromReply } from '../engine.js';
 import type { RateLimitStore, RateLimitStoreItem } from '../rate-limit-store.js';
 import { checkKeyPrefix, storageKey } from '../storage-key.js';
 import { postgresSchemaSql, quoteSchema } from './rate-limit.sql.js';
@@ -128,10 +128,9 @@ export class PostgresRateLimitStore implements RateLimitStore {
     this.pruner = undefined;
   }
 
-  private async decide(op: Operation, items: readonly Item[]): Promise<RateLimitDecision[]> {
+  private async decide(op: Exclude<Operation, 'reset'>, items: readonly Item[]): Promise<RateLimitDecision[]> {
     if (items.length === 0) return [];
-    const reply = await this.run(op, items);
-    return items.map(({ policy, cost = 0 }, i) => decisionOf(policy, reply, i * 4, op === 'consume' ? cost : 1));
+    return decisionsFromReply(op, items, await this.run(op, items), 'PostgreSQL');
   }
 
   private async run(op: Operation, items: readonly Item[]): Promise<unknown> {
@@ -165,17 +164,4 @@ export class PostgresRateLimitStore implements RateLimitStore {
     });
     return result.rows[0]?.r;
   }
-}
-
-function decisionOf(policy: ResolvedPolicy, reply: unknown, at: number, cost: number): RateLimitDecision {
-  const values = Array.isArray(reply) ? reply.slice(at, at + 4).map(Number) : [];
-  if (values.length !== 4 || !values.every(Number.isSafeInteger)) {
-    throw new Error(`nestjs-rate-limit: unexpected reply from PostgreSQL: ${JSON.stringify(reply)}`);
-  }
-  const [allowed, remaining, resetMs, retry] = values;
-  return toDecision(
-    policy,
-    { allowed: allowed === 1, remaining, resetMs, retryAfterMs: retry === -1 ? Infinity : retry },
-    cost,
-  );
 }

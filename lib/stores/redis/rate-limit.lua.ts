@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
 
+import { NEVER_FITS } from '../engine.js';
+
 import { fixedWindowLua } from '../../algorithms/fixed-window/fixed-window.lua.js';
 import { periodCounterLua } from '../../algorithms/period-counter.js';
 import { gcraLua } from '../../algorithms/gcra/gcra.lua.js';
@@ -8,12 +10,9 @@ import { slidingWindowCounterLua } from '../../algorithms/sliding-window-counter
 import { slidingWindowLogLua } from '../../algorithms/sliding-window-log/sliding-window-log.lua.js';
 import { tokenBucketLua } from '../../algorithms/token-bucket/token-bucket.lua.js';
 
-/** Value of retry_ms for a cost that can never fit (the TypeScript twins use Infinity). */
-export const NEVER = -1;
-
 const prelude = `
 local floor, min, max = math.floor, math.min, math.max
-local NEVER = ${NEVER}
+local NEVER = ${NEVER_FITS}
 local function fmt(n) return string.format('%d', n) end
 local function ceil_div(a, b)
   local q = floor(a / b)

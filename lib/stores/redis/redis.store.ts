@@ -5,10 +5,10 @@ import { ALGORITHM_CODES } from '../../algorithms/index.js';
 import { periodOf } from '../../algorithms/quota/quota.js';
 import { type Clock, systemClock } from '../../clock.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../../policy/policy.types.js';
-import { toDecision } from '../engine.js';
+import { decisionsFromReply } from '../engine.js';
 import type { RateLimitStore, RateLimitStoreItem } from '../rate-limit-store.js';
 import { checkKeyPrefix, storageKey } from '../storage-key.js';
-import { NEVER, RATE_LIMIT_SCRIPT, RATE_LIMIT_SCRIPT_SHA } from './rate-limit.lua.js';
+import { RATE_LIMIT_SCRIPT, RATE_LIMIT_SCRIPT_SHA } from './rate-limit.lua.js';
 
 /** Options of the Redis store. */
 export interface RedisRateLimitStoreOptions {
@@ -85,15 +85,15 @@ export class RedisRateLimitStore implements RateLimitStore {
     await this.client.script('LOAD', RATE_LIMIT_SCRIPT);
   }
 
-  private async decide(op: Operation, items: readonly Item[]): Promise<RateLimitDecision[]> {
+  private async decide(op: Exclude<Operation, 'reset'>, items: readonly Item[]): Promise<RateLimitDecision[]> {
     if (items.length === 0) return [];
     const groups = this.client.isCluster ? this.bySlot(items) : [items.map((_, i) => i)];
     if (groups.length === 1) return this.decisions(op, items, await this.run(op, items));
     return op === 'consume' ? this.consumeAcrossSlots(items, groups) : this.acrossSlots(op, items, groups);
   }
 
-  private decisions(op: Operation, items: readonly Item[], reply: unknown): RateLimitDecision[] {
-    return items.map(({ policy, cost = 0 }, i) => decisionOf(policy, reply, i * 4, op === 'consume' ? cost : 1));
+  private decisions(op: Exclude<Operation, 'reset'>, items: readonly Item[], reply: unknown): RateLimitDecision[] {
+    return decisionsFromReply(op, items, reply, 'the Redis script');
   }
 
   /** Indexes of the items grouped by the Cluster slot of their keys (one script may touch one slot only). */
@@ -108,7 +108,11 @@ export class RedisRateLimitStore implements RateLimitStore {
     return [...groups.values()];
   }
 
-  private async acrossSlots(op: Operation, items: readonly Item[], groups: number[][]): Promise<RateLimitDecision[]> {
+  private async acrossSlots(
+    op: Exclude<Operation, 'reset'>,
+    items: readonly Item[],
+    groups: number[][],
+  ): Promise<RateLimitDecision[]> {
     const out: RateLimitDecision[] = new Array(items.length);
     await Promise.all(
       groups.map(async (group) => {
@@ -189,19 +193,4 @@ function argsOf(policy: ResolvedPolicy, clock: Clock): readonly [string, string,
     policyArgs.set(policy, args);
   }
   return args;
-}
-
-function decisionOf(policy: ResolvedPolicy, reply: unknown, at: number, cost: number): RateLimitDecision {
-  if (!Array.isArray(reply) || reply.length < at + 4) {
-    throw new Error(`nestjs-rate-limit: unexpected reply from the Redis script: ${JSON.stringify(reply)}`);
-  }
-  const [allowed, remaining, resetMs, retry] = reply.slice(at, at + 4).map(Number);
-  if (![allowed, remaining, resetMs, retry].every(Number.isSafeInteger)) {
-    throw new Error(`nestjs-rate-limit: unexpected reply from the Redis script: ${JSON.stringify(reply)}`);
-  }
-  return toDecision(
-    policy,
-    { allowed: allowed === 1, remaining, resetMs, retryAfterMs: retry === NEVER ? Infinity : retry },
-    cost,
-  );
 }
