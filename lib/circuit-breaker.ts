@@ -44,7 +44,7 @@ export class CircuitBreaker {
       this.trial = false;
     }
     try {
-      const result = await withTimeout(call(), this.options.timeoutMs);
+      const result = await withTimeout(call, this.options.timeoutMs);
       if (this.open) this.close();
       this.failures = 0;
       return result;
@@ -94,7 +94,7 @@ export class CircuitBreaker {
       return;
     }
     try {
-      await withTimeout(probe(), this.options.timeoutMs);
+      await withTimeout(probe, this.options.timeoutMs);
       this.close();
     } catch {
       this.schedule();
@@ -110,11 +110,45 @@ export class RateLimitStoreTimeoutError extends Error {
   }
 }
 
-/** Settles with `promise`, or rejects with RateLimitStoreTimeoutError after `timeoutMs`. */
-export function withTimeout<T>(promise: Promise<T>, timeoutMs: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new RateLimitStoreTimeoutError(timeoutMs)), timeoutMs);
+/**
+ * Runs `call` and settles with it, or rejects with RateLimitStoreTimeoutError when the store has not answered
+ * within `timeoutMs`. Only the store's time counts, not the app's: when the event loop is busy (an app
+ * overloaded by its own traffic), a command may wait to be written (ioredis auto-pipelining writes in the
+ * loop's check phase) and a reply that has arrived may wait to be read (timers run before Node reads its
+ * sockets). So the clock starts in the check phase after the call, when what it issued has been written, and
+ * when the timer fires it only arms the verdict: the loop's next poll phase reads whatever has arrived, and
+ * the call times out in the check phase after it only if it is still unanswered. A store that does not answer
+ * still fails after `timeoutMs` and a turn or two of the loop.
+ */
+export function withTimeout<T>(call: () => Promise<T>, timeoutMs: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let settled = false;
+    let timer: NodeJS.Timeout | undefined;
+    let immediate: NodeJS.Immediate | undefined;
+    const expire = (): void => {
+      immediate = undefined;
+      if (settled) return;
+      settled = true;
+      reject(new RateLimitStoreTimeoutError(timeoutMs));
+    };
+    const settle = (): boolean => {
+      if (settled) return false;
+      settled = true;
+      clearTimeout(timer);
+      if (immediate !== undefined) clearImmediate(immediate);
+      return true;
+    };
+    call().then(
+      (value) => settle() && resolve(value),
+      (error: unknown) => settle() && reject(error),
+    );
+    immediate = setImmediate(() => {
+      immediate = undefined;
+      if (settled) return;
+      timer = setTimeout(() => {
+        timer = undefined;
+        immediate = setImmediate(expire);
+      }, timeoutMs);
+    });
   });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
