@@ -7,6 +7,15 @@ export interface PeriodCount {
 }
 
 /**
+ * The period a key counts in: its own (from this instance's clock) or, when the key holds a later one, that one.
+ * Instances' clocks differ: a period written by an instance ahead is neither read as empty nor overwritten by
+ * an instance behind, which counts against it instead.
+ */
+export function newestPeriod(state: PeriodCount | undefined, period: number): number {
+  return state !== undefined && state.period > period ? state.period : period;
+}
+
+/**
  * The step shared by the fixed window and the quota: at most `limit` units in the period `period`, which ends
  * `periodEndMs` from now. A count kept for another period counts as nothing.
  */
@@ -57,6 +66,10 @@ local function period_decode(raw)
   return { tonumber(p), tonumber(n) }
 end
 local function period_encode(st) return fmt(st[1]) .. ':' .. fmt(st[2]) end
+local function period_newest(st, period)
+  if st and st[1] > period then return st[1] end
+  return period
+end
 local function period_step(st, period, period_end, limit, cost)
   local count = 0
   if st and st[1] == period then count = st[2] end
@@ -80,8 +93,14 @@ local function period_refund(st, period, amount)
 end
 `;
 
-/** PL/pgSQL twin of stepPeriod and refundPeriod, on the state string "<period>:<count>". */
+/** PL/pgSQL twin of newestPeriod, stepPeriod and refundPeriod, on the state string "<period>:<count>". */
 export const periodCounterSql = (S: string): string => `
+CREATE OR REPLACE FUNCTION ${S}.rl_period_newest(st text, period bigint) RETURNS bigint
+LANGUAGE sql IMMUTABLE AS $fn$
+  SELECT CASE WHEN st ~ '^-?[0-9]+:[0-9]+$' AND split_part(st, ':', 1)::bigint > period
+    THEN split_part(st, ':', 1)::bigint ELSE period END
+$fn$;
+
 CREATE OR REPLACE FUNCTION ${S}.rl_period_step(st text, period bigint, period_end bigint, lim bigint, cost bigint,
   OUT new_st text, OUT allowed int, OUT remaining bigint, OUT reset_ms bigint, OUT retry_ms bigint)
 LANGUAGE plpgsql IMMUTABLE AS $fn$

@@ -3,6 +3,9 @@ import { RateLimitPolicyError } from './policy.errors.js';
 import { ALGORITHMS, type RateLimitPolicy, type RateLimitQuotaPolicy, type ResolvedPolicy } from './policy.types.js';
 import { parseWindow } from './window.js';
 
+/** The most units of 1/windowMs a policy may count: 2^51, a quarter of the exact integers of a double. */
+export const MAX_UNITS = 2 ** 51;
+
 /** Policy names appear inside Redis keys and quoted header items, so they keep to a safe alphabet. */
 const NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
@@ -62,9 +65,14 @@ export function validatePolicy(policy: RateLimitPolicy, where?: string): Resolve
     }
   }
   const capacity = bucket ? (policy.burst ?? limit) : limit;
-  // The algorithms count in units of 1/windowMs of a request so that every step is exact integer math.
-  if (Math.max(capacity, limit) * (windowMs as number) > Number.MAX_SAFE_INTEGER) {
-    fail('limit', `limit (or burst) × window in ms must not exceed 2^53 - 1; got ${capacity} × ${windowMs}`);
+  // The algorithms count in units of 1/windowMs of a request so that every step is exact integer math. Their
+  // intermediate values reach a few times capacity × windowMs (two windows of a sliding counter seen from a
+  // clock that stepped back, a GCRA key seen from behind), and must stay below 2^53 in Lua and TypeScript.
+  if (Math.max(capacity, limit) * (windowMs as number) > MAX_UNITS) {
+    fail(
+      'limit',
+      `limit (or burst) × window in ms must not exceed 2^51; got ${Math.max(capacity, limit)} × ${windowMs}`,
+    );
   }
   checkCommon(policy, fail);
   return Object.freeze({

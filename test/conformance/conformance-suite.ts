@@ -8,6 +8,8 @@ import {
   type RateLimitWindowPolicy,
   type ResolvedPolicy,
 } from '../../lib/index.js';
+import type { Clock } from '../../lib/clock.js';
+import { MAX_UNITS } from '../../lib/policy/validate-policy.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { ReferenceStore } from '../support/reference-store.js';
 import { type StoreTarget } from '../support/store-targets.js';
@@ -28,6 +30,24 @@ const windowPolicyArb = (i: number) =>
       }),
     );
 
+/**
+ * Limits and windows near the bound of exact integer math: max(limit, burst) × windowMs close to 2^51.
+ */
+const largePolicyArb = (i: number) =>
+  fc
+    .record({
+      algorithm: fc.constantFrom(...ALGORITHMS),
+      limit: fc.oneof(fc.integer({ min: 1, max: 2 ** 26 }), fc.integer({ min: 1, max: 100 })),
+      burst: fc.option(fc.integer({ min: 1, max: 2 ** 26 }), { nil: undefined }),
+      below: fc.integer({ min: 0, max: 3 }),
+      fraction: fc.constantFrom(1, 1 / 3, 1 / 1024),
+    })
+    .map(({ algorithm, limit, burst: b, below, fraction }) => {
+      const burst = algorithm === 'token-bucket' || algorithm === 'gcra' ? b : undefined;
+      const most = Math.floor((MAX_UNITS * fraction) / Math.max(limit, burst ?? limit));
+      return validatePolicy({ algorithm, limit, burst, window: Math.max(1, most - below), name: `p${i}` });
+    });
+
 const quotaPolicyArb = (i: number) =>
   fc
     .record({
@@ -38,7 +58,11 @@ const quotaPolicyArb = (i: number) =>
     .map((p) => validatePolicy({ ...p, algorithm: 'quota', name: `p${i}` }));
 
 const policyArb = (i: number) =>
-  fc.oneof({ arbitrary: windowPolicyArb(i), weight: 5 }, { arbitrary: quotaPolicyArb(i), weight: 1 });
+  fc.oneof(
+    { arbitrary: windowPolicyArb(i), weight: 5 },
+    { arbitrary: largePolicyArb(i), weight: 1 },
+    { arbitrary: quotaPolicyArb(i), weight: 1 },
+  );
 
 const policiesArb = fc
   .integer({ min: 1, max: 3 })
@@ -49,25 +73,64 @@ const opArb = fc.record({
     { arbitrary: fc.constant(0), weight: 3 },
     { arbitrary: fc.integer({ min: 0, max: 50 }), weight: 3 },
     { arbitrary: fc.integer({ min: 0, max: 5000 }), weight: 3 },
+    // jitter both ways, and steps back by up to one window of the small policies (or an hour)
+    { arbitrary: fc.integer({ min: -50, max: 50 }), weight: 2 },
+    { arbitrary: fc.integer({ min: -5000, max: 0 }), weight: 1 },
+    { arbitrary: fc.constant(-3_600_000), weight: 1 },
     // now and then a jump of up to 3 days, across the edges of quota periods
     { arbitrary: fc.integer({ min: 0, max: 3 * 86_400_000 }), weight: 1 },
   ),
+  /** Which of two app instances decides: the second one's clock is `skew` ms behind the first's. */
+  instance: fc.constantFrom(0, 0, 1),
   kind: fc.constantFrom('consume', 'consume', 'consume', 'consume', 'peek', 'refund', 'reset'),
   key: fc.constantFrom('a', 'b', 'c'),
-  cost: fc.oneof(fc.constant(1), fc.integer({ min: 0, max: 11 })),
+  cost: fc.oneof(
+    fc.constant(1),
+    fc.integer({ min: 0, max: 11 }),
+    // relative to the first chosen policy's capacity: the edges of "fits" and "never fits"
+    fc.constantFrom('capacity - 1', 'capacity', 'capacity + 1', 'huge'),
+  ),
   pick: fc.array(fc.nat(), { minLength: 1, maxLength: 3 }),
 });
 
+/**
+ * Two app instances' clocks on one store: the second is `skewMs` behind the first. Every op reads the clock of
+ * the instance that decides it, so the store sees interleaved, non-monotonic time.
+ */
+class TwoClocks implements Clock {
+  readonly base: FakeClock;
+  private behind = false;
+
+  constructor(
+    startMs: number,
+    private readonly skewMs: number,
+  ) {
+    this.base = new FakeClock(startMs);
+  }
+
+  use(instance: number): void {
+    this.behind = instance === 1;
+  }
+
+  now(): number {
+    return this.base.now() - (this.behind ? this.skewMs : 0);
+  }
+}
+
+function costOf(op: Op, policy: ResolvedPolicy): number {
+  if (typeof op.cost === 'number') return op.cost;
+  const capacity = Number.isNaN(policy.capacity) ? 1 : policy.capacity;
+  if (op.cost === 'huge') return Number.MAX_SAFE_INTEGER;
+  if (op.cost === 'capacity - 1') return capacity - 1;
+  return op.cost === 'capacity' ? capacity : capacity + 1;
+}
+
 type Op = typeof opArb extends fc.Arbitrary<infer T> ? T : never;
 
-async function play(
-  store: RateLimitStore,
-  clock: FakeClock,
-  policies: ResolvedPolicy[],
-  op: Op,
-): Promise<RateLimitDecision[]> {
+async function play(store: RateLimitStore, policies: ResolvedPolicy[], op: Op): Promise<RateLimitDecision[]> {
   const chosen = [...new Set(op.pick.map((i) => policies[i % policies.length]))];
-  const items = chosen.map((policy) => ({ policy, key: op.key, cost: op.cost }));
+  const cost = costOf(op, chosen[0]);
+  const items = chosen.map((policy) => ({ policy, key: op.key, cost }));
   switch (op.kind) {
     case 'consume':
       return store.consume(items);
@@ -90,20 +153,22 @@ export function conformanceSuite(target: StoreTarget, { runs = 150 }: { runs?: n
     beforeAll(() => target.setup());
     afterAll(() => target.teardown());
 
-    it('decides exactly like the TypeScript reference on random sequences of time, keys, costs and policies', async () => {
+    it('decides exactly like the TypeScript reference on random sequences of time (jittered, stepping back, two skewed clocks), keys, costs and policies', async () => {
       await fc.assert(
         fc.asyncProperty(
           policiesArb,
           fc.array(opArb, { minLength: 1, maxLength: 50 }),
           fc.integer({ min: 0, max: 10_000_000 }),
-          async (policies, ops, offset) => {
-            const clock = new FakeClock(1_700_000_000_000 + offset);
+          fc.integer({ min: 0, max: 5000 }),
+          async (policies, ops, offset, skewMs) => {
+            const clock = new TwoClocks(1_700_000_000_000 + offset, skewMs);
             const reference = new ReferenceStore(clock);
             const store = target.make(clock);
             for (const op of ops) {
-              clock.advance(op.dt);
-              const expected = await play(reference, clock, policies, op);
-              const actual = await play(store, clock, policies, op);
+              clock.base.advance(op.dt);
+              clock.use(op.instance);
+              const expected = await play(reference, policies, op);
+              const actual = await play(store, policies, op);
               expect(actual).toEqual(expected);
             }
           },
@@ -122,8 +187,8 @@ export function conformanceSuite(target: StoreTarget, { runs = 150 }: { runs?: n
           const a = target.make(clock);
           const b = target.make(clock);
           for (const op of ops) {
-            clock.advance(op.dt);
-            expect(await play(b, clock, [cell], op)).toEqual(await play(a, clock, [bucket], op));
+            clock.advance(Math.max(0, op.dt));
+            expect(await play(b, [cell], op)).toEqual(await play(a, [bucket], op));
           }
         }),
         { numRuns: Math.ceil(runs / 2) },

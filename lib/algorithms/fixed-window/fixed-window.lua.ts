@@ -5,10 +5,10 @@
 export const fixedWindowLua = `
 local FW = { decode = period_decode, encode = period_encode }
 function FW.step(st, limit, window, cap, now, cost)
-  local index = floor(now / window)
+  local index = period_newest(st, floor(now / window))
   return period_step(st, index, (index + 1) * window - now, limit, cost)
 end
 function FW.refund(st, limit, window, cap, now, amount)
-  return period_refund(st, floor(now / window), amount)
+  return period_refund(st, period_newest(st, floor(now / window)), amount)
 end
 `;

@@ -19,7 +19,8 @@ LANGUAGE plpgsql IMMUTABLE AS $fn$
 DECLARE
   full_units bigint := cap * w;
   ahead bigint := ${S}.rl_gcra_ahead(st, lim, now_ms);
-  need bigint := cost * w;
+  -- a cost beyond the capacity never fits (and cost × w could leave bigint)
+  need bigint := CASE WHEN cost > cap THEN 0 ELSE cost * w END;
 BEGIN
   IF cost > cap OR ahead + need > full_units THEN
     new_st := st; allowed := 0; remaining := greatest(0, full_units - ahead) / w;
@@ -31,8 +32,10 @@ BEGIN
   remaining := (full_units - ahead - need) / w; reset_ms := ${S}.rl_ceil_div(ahead + need, lim); retry_ms := 0;
 END $fn$;
 
+-- amount × w is computed only when it is at most what is ahead (a larger amount empties the key)
 CREATE OR REPLACE FUNCTION ${S}.rl_gcra_refund(st text, lim bigint, w bigint, cap bigint, now_ms bigint, amount bigint)
 RETURNS text LANGUAGE sql IMMUTABLE AS $fn$
-  SELECT ${S}.rl_gcra_at(greatest(0, ${S}.rl_gcra_ahead(st, lim, now_ms) - amount * w), lim, now_ms)
+  SELECT ${S}.rl_gcra_at(CASE WHEN amount > a.ahead / w THEN 0 ELSE a.ahead - amount * w END, lim, now_ms)
+  FROM (SELECT ${S}.rl_gcra_ahead(st, lim, now_ms) AS ahead) a
 $fn$;
 `;

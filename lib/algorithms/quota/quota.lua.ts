@@ -1,14 +1,15 @@
 /**
  * Lua twin of quota.ts: the period counter with the period's start as its key. Lua knows no time zones, so the
- * caller passes the period: window_ms carries its start and capacity its end (both in ms since the epoch).
- * State string: "<period start ms>:<used>".
+ * caller passes the period: window_ms carries its start, capacity its end and nxt the end of the next period
+ * (all in ms since the epoch). State string: "<period start ms>:<used>".
  */
 export const quotaLua = `
 local QUOTA = { decode = period_decode, encode = period_encode }
-function QUOTA.step(st, limit, start, finish, now, cost)
+function QUOTA.step(st, limit, start, finish, now, cost, nxt)
+  if st and st[1] > start then return period_step(st, st[1], nxt - now, limit, cost) end
   return period_step(st, start, finish - now, limit, cost)
 end
 function QUOTA.refund(st, limit, start, finish, now, amount)
-  return period_refund(st, start, amount)
+  return period_refund(st, period_newest(st, start), amount)
 end
 `;

@@ -10,6 +10,11 @@ function SWC.decode(raw)
   return { tonumber(w), tonumber(c), tonumber(p) }
 end
 function SWC.encode(st) return fmt(st[1]) .. ':' .. fmt(st[2]) .. ':' .. fmt(st[3]) end
+local function swc_newest(st, w, now)
+  local index = floor(now / w)
+  if st and st[1] > index then return st[1], st[1] * w end
+  return index, now
+end
 local function swc_normalize(st, index)
   if not st then return 0, 0 end
   if st[1] == index then return st[2], st[3] end
@@ -17,8 +22,8 @@ local function swc_normalize(st, index)
   return 0, 0
 end
 function SWC.step(st, limit, w, cap, now, cost)
-  local index = floor(now / w)
-  local elapsed = now - index * w
+  local index, at = swc_newest(st, w, now)
+  local elapsed = at - index * w
   local current, previous = swc_normalize(st, index)
   local used = current * w + previous * (w - elapsed)
   local capacity = limit * w
@@ -40,7 +45,7 @@ function SWC.step(st, limit, w, cap, now, cost)
   local retry
   if current + cost <= limit then
     local slack = (limit - current - cost) * w
-    retry = w - floor(slack / previous) - elapsed
+    retry = w - floor(slack / previous) - elapsed + (at - now)
   else
     local slack = (limit - cost) * w
     retry = (index + 1) * w + max(0, w - floor(slack / current)) - now
@@ -48,7 +53,7 @@ function SWC.step(st, limit, w, cap, now, cost)
   return st, 0, remaining_now, reset_for(current), retry
 end
 function SWC.refund(st, limit, w, cap, now, amount)
-  local index = floor(now / w)
+  local index = swc_newest(st, w, now)
   local current, previous = swc_normalize(st, index)
   local from_current = min(current, amount)
   local next_previous = max(0, previous - (amount - from_current))

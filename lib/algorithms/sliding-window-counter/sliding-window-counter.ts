@@ -7,6 +7,15 @@ export interface SlidingWindowCounterState {
   readonly previous: number;
 }
 
+/**
+ * The window a key counts in and the key's time: this instance's, or, when the key holds a later window
+ * (another instance's clock is ahead), the start of that window, where the previous window weighs most.
+ */
+function newest(state: SlidingWindowCounterState | undefined, w: number, nowMs: number): [index: number, atMs: number] {
+  const index = Math.floor(nowMs / w);
+  return state !== undefined && state.window > index ? [state.window, state.window * w] : [index, nowMs];
+}
+
 function normalize(state: SlidingWindowCounterState | undefined, index: number): [number, number] {
   if (state === undefined) return [0, 0];
   if (state.window === index) return [state.current, state.previous];
@@ -17,13 +26,14 @@ function normalize(state: SlidingWindowCounterState | undefined, index: number):
 /**
  * Sliding window counter: `estimate = current + previous × (1 − elapsed / windowMs)` must stay within
  * `limit`. Computed scaled by windowMs (`current·W + previous·(W − elapsed)` against `limit·W`), so it is exact.
- * Two counters per key, smooth at window edges: the usual choice for general API limits.
+ * Two counters per key, smooth at window edges: the usual choice for general API limits. A key that holds a
+ * later window than this instance's clock counts as at the start of that window (never less than it holds).
  */
 export const slidingWindowCounter: Algorithm<SlidingWindowCounterState> = {
   step(state, policy, nowMs, cost): StepResult<SlidingWindowCounterState> {
     const { limit, windowMs: w } = policy;
-    const index = Math.floor(nowMs / w);
-    const elapsed = nowMs - index * w;
+    const [index, atMs] = newest(state, w, nowMs);
+    const elapsed = atMs - index * w;
     const [current, previous] = normalize(state, index);
     const used = current * w + previous * (w - elapsed);
     const capacity = limit * w;
@@ -48,7 +58,7 @@ export const slidingWindowCounter: Algorithm<SlidingWindowCounterState> = {
     if (current + cost <= limit) {
       // Fits later in this window, once the previous window's weight has decayed enough (previous > 0 here).
       const slack = (limit - current - cost) * w;
-      retryAfterMs = w - Math.floor(slack / previous) - elapsed;
+      retryAfterMs = w - Math.floor(slack / previous) - elapsed + (atMs - nowMs);
     } else {
       // Only in the next window, where this window's count becomes the decaying one (current > 0 here).
       const slack = (limit - cost) * w;
@@ -58,7 +68,7 @@ export const slidingWindowCounter: Algorithm<SlidingWindowCounterState> = {
   },
 
   refund(state, policy, nowMs, amount) {
-    const index = Math.floor(nowMs / policy.windowMs);
+    const [index] = newest(state, policy.windowMs, nowMs);
     const [current, previous] = normalize(state, index);
     const fromCurrent = Math.min(current, amount);
     const nextPrevious = Math.max(0, previous - (amount - fromCurrent));

@@ -30,23 +30,27 @@ local function swl_alive(st, w, now)
   end
   return times, costs
 end
+local function swl_key_time(st, now)
+  if st and #st[1] > 0 and st[1][#st[1]] > now then return st[1][#st[1]] end
+  return now
+end
 local function swl_reset(times, w, now)
   if #times == 0 then return 0 end
   return times[#times] + w - now
 end
 function SWL.step(st, limit, w, cap, now, cost)
-  local times, costs = swl_alive(st, w, now)
+  local at = swl_key_time(st, now)
+  local times, costs = swl_alive(st, w, at)
   local used = 0
   for i = 1, #costs do used = used + costs[i] end
   if cost <= limit and used + cost <= limit then
     if cost > 0 then
-      local at = #times
-      while at > 0 and times[at] > now do at = at - 1 end
-      if at > 0 and times[at] == now then
-        costs[at] = costs[at] + cost
+      local last = #times
+      if last > 0 and times[last] == at then
+        costs[last] = costs[last] + cost
       else
-        table.insert(times, at + 1, now)
-        table.insert(costs, at + 1, cost)
+        times[last + 1] = at
+        costs[last + 1] = cost
       end
     end
     local new_st = false
@@ -68,7 +72,7 @@ function SWL.step(st, limit, w, cap, now, cost)
   return st, 0, max(0, limit - used), swl_reset(times, w, now), retry
 end
 function SWL.refund(st, limit, w, cap, now, amount)
-  local times, costs = swl_alive(st, w, now)
+  local times, costs = swl_alive(st, w, swl_key_time(st, now))
   local left = amount
   local i = #times
   while i >= 1 and left > 0 do

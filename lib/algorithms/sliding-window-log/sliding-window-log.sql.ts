@@ -17,6 +17,13 @@ BEGIN
   END LOOP;
 END $fn$;
 
+-- The key's time: now, or its newest (last) entry's when that is later.
+CREATE OR REPLACE FUNCTION ${S}.rl_swl_key_time(st text, now_ms bigint) RETURNS bigint
+LANGUAGE sql IMMUTABLE AS $fn$
+  SELECT CASE WHEN st ~ '(^|,)-?[0-9]+:[0-9]+$'
+    THEN greatest(now_ms, split_part(substring(st FROM '-?[0-9]+:[0-9]+$'), ':', 1)::bigint) ELSE now_ms END
+$fn$;
+
 CREATE OR REPLACE FUNCTION ${S}.rl_swl_encode(times bigint[], costs bigint[]) RETURNS text
 LANGUAGE sql IMMUTABLE AS $fn$
   SELECT CASE WHEN coalesce(array_length(times, 1), 0) = 0 THEN NULL
@@ -32,22 +39,20 @@ DECLARE
   costs bigint[];
   n int;
   used bigint := 0;
-  pos int;
   need bigint;
   freed bigint := 0;
+  at_ms bigint := ${S}.rl_swl_key_time(st, now_ms);
 BEGIN
-  a := ${S}.rl_swl_alive(st, w, now_ms);
+  a := ${S}.rl_swl_alive(st, w, at_ms);
   times := a.times; costs := a.costs; n := coalesce(array_length(times, 1), 0);
   FOR i IN 1..n LOOP used := used + costs[i]; END LOOP;
   IF cost <= lim AND used + cost <= lim THEN
     IF cost > 0 THEN
-      pos := n;
-      WHILE pos > 0 AND times[pos] > now_ms LOOP pos := pos - 1; END LOOP;
-      IF pos > 0 AND times[pos] = now_ms THEN
-        costs[pos] := costs[pos] + cost;
+      IF n > 0 AND times[n] = at_ms THEN
+        costs[n] := costs[n] + cost;
       ELSE
-        times := times[1:pos] || now_ms || times[pos + 1:n];
-        costs := costs[1:pos] || cost || costs[pos + 1:n];
+        times := times || at_ms;
+        costs := costs || cost;
         n := n + 1;
       END IF;
     END IF;
@@ -79,7 +84,7 @@ DECLARE
   kept_t bigint[] := '{}';
   kept_c bigint[] := '{}';
 BEGIN
-  a := ${S}.rl_swl_alive(st, w, now_ms);
+  a := ${S}.rl_swl_alive(st, w, ${S}.rl_swl_key_time(st, now_ms));
   times := a.times; costs := a.costs; n := coalesce(array_length(times, 1), 0);
   i := n;
   WHILE i >= 1 AND left_units > 0 LOOP

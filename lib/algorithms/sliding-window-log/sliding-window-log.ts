@@ -6,16 +6,19 @@ export type SlidingWindowLogState = readonly (readonly [timeMs: number, cost: nu
 /**
  * Sliding window log: the units admitted in `(now − windowMs, now]` never exceed `limit`. Exact, at the price
  * of one entry per admitted request (at most `limit` of them, fewer when costs are larger or requests share a
- * millisecond). Best for small, security-critical limits such as login attempts.
+ * millisecond). Best for small, security-critical limits such as login attempts. The key's time never goes
+ * back: a request stamped by a clock behind the newest entry (another instance's clock is ahead, or this one
+ * stepped back) is logged at that entry's time, so no entry is aged early and the log stays in order.
  */
 export const slidingWindowLog: Algorithm<SlidingWindowLogState> = {
   step(state, policy, nowMs, cost): StepResult<SlidingWindowLogState> {
     const { limit, windowMs } = policy;
-    const live = alive(state, windowMs, nowMs);
+    const atMs = keyTime(state, nowMs);
+    const live = alive(state, windowMs, atMs);
     let used = 0;
     for (const [, c] of live) used += c;
     if (cost <= limit && used + cost <= limit) {
-      const next = cost > 0 ? insert(live, nowMs, cost) : live;
+      const next = cost > 0 ? append(live, atMs, cost) : live;
       return {
         state: next.length > 0 ? next : undefined,
         allowed: true,
@@ -47,7 +50,7 @@ export const slidingWindowLog: Algorithm<SlidingWindowLogState> = {
   },
 
   refund(state, policy, nowMs, amount) {
-    const entries = alive(state, policy.windowMs, nowMs).map(([t, c]) => [t, c] as [number, number]);
+    const entries = alive(state, policy.windowMs, keyTime(state, nowMs)).map(([t, c]) => [t, c] as [number, number]);
     let left = amount;
     // The newest units go back first: they are the ones that would otherwise weigh longest.
     for (let i = entries.length - 1; i >= 0 && left > 0; i--) {
@@ -60,19 +63,22 @@ export const slidingWindowLog: Algorithm<SlidingWindowLogState> = {
   },
 };
 
+/** The key's time: now, or its newest entry's when that is later. */
+function keyTime(state: SlidingWindowLogState | undefined, nowMs: number): number {
+  const newest = state === undefined || state.length === 0 ? nowMs : state[state.length - 1][0];
+  return newest > nowMs ? newest : nowMs;
+}
+
 function alive(state: SlidingWindowLogState | undefined, windowMs: number, nowMs: number): SlidingWindowLogState {
   if (state === undefined) return [];
   return state.filter(([timeMs]) => timeMs + windowMs > nowMs);
 }
 
-/** Inserts in time order (a clock may step back), adding to an entry of the same millisecond. */
-function insert(entries: SlidingWindowLogState, nowMs: number, cost: number): SlidingWindowLogState {
-  let at = entries.length;
-  while (at > 0 && entries[at - 1][0] > nowMs) at--;
-  if (at > 0 && entries[at - 1][0] === nowMs) {
-    return [...entries.slice(0, at - 1), [nowMs, entries[at - 1][1] + cost], ...entries.slice(at)];
-  }
-  return [...entries.slice(0, at), [nowMs, cost], ...entries.slice(at)];
+/** Appends an entry at `atMs`, the key's time (never before the last entry), or adds to one of that millisecond. */
+function append(entries: SlidingWindowLogState, atMs: number, cost: number): SlidingWindowLogState {
+  const last = entries.length - 1;
+  if (last >= 0 && entries[last][0] === atMs) return [...entries.slice(0, last), [atMs, entries[last][1] + cost]];
+  return [...entries, [atMs, cost]];
 }
 
 function resetOf(entries: SlidingWindowLogState, windowMs: number, nowMs: number): number {

@@ -25,7 +25,8 @@ LANGUAGE plpgsql IMMUTABLE AS $fn$
 DECLARE
   full_units bigint := cap * w;
   r record;
-  need bigint := cost * w;
+  -- a cost beyond the capacity never fits (and cost × w could leave bigint)
+  need bigint := CASE WHEN cost > cap THEN 0 ELSE cost * w END;
 BEGIN
   r := ${S}.rl_tb_refill(st, full_units, lim, now_ms);
   IF cost > cap OR need > r.tokens THEN
@@ -46,7 +47,7 @@ DECLARE
   nxt bigint;
 BEGIN
   r := ${S}.rl_tb_refill(st, full_units, lim, now_ms);
-  nxt := least(full_units, r.tokens + amount * w);
+  nxt := CASE WHEN amount >= cap THEN full_units ELSE least(full_units, r.tokens + amount * w) END;
   RETURN CASE WHEN nxt < full_units THEN nxt || ':' || r.at_ms END;
 END $fn$;
 `;

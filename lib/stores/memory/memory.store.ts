@@ -12,6 +12,11 @@ export interface MemoryRateLimitStoreOptions {
   maxKeys?: number;
   /** Checked like the other stores' (no braces or spaces), but not needed: the Map is this process's own. */
   keyPrefix?: string;
+  /**
+   * Milliseconds a key is kept past its reset, as the other stores do: a clock that steps back by up to this
+   * much finds the state it still counts. Default 1000.
+   */
+  ttlSlackMs?: number;
 }
 
 /**
@@ -43,6 +48,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
   private evictor: Iterator<string> = this.entries.keys();
   private nowMs = 0;
   private readonly epochMs: number;
+  private readonly ttlSlackMs: number;
   private readonly table: StateTable = {
     get: (key) => {
       const entry = this.entries.get(key);
@@ -59,7 +65,8 @@ export class MemoryRateLimitStore implements RateLimitStore {
       this.entries.delete(key);
       this.sweep(SWEEP_PER_WRITE);
       if (state === undefined || ttlMs <= 0) return;
-      this.entries.set(key, { state, expires: Math.ceil((this.nowMs + ttlMs - this.epochMs) / 1000) });
+      const expires = Math.ceil((this.nowMs + ttlMs + this.ttlSlackMs - this.epochMs) / 1000);
+      this.entries.set(key, { state, expires });
       if (this.entries.size > this.maxKeys) this.evictOldest();
     },
   };
@@ -73,6 +80,11 @@ export class MemoryRateLimitStore implements RateLimitStore {
       throw new TypeError(`nestjs-rate-limit: MemoryRateLimitStore maxKeys must be an integer >= 1, got ${maxKeys}`);
     }
     this.maxKeys = maxKeys;
+    const slack = options.ttlSlackMs ?? 1000;
+    if (!Number.isSafeInteger(slack) || slack < 0) {
+      throw new TypeError(`nestjs-rate-limit: MemoryRateLimitStore ttlSlackMs must be an integer >= 0, got ${slack}`);
+    }
+    this.ttlSlackMs = slack;
   }
 
   /** Keys currently held (expired keys count until they are reclaimed). */

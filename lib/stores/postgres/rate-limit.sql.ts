@@ -100,11 +100,14 @@ DECLARE
   new_states text[];
   all_allowed boolean := true;
   last_i int;
+  qs bigint;
+  qu bigint;
+  qe bigint;
 BEGIN
   IF op = 'reset' THEN
     DELETE FROM ${S}.rate_limit_state WHERE key = ANY(keys);
     DELETE FROM ${S}.rate_limit_quota_usage q USING unnest(keys, ws, algos) AS u(k, w, a)
-      WHERE u.a = 6 AND q.key = u.k AND q.period_start = u.w;
+      WHERE u.a = 6 AND q.key = u.k AND q.period_start >= u.w;
     RETURN res;
   END IF;
   IF n = 1 THEN
@@ -123,14 +126,20 @@ BEGIN
         IF j = i THEN
           st := NULL;
           IF algos[i] = 6 THEN
-            SELECT ws[i] || ':' || q.used INTO st FROM ${S}.rate_limit_quota_usage q
-              WHERE q.key = keys[i] AND q.period_start = ws[i];
+            -- the newest period of the key: a clock ahead may have begun the next one, which then counts
+            SELECT q.period_start, q.used, q.period_end INTO qs, qu, qe FROM ${S}.rate_limit_quota_usage q
+              WHERE q.key = keys[i] AND q.period_start >= ws[i] ORDER BY q.period_start DESC LIMIT 1;
+            IF FOUND THEN
+              st := qs || ':' || qu;
+              IF qs > ws[i] THEN ws[i] := qs; caps[i] := qe; END IF;
+            END IF;
           ELSE
             SELECT s.state INTO st FROM ${S}.rate_limit_state s WHERE s.key = keys[i] AND s.expires_at > now_ms;
           END IF;
           original[i] := st;
         ELSE
           original[i] := original[j];
+          IF algos[i] = 6 THEN ws[i] := ws[j]; caps[i] := caps[j]; END IF;
         END IF;
         EXIT;
       END IF;

@@ -26,12 +26,14 @@ const dispatcher = `
 -- ARGV[1]          operation: 'consume' | 'peek' | 'refund' | 'reset'
 -- ARGV[2]          current time in milliseconds since the epoch, or '' to read Redis TIME
 -- ARGV[3]          milliseconds added to every key's TTL (tolerance for clocks of several app instances)
--- ARGV[4 + 5(i-1)] algorithm of item i: 1 fixed window, 2 sliding log, 3 sliding counter, 4 token bucket, 5 gcra,
+-- ARGV[4...]       then 5 fields per item (6 for a quota), in the order of KEYS:
+--   algorithm      1 fixed window, 2 sliding log, 3 sliding counter, 4 token bucket, 5 gcra,
 --                  6 quota (its window and capacity fields carry the period's start and end, in ms)
--- ARGV[5 + 5(i-1)] limit of item i (units per window)
--- ARGV[6 + 5(i-1)] window of item i in milliseconds
--- ARGV[7 + 5(i-1)] capacity of item i (burst for token bucket and gcra, else the limit)
--- ARGV[8 + 5(i-1)] cost of item i (units to consume, or to give back for 'refund')
+--   limit          units per window
+--   window         milliseconds
+--   capacity       burst for token bucket and gcra, else the limit
+--   cost           units to consume, or to give back for 'refund'
+--   next end       quotas only: the end of the period after the current one, in ms since the epoch
 -- Returns 4 integers per item: allowed (0/1), remaining, reset_ms, retry_ms (-1: the cost can never fit).
 local built = {}
 local function algorithm(code)
@@ -57,12 +59,18 @@ end
 local slack = tonumber(ARGV[3])
 
 local items = {}
+local b = 3
 for i = 1, #KEYS do
-  local b = 3 + (i - 1) * 5
+  local code = tonumber(ARGV[b + 1])
   items[i] = {
-    key = KEYS[i], algo = algorithm(tonumber(ARGV[b + 1])), limit = tonumber(ARGV[b + 2]),
+    key = KEYS[i], algo = algorithm(code), limit = tonumber(ARGV[b + 2]),
     window = tonumber(ARGV[b + 3]), cap = tonumber(ARGV[b + 4]), cost = tonumber(ARGV[b + 5]),
   }
+  b = b + 5
+  if code == 6 then
+    items[i].nxt = tonumber(ARGV[b + 1])
+    b = b + 1
+  end
 end
 
 local original = {}
@@ -84,9 +92,9 @@ local function save(it, st, reset)
   end
 end
 local function peek(it, st)
-  local _, _, remaining, reset = it.algo.step(st, it.limit, it.window, it.cap, now, 0)
+  local _, _, remaining, reset = it.algo.step(st, it.limit, it.window, it.cap, now, 0, it.nxt)
   if remaining >= 1 then return { 1, remaining, reset, 0 } end
-  local _, _, _, _, retry = it.algo.step(st, it.limit, it.window, it.cap, now, 1)
+  local _, _, _, _, retry = it.algo.step(st, it.limit, it.window, it.cap, now, 1, it.nxt)
   return { 0, remaining, reset, retry }
 end
 
@@ -120,7 +128,7 @@ for i = 1, #items do
   local it = items[i]
   local st = working[it.key]
   if st == nil then st = load(it) end
-  local new_st, allowed, remaining, reset, retry = it.algo.step(st, it.limit, it.window, it.cap, now, it.cost)
+  local new_st, allowed, remaining, reset, retry = it.algo.step(st, it.limit, it.window, it.cap, now, it.cost, it.nxt)
   results[i] = { allowed, remaining, reset, retry, new_st or false }
   if allowed == 0 then
     all_allowed = false
@@ -143,7 +151,7 @@ end
 for i = 1, #items do
   local it = items[i]
   if results[i][1] == 1 then
-    local _, _, remaining, reset = it.algo.step(original[it.key], it.limit, it.window, it.cap, now, 0)
+    local _, _, remaining, reset = it.algo.step(original[it.key], it.limit, it.window, it.cap, now, 0, it.nxt)
     emit({ 1, remaining, reset, 0 })
   else
     emit(results[i])

@@ -158,8 +158,9 @@ export class RedisRateLimitStore implements RateLimitStore {
     const args: string[] = [op, this.clock === undefined ? '' : String(this.clock.now()), this.ttlSlack];
     for (const { policy, key, cost = 0 } of items) {
       keys.push(storageKey(this.keyPrefix, policy.id, key));
-      const [algorithm, limit, windowMs, capacity] = argsOf(policy, this.clock ?? systemClock);
+      const [algorithm, limit, windowMs, capacity, nextEnd] = argsOf(policy, this.clock ?? systemClock);
       args.push(algorithm, limit, windowMs, capacity, String(cost));
+      if (nextEnd !== undefined) args.push(nextEnd);
     }
     try {
       return await this.client.evalsha(RATE_LIMIT_SCRIPT_SHA, keys.length, ...keys, ...args);
@@ -173,14 +174,16 @@ export class RedisRateLimitStore implements RateLimitStore {
 
 /**
  * The script arguments of a policy, as strings, computed once per policy. A quota passes its current
- * period instead of a window (Lua knows no time zones); its edges come from the app's clock, also when the
- * script reads Redis TIME.
+ * period instead of a window (Lua knows no time zones), and the end of the next period, where a key may be
+ * already when another instance's clock is ahead; its edges come from the app's clock, also when the script
+ * reads Redis TIME.
  */
-const policyArgs = new WeakMap<ResolvedPolicy, readonly [string, string, string, string]>();
-function argsOf(policy: ResolvedPolicy, clock: Clock): readonly [string, string, string, string] {
+type PolicyArgs = readonly [string, string, string, string, string?];
+const policyArgs = new WeakMap<ResolvedPolicy, PolicyArgs>();
+function argsOf(policy: ResolvedPolicy, clock: Clock): PolicyArgs {
   if (policy.quota !== undefined) {
-    const { startMs, endMs } = periodOf(policy, clock.now());
-    return ['6', String(policy.limit), String(startMs), String(endMs)];
+    const { startMs, endMs, nextEndMs } = periodOf(policy, clock.now());
+    return ['6', String(policy.limit), String(startMs), String(endMs), String(nextEndMs)];
   }
   let args = policyArgs.get(policy);
   if (args === undefined) {
