@@ -93,7 +93,7 @@ async function createPostgres(
   postgres: NonNullable<RateLimitModuleOptions['postgres']>,
   clock: Clock,
 ) {
-  const { pool, connectionString, schema, migrate } = postgres;
+  const { pool, connectionString, schema, migrate, ttlSlackMs, pruneIntervalMs, pruneBatch } = postgres;
   let own: Pool | undefined;
   if (pool === undefined) {
     if (connectionString === undefined) {
@@ -109,6 +109,9 @@ async function createPostgres(
     schema,
     clock: options.clock === 'store' ? 'store' : clock,
     keyPrefix: options.keyPrefix,
+    ttlSlackMs,
+    pruneIntervalMs,
+    pruneBatch,
   });
   if (migrate === true) await store.migrate();
   return {

@@ -20,9 +20,18 @@ export interface RateLimitModuleOptions {
   redis?: { url?: string; client?: Redis | Cluster; options?: RedisOptions };
   /**
    * PostgreSQL (the `pg` package): a Pool of yours, or a connection string for a pool of the module's own.
-   * Rate-limit policies use it when `redis` is not set; `migrate: true` creates the schema at start.
+   * Rate-limit policies use it when `redis` is not set; `migrate: true` creates the schema at start (safe from
+   * many instances at once). `ttlSlackMs`, `pruneIntervalMs` and `pruneBatch` go to PostgresRateLimitStore.
    */
-  postgres?: { pool?: Pool; connectionString?: string; schema?: string; migrate?: boolean };
+  postgres?: {
+    pool?: Pool;
+    connectionString?: string;
+    schema?: string;
+    migrate?: boolean;
+    ttlSlackMs?: number;
+    pruneIntervalMs?: number;
+    pruneBatch?: number;
+  };
   /** Any custom store; wins over `redis`. */
   store?: RateLimitStore;
   /** Policies applied to every route unless skipped. */

@@ -57,20 +57,52 @@ export class PostgresRateLimitStore implements RateLimitStore {
     const S = quoteSchema(this.schema);
     this.clock = options.clock === 'store' ? undefined : (options.clock ?? systemClock);
     this.keyPrefix = checkKeyPrefix(options.keyPrefix ?? 'rl:');
-    this.ttlSlack = options.ttlSlackMs ?? 1000;
-    this.pruneBatch = options.pruneBatch ?? 1000;
+    const integer = (name: string, value: number, min: number, max = Number.MAX_SAFE_INTEGER): number => {
+      if (!Number.isSafeInteger(value) || value < min || value > max) {
+        const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`;
+        const got = typeof value === 'number' ? String(value) : JSON.stringify(value);
+        throw new TypeError(`nestjs-rate-limit: ${name} must be an integer ${range}, got ${got}`);
+      }
+      return value;
+    };
+    this.ttlSlack = integer('ttlSlackMs', options.ttlSlackMs ?? 1000, 0);
+    // 0 would make prune() delete nothing per statement, and loop for ever.
+    this.pruneBatch = integer('pruneBatch', options.pruneBatch ?? 1000, 1);
     this.decideSql = `SELECT ${S}.rate_limit($1, $2, $3, $4, $5, $6, $7, $8, $9) AS r`;
     this.statementName = `nestjs-rate-limit:${this.schema}`;
-    const interval = options.pruneIntervalMs ?? 60_000;
+    // 0 turns pruning off; setInterval takes at most 2^31 - 1 ms (beyond, it would fire every millisecond).
+    const interval = integer('pruneIntervalMs', options.pruneIntervalMs ?? 60_000, 0, 2 ** 31 - 1);
     if (interval > 0) {
       this.pruner = setInterval(() => void this.prune().catch(() => undefined), interval);
       this.pruner.unref();
     }
   }
 
-  /** Creates the table and functions (CREATE ... IF NOT EXISTS / OR REPLACE: safe to run at every start). */
+  /**
+   * Creates the schema, tables and functions (CREATE ... IF NOT EXISTS / OR REPLACE): safe to run at every
+   * start, and from many processes at once. It runs in one transaction, on one connection of the pool, under a
+   * transaction-level advisory lock of the schema's name, so concurrent migrations of a schema wait for each
+   * other instead of racing (CREATE SCHEMA IF NOT EXISTS and CREATE OR REPLACE FUNCTION are not safe against
+   * themselves); on error it rolls back and rethrows.
+   */
   async migrate(): Promise<void> {
-    await this.pool.query(postgresSchemaSql(this.schema));
+    const client = await this.pool.connect();
+    let broken: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      // A statement of its own: the schema SQL then runs on a snapshot taken after the lock was granted.
+      await client.query("SELECT pg_advisory_xact_lock(hashtextextended('nestjs-rate-limit:migrate:' || $1, 0))", [
+        this.schema,
+      ]);
+      await client.query(postgresSchemaSql(this.schema));
+      await client.query('COMMIT');
+    } catch (error) {
+      // A connection that cannot even roll back is released with its error: the pool discards it.
+      await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
+      throw error;
+    } finally {
+      client.release(broken);
+    }
   }
 
   consume(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
