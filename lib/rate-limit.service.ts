@@ -74,14 +74,16 @@ export class RateLimitService {
   /**
    * How much of a quota `key` has used in the calendar period that holds `at` (default now), for billing.
    * With `postgres`, read from the durable table for any period; on the memory or Redis store, only the
-   * current period is known (an earlier one reads as 0).
+   * current period is known (an earlier one reads as 0). `limit` is the policy's limit when it is a number;
+   * for a limit that depends on the request (plans), the limit the last decision applied when the store keeps
+   * it (PostgreSQL), else `undefined` (the memory and Redis stores do not know it) — never NaN.
    * @example const { used, limit, periodStart } = await rateLimits.usage('ai-monthly', 'user:42');
    */
   async usage(
     policy: RateLimitPolicy | string,
     key: string,
     at?: Date,
-  ): Promise<{ used: number; limit: number; periodStart: Date; periodEnd: Date }> {
+  ): Promise<{ used: number; limit: number | undefined; periodStart: Date; periodEnd: Date }> {
     const p = this.resolve(policy, true);
     if (p.quota === undefined) {
       throw new RateLimitPolicyError('usage() is for quota policies (algorithm: "quota")', {
@@ -101,6 +103,8 @@ export class RateLimitService {
     }
     const { startMs, endMs } = quotaPeriodAt(p.quota.period, p.quota.timeZone, atMs);
     const period = { periodStart: new Date(startMs), periodEnd: new Date(endMs) };
+    // A per-request limit resolves to NaN: no number to report unless the store kept the last one applied.
+    const declared = Number.isNaN(p.limit) ? undefined : p.limit;
     const store = this.limiter.quotaStore;
     if (store.quotaUsage !== undefined) {
       const usage = await this.limiter.call(
@@ -108,14 +112,15 @@ export class RateLimitService {
         () => (store.quotaUsage as NonNullable<typeof store.quotaUsage>).call(store, p, checked, startMs),
         p,
       );
-      return { used: usage.used, limit: usage.limit ?? p.limit, ...period };
+      const stored = usage.limit === undefined || Number.isNaN(usage.limit) ? undefined : usage.limit;
+      return { used: usage.used, limit: stored ?? declared, ...period };
     }
     if (quotaPeriodAt(p.quota.period, p.quota.timeZone, nowMs).startMs !== startMs)
-      return { used: 0, limit: p.limit, ...period };
+      return { used: 0, limit: declared, ...period };
     // Peek under a limit nothing reaches: what is used is that limit minus what remains.
     const probe = this.limiter.withLimit(p, USAGE_PROBE_LIMIT);
     const [decision] = await this.limiter.call([p.name], (s) => s.peek([{ policy: probe, key: checked }]), p);
-    return { used: USAGE_PROBE_LIMIT - decision.remaining, limit: p.limit, ...period };
+    return { used: USAGE_PROBE_LIMIT - decision.remaining, limit: declared, ...period };
   }
 
   private resolve(policy: RateLimitPolicy | string, forUsage = false): ResolvedPolicy {

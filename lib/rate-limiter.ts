@@ -145,7 +145,11 @@ function sameLimits(a: ResolvedPolicy, b: ResolvedPolicy): boolean {
 @Injectable()
 export class RateLimiter implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger('RateLimit');
-  private readonly plans = new Map<object, RoutePlan>();
+  /**
+   * The plan of each route, by controller class then handler: a handler inherited from a base controller is
+   * one function shared by its subclasses, each with its own class-level policies.
+   */
+  private readonly plans = new WeakMap<object, Map<object, RoutePlan>>();
   private readonly named = new Map<string, { policy: ResolvedPolicy; where: string }>();
   private readonly defaults: readonly PlannedPolicy[];
   private readonly trust: TrustFn;
@@ -210,6 +214,9 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
    * limiter's interceptor to the handlers that need it: those with user-keyed policies and guards of their
    * own, where authentication may run after the global guard. Runs while Nest instantiates providers, which
    * is before it reads the handlers' interceptors to build its routes. Other routes pay for no interceptor.
+   * The plans are stored here, named after the method's property name (a wrapped handler may have no name).
+   * A handler inherited by several controllers is one function: the interceptor is attached to it once, for
+   * all of them, and passes through the requests of those whose plan needs no deferral.
    */
   private walkControllers(): void {
     for (const { metatype } of this.discovery.getControllers()) {
@@ -218,7 +225,7 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
       for (const method of this.scanner.getAllMethodNames(prototype)) {
         const handler = prototype[method];
         if (typeof handler !== 'function') continue;
-        const plan = this.planFor(metatype, handler);
+        const plan = this.planFor(metatype, handler, method);
         if (!plan.deferred || this.options.global === false) continue;
         const interceptors = (Reflect.getMetadata(INTERCEPTORS_METADATA, handler) as unknown[] | undefined) ?? [];
         if (!interceptors.includes(DEFERRED_DECISIONS)) {
@@ -599,10 +606,17 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
     return (req[CLIENT_IP] = clientIp(raw, this.trust, this.ipv6Prefix));
   }
 
-  private planFor(controller: object, handler: object): RoutePlan {
-    let plan = this.plans.get(handler);
+  /**
+   * The plan of a route, computed once per controller class and handler. Every controller's plans are
+   * computed at start-up by walkControllers, which knows the method's name; a handler not seen there is
+   * named by its function's name.
+   */
+  private planFor(controller: object, handler: object, method?: string): RoutePlan {
+    let byHandler = this.plans.get(controller);
+    let plan = byHandler?.get(handler);
     if (plan !== undefined) return plan;
-    const where = `${(controller as { name?: string }).name ?? 'controller'}.${(handler as { name?: string }).name ?? 'handler'}`;
+    const name = (target: object, fallback: string): string => (target as { name?: string }).name || fallback;
+    const where = `${name(controller, 'controller')}.${method ?? name(handler, 'handler')}`;
     const classSkip = this.reflector.get<true | string[] | undefined>(RATE_LIMIT_SKIP, controller as never);
     const handlerSkip = this.reflector.get<true | string[] | undefined>(RATE_LIMIT_SKIP, handler as never);
     const byName = new Map<string, PlannedPolicy>();
@@ -641,7 +655,8 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
       late,
       deferred: late.length > 0 && routeGuards,
     };
-    this.plans.set(handler, plan);
+    if (byHandler === undefined) this.plans.set(controller, (byHandler = new Map()));
+    byHandler.set(handler, plan);
     return plan;
   }
 

@@ -122,7 +122,7 @@ export class AiController {
   @Get('usage')
   async usage(
     @CurrentUser() user: AuthUser,
-  ): Promise<{ used: number; limit: number; periodStart: Date; periodEnd: Date }> {
+  ): Promise<{ used: number; limit: number | undefined; periodStart: Date; periodEnd: Date }> {
     return this.rateLimits.usage(monthly[user.plan], `user:${user.id}`);
   }
 }
