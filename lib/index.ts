@@ -1,5 +1,5 @@
 export { type Clock, systemClock } from './clock.js';
-export { RateLimitCircuitOpenError, RateLimitStoreTimeoutError } from './circuit-breaker.js';
+export { RateLimitCircuitOpenError, RateLimitStoreTimeoutError } from './engine/circuit-breaker.js';
 export { normalizeIp } from './keys/client-ip.js';
 export { RateLimitPolicyError } from './policy/policy.errors.js';
 export {

@@ -1,11 +1,14 @@
 import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, HttpStatus } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 
+import { EMPTY } from 'rxjs';
+
+import { RateLimitDroppedEvent } from './contexts/context-adapter.js';
 import type { RateLimitDecision } from './policy/policy.types.js';
 
 /**
- * 429 Too Many Requests. Body: `{ statusCode: 429, error: 'Too Many Requests', message, policy, retryAfter }`,
- * retryAfter in whole seconds (null when the request's cost can never fit the policy).
+ * 429 Too Many Requests. Body: `{ statusCode: 429, error: 'Too Many Requests', code: 'RATE_LIMITED', message,
+ * policy, retryAfter }`, retryAfter in whole seconds (absent when the request's cost can never fit the policy).
  * @example throw new RateLimitExceededException(decision)
  */
 export class RateLimitExceededException extends HttpException {
@@ -20,9 +23,10 @@ export class RateLimitExceededException extends HttpException {
       {
         statusCode: HttpStatus.TOO_MANY_REQUESTS,
         error: 'Too Many Requests',
-        message: decision.message ?? `Rate limit "${decision.policy}" exceeded; retry in ${retryAfter} s`,
+        code: 'RATE_LIMITED',
+        message: deniedMessage(decision, retryAfter),
         policy: decision.policy,
-        retryAfter,
+        ...(retryAfter === null ? {} : { retryAfter }),
       },
       HttpStatus.TOO_MANY_REQUESTS,
     );
@@ -30,9 +34,19 @@ export class RateLimitExceededException extends HttpException {
   }
 }
 
+/** The message of a denial, the same in every context. */
+export function deniedMessage(decision: RateLimitDecision, retryAfter: number | null): string {
+  return decision.message ?? `Rate limit "${decision.policy}" exceeded; retry in ${retryAfter} s`;
+}
+
+/** The message of a fail-closed outage, the same in every context. */
+export function unavailableMessage(policy: string): string {
+  return `Rate limiter unavailable; policy "${policy}" fails closed`;
+}
+
 /**
  * 503 Service Unavailable: the limiter's store failed and the policy fails closed.
- * Body: `{ statusCode: 503, error: 'Service Unavailable', message, policy, retryAfter }`.
+ * Body: `{ statusCode: 503, error: 'Service Unavailable', code: 'RATE_LIMIT_UNAVAILABLE', message, policy, retryAfter }`.
  */
 export class RateLimitUnavailableException extends HttpException {
   constructor(
@@ -43,7 +57,8 @@ export class RateLimitUnavailableException extends HttpException {
       {
         statusCode: HttpStatus.SERVICE_UNAVAILABLE,
         error: 'Service Unavailable',
-        message: `Rate limiter unavailable; policy "${policy}" fails closed`,
+        code: 'RATE_LIMIT_UNAVAILABLE',
+        message: unavailableMessage(policy),
         policy,
         retryAfter,
       },
@@ -54,18 +69,27 @@ export class RateLimitUnavailableException extends HttpException {
 
 /**
  * Answers RateLimitExceededException and RateLimitUnavailableException with their status and body, and with
- * `Retry-After` — also when your own code throws them (after `RateLimitService.consume`, say). Registered by
+ * `Retry-After` — also when your own code throws them (after `RateLimitService.consume`, say) — and turns a
+ * microservice event the limiter dropped into an empty result (nobody waits for an answer). Registered by
  * RateLimitModule as APP_FILTER; a filter of yours that catches them first takes over.
  */
-@Catch(RateLimitExceededException, RateLimitUnavailableException)
+@Catch(RateLimitExceededException, RateLimitUnavailableException, RateLimitDroppedEvent)
 export class RateLimitExceptionFilter implements ExceptionFilter {
   constructor(private readonly adapterHost: HttpAdapterHost) {}
 
-  catch(exception: RateLimitExceededException | RateLimitUnavailableException, host: ArgumentsHost): void {
+  catch(
+    exception: RateLimitExceededException | RateLimitUnavailableException | RateLimitDroppedEvent,
+    host: ArgumentsHost,
+  ): unknown {
+    if (exception instanceof RateLimitDroppedEvent) {
+      if (host.getType() === 'rpc') return EMPTY;
+      throw exception;
+    }
     if (host.getType() !== 'http') throw exception;
     const res = host.switchToHttp().getResponse<object>();
     const adapter = this.adapterHost.httpAdapter;
     if (exception.retryAfter !== null) adapter.setHeader(res, 'Retry-After', String(exception.retryAfter));
     adapter.reply(res, exception.getResponse(), exception.getStatus());
+    return undefined;
   }
 }

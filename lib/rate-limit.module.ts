@@ -14,6 +14,7 @@ import { RateLimitService } from './rate-limit.service.js';
 import { RateLimiter } from './rate-limiter.js';
 import { MemoryRateLimitStore } from './stores/memory/memory.store.js';
 import { RateLimitStore } from './stores/rate-limit-store.js';
+import type { RateLimitStores } from './stores/rate-limit-stores.js';
 import { PostgresRateLimitStore } from './stores/postgres/postgres.store.js';
 import { RedisRateLimitStore } from './stores/redis/redis.store.js';
 
@@ -60,14 +61,6 @@ function dedicatedConnection(client: Redis | Cluster): Redis | Cluster {
     });
   }
   return client.duplicate(FAIL_FAST);
-}
-
-/** The stores of the module: rate-limit policies use `rates`, quota policies `quotas` (PostgreSQL when set). */
-export interface RateLimitStores {
-  readonly rates: RateLimitStore;
-  readonly quotas: RateLimitStore;
-  /** Connections the module opened itself, closed on shutdown. */
-  readonly owned: readonly { close(): Promise<unknown> | void }[];
 }
 
 function createRedis(

@@ -40,9 +40,9 @@ export class RateLimitService {
       const p = this.resolve(policy);
       return { policy: p, key: this.checkKey(key, p), cost: this.checkAmount(cost ?? 1, p, 'cost') };
     });
-    return this.limiter.call(
+    return this.limiter.engine.call(
       resolved.map((i) => i.policy.name),
-      () => this.limiter.consumeAcross(resolved),
+      () => this.limiter.engine.consumeAcross(resolved),
     );
   }
 
@@ -50,7 +50,7 @@ export class RateLimitService {
   async peek(policy: RateLimitPolicy | string, key: string): Promise<RateLimitDecision> {
     const p = this.resolve(policy);
     const item = { policy: p, key: this.checkKey(key, p) };
-    const [decision] = await this.limiter.call([p.name], (store) => store.peek([item]), p);
+    const [decision] = await this.limiter.engine.call([p.name], (store) => store.peek([item]), p);
     return decision;
   }
 
@@ -58,17 +58,17 @@ export class RateLimitService {
   async refund(policy: RateLimitPolicy | string, key: string, amount: number): Promise<RateLimitDecision> {
     const p = this.resolve(policy);
     const item = { policy: p, key: this.checkKey(key, p), cost: this.checkAmount(amount, p, 'amount') };
-    this.limiter.denyCache?.forget(p, item.key);
-    const [decision] = await this.limiter.call([p.name], (store) => store.refund([item]), p);
+    this.limiter.engine.denyCache?.forget(p, item.key);
+    const [decision] = await this.limiter.engine.call([p.name], (store) => store.refund([item]), p);
     return decision;
   }
 
   /** Forgets everything `key` has consumed under `policy`. */
   async reset(policy: RateLimitPolicy | string, key: string): Promise<void> {
     const p = this.resolve(policy);
-    this.limiter.denyCache?.forget(p, key);
+    this.limiter.engine.denyCache?.forget(p, key);
     const item = { policy: p, key: this.checkKey(key, p) };
-    await this.limiter.call([p.name], (store) => store.reset([item]), p);
+    await this.limiter.engine.call([p.name], (store) => store.reset([item]), p);
   }
 
   /**
@@ -93,7 +93,7 @@ export class RateLimitService {
       });
     }
     const checked = this.checkKey(key, p);
-    const nowMs = this.limiter.now();
+    const nowMs = this.limiter.engine.now();
     const atMs = at?.getTime() ?? nowMs;
     if (!Number.isFinite(atMs)) {
       throw new RateLimitPolicyError(`at must be a valid Date, got ${String(at)}`, {
@@ -105,9 +105,9 @@ export class RateLimitService {
     const period = { periodStart: new Date(startMs), periodEnd: new Date(endMs) };
     // A per-request limit resolves to NaN: no number to report unless the store kept the last one applied.
     const declared = Number.isNaN(p.limit) ? undefined : p.limit;
-    const store = this.limiter.quotaStore;
+    const store = this.limiter.engine.quotaStore;
     if (store.quotaUsage !== undefined) {
-      const usage = await this.limiter.call(
+      const usage = await this.limiter.engine.call(
         [p.name],
         () => (store.quotaUsage as NonNullable<typeof store.quotaUsage>).call(store, p, checked, startMs),
         p,
@@ -118,8 +118,8 @@ export class RateLimitService {
     if (quotaPeriodAt(p.quota.period, p.quota.timeZone, nowMs).startMs !== startMs)
       return { used: 0, limit: declared, ...period };
     // Peek under a limit nothing reaches: what is used is that limit minus what remains.
-    const probe = this.limiter.withLimit(p, USAGE_PROBE_LIMIT);
-    const [decision] = await this.limiter.call([p.name], (s) => s.peek([{ policy: probe, key: checked }]), p);
+    const probe = this.limiter.engine.withLimit(p, USAGE_PROBE_LIMIT);
+    const [decision] = await this.limiter.engine.call([p.name], (s) => s.peek([{ policy: probe, key: checked }]), p);
     return { used: USAGE_PROBE_LIMIT - decision.remaining, limit: declared, ...period };
   }
 
@@ -136,7 +136,7 @@ export class RateLimitService {
 
   private lookup(policy: RateLimitPolicy | string): ResolvedPolicy {
     if (typeof policy === 'string') {
-      const named = this.limiter.policyNamed(policy);
+      const named = this.limiter.planner.policyNamed(policy);
       if (named === undefined) {
         throw new RateLimitPolicyError(
           'no policy of that name is declared in `defaults` or any @RateLimit; pass the policy object instead',

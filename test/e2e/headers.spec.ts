@@ -67,6 +67,7 @@ describe.each(ADAPTERS)('rate-limit headers on %s', (adapter) => {
     expect(res.body).toEqual({
       statusCode: 429,
       error: 'Too Many Requests',
+      code: 'RATE_LIMITED',
       message: 'Rate limit "one" exceeded; retry in 50 s',
       policy: 'one',
       retryAfter: 50,

@@ -85,6 +85,7 @@ describe.each(ADAPTERS)('the sample app on %s (the README walkthrough)', (adapte
       expect(res.body).toEqual({
         statusCode: 429,
         error: 'Too Many Requests',
+        code: 'RATE_LIMITED',
         message: 'Rate limit "login-account" exceeded; retry in 900 s',
         policy: 'login-account',
         retryAfter: 900,
@@ -188,6 +189,7 @@ describe.each(ADAPTERS)('the sample app on %s (the README walkthrough)', (adapte
     expect(second.body).toMatchObject({
       statusCode: 429,
       error: 'Too Many Requests',
+      code: 'RATE_LIMITED',
       policy: 'ai-tokens',
       retryAfter: 25,
     });

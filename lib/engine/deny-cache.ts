@@ -1,4 +1,4 @@
-import type { RateLimitDecision, ResolvedPolicy } from './policy/policy.types.js';
+import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 
 interface Denial {
   readonly atMs: number;

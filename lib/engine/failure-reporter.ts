@@ -1,6 +1,6 @@
 import type { Logger } from '@nestjs/common';
 
-import type { Clock } from './clock.js';
+import type { Clock } from '../clock.js';
 
 /** How long one cause of failure stays quiet in the log after it was reported. */
 const QUIET_MS = 5000;

@@ -1,0 +1,90 @@
+import type { ExecutionContext, Logger } from '@nestjs/common';
+import type { HttpAdapterHost, ModuleRef } from '@nestjs/core';
+
+import type { TrustFn } from '../keys/client-ip.js';
+import type { RateLimitDecision } from '../policy/policy.types.js';
+
+/** The kinds of Nest execution context the limiter decides in (`ctx.getType()`). */
+export type ContextType = 'http' | 'graphql' | 'ws' | 'rpc';
+
+/** What a denial tells every kind of client: the body of 429s, GraphQL extensions, WS and RPC errors. */
+export interface RateLimitDenial {
+  readonly code: 'RATE_LIMITED';
+  readonly message: string;
+  /** The denying policy's name. */
+  readonly policy: string;
+  /** Whole seconds >= 1; absent when retrying cannot help (a cost that never fits). */
+  readonly retryAfter?: number;
+}
+
+/** What a fail-closed outage tells every kind of client. */
+export interface RateLimitUnavailable {
+  readonly code: 'RATE_LIMIT_UNAVAILABLE';
+  readonly message: string;
+  readonly policy: string;
+  /** Whole seconds >= 1. */
+  readonly retryAfter: number;
+}
+
+/**
+ * The three things that differ between Nest contexts; everything else (planning, keys and costs, the one
+ * store call, fail modes, the deny cache, all-or-nothing) is the engine's and knows no context.
+ * An adapter is stateless apart from what it caches per request on objects of that request.
+ */
+export interface ContextAdapter {
+  readonly type: ContextType;
+
+  /**
+   * The object that identifies one decision point of this context (an HTTP request, a GraphQL resolver
+   * invocation, a WebSocket message, an RPC message): the limiter keeps there whether it has decided. The
+   * same object must be returned to the guard and the interceptor of one invocation.
+   */
+  invocation(ctx: ExecutionContext): object;
+
+  /** The client's address as `'ip'` keys see it (trustProxy and ipv6Prefix applied), or undefined. */
+  clientIp(ctx: ExecutionContext): string | undefined;
+
+  /** The authenticated user's id when the module's `user` option is not set. */
+  defaultUser(ctx: ExecutionContext): string | undefined;
+
+  /** Writes rate-limit header fields where this context has them (HTTP response); otherwise does nothing. */
+  setHeaders(ctx: ExecutionContext, headers: readonly (readonly [string, string])[]): void;
+
+  /**
+   * Stops the invocation: throws what this context's clients understand as a denial (429, a GraphQL error for
+   * the field, WsException, RpcException; a dropped event). `decision` is the denying policy's decision.
+   */
+  deny(ctx: ExecutionContext, denial: RateLimitDenial, decision: RateLimitDecision): never;
+
+  /** Stops the invocation because a fail-closed policy's store is down (503 and its equivalents). */
+  unavailable(ctx: ExecutionContext, outage: RateLimitUnavailable): never;
+}
+
+/** What an adapter is made with: the module's settings that concern reading identities and answering. */
+export interface AdapterSettings {
+  /** Which X-Forwarded-For hops to believe (compiled `trustProxy`); `clientIp()` of keys/client-ip.ts applies it. */
+  readonly trust: TrustFn;
+  readonly ipv6Prefix: number;
+  /** The module's logger (context 'RateLimit'). */
+  readonly logger: Logger;
+  readonly httpAdapterHost: HttpAdapterHost;
+  readonly moduleRef: ModuleRef;
+}
+
+/**
+ * Makes the adapter of one context type. Each lives in its own file, loaded (with the optional package it
+ * needs: @nestjs/graphql, @nestjs/websockets, @nestjs/microservices) only when the application has handlers
+ * of that type.
+ */
+export type AdapterFactory = (settings: AdapterSettings) => ContextAdapter | Promise<ContextAdapter>;
+
+/**
+ * Thrown by the RPC adapter for a denied event (@EventPattern): there is no one to answer, so the module's
+ * exception filter turns it into an empty result (the event is dropped; the adapter logs drops itself).
+ */
+export class RateLimitDroppedEvent extends Error {
+  constructor(readonly policy: string) {
+    super(`event dropped: rate limit "${policy}" exceeded`);
+    this.name = 'RateLimitDroppedEvent';
+  }
+}

@@ -1,0 +1,78 @@
+import type { IncomingMessage } from 'node:http';
+
+import type { ExecutionContext } from '@nestjs/common';
+
+import { clientIp, isTrustNone } from '../keys/client-ip.js';
+import type { RateLimitDecision } from '../policy/policy.types.js';
+import { RateLimitExceededException, RateLimitUnavailableException } from '../rate-limit.exception.js';
+import type {
+  AdapterFactory,
+  AdapterSettings,
+  ContextAdapter,
+  RateLimitDenial,
+  RateLimitUnavailable,
+} from './context-adapter.js';
+
+/** The client address of a request, once computed (several policies may be keyed by it). */
+const CLIENT_IP = Symbol('nestjs-rate-limit:client-ip');
+
+/** An Express or Fastify request, as far as the limiter reads it. */
+interface HttpRequest {
+  user?: { id?: unknown; sub?: unknown } | null;
+  raw?: IncomingMessage;
+  [CLIENT_IP]?: string;
+}
+
+/** The user id at `req.user.id` (or `.sub`, as JWTs have it), if it is a string or a number. */
+export function userIdOf(user: { id?: unknown; sub?: unknown } | null | undefined): string | undefined {
+  const id = user?.id ?? user?.sub;
+  return typeof id === 'string' || typeof id === 'number' || typeof id === 'bigint' ? String(id) : undefined;
+}
+
+/** HTTP on Express or Fastify: headers on the response, 429 and 503 as HttpExceptions. */
+class HttpContextAdapter implements ContextAdapter {
+  readonly type = 'http';
+  private warnedForwardedFor = false;
+
+  constructor(private readonly settings: AdapterSettings) {}
+
+  invocation(ctx: ExecutionContext): object {
+    return ctx.switchToHttp().getRequest<object>();
+  }
+
+  clientIp(ctx: ExecutionContext): string {
+    const req = ctx.switchToHttp().getRequest<HttpRequest>();
+    const known = req[CLIENT_IP];
+    if (known !== undefined) return known;
+    const raw = req.raw ?? (req as unknown as IncomingMessage);
+    const { trust, ipv6Prefix, logger } = this.settings;
+    if (isTrustNone(trust) && !this.warnedForwardedFor && raw.headers?.['x-forwarded-for'] !== undefined) {
+      this.warnedForwardedFor = true;
+      logger.warn(
+        'A request carried X-Forwarded-For but trustProxy is off, so clients are keyed by the socket address. ' +
+          'Behind a proxy, set trustProxy to it (a hop count, CIDRs or "loopback").',
+      );
+    }
+    return (req[CLIENT_IP] = clientIp(raw, trust, ipv6Prefix));
+  }
+
+  defaultUser(ctx: ExecutionContext): string | undefined {
+    return userIdOf(ctx.switchToHttp().getRequest<HttpRequest>().user);
+  }
+
+  setHeaders(ctx: ExecutionContext, headers: readonly (readonly [string, string])[]): void {
+    const res = ctx.switchToHttp().getResponse<object>();
+    const adapter = this.settings.httpAdapterHost.httpAdapter;
+    for (const [name, value] of headers) adapter.setHeader(res, name, value);
+  }
+
+  deny(_ctx: ExecutionContext, _denial: RateLimitDenial, decision: RateLimitDecision): never {
+    throw new RateLimitExceededException(decision);
+  }
+
+  unavailable(_ctx: ExecutionContext, outage: RateLimitUnavailable): never {
+    throw new RateLimitUnavailableException(outage.policy, outage.retryAfter);
+  }
+}
+
+export const httpAdapter: AdapterFactory = (settings) => new HttpContextAdapter(settings);

@@ -1,0 +1,277 @@
+import type { Logger } from '@nestjs/common';
+
+import type { Clock } from '../clock.js';
+import type { FailMode, RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
+import { MemoryRateLimitStore } from '../stores/memory/memory.store.js';
+import type { RateLimitStore, RateLimitStoreItem } from '../stores/rate-limit-store.js';
+import type { RateLimitStores } from '../stores/rate-limit-stores.js';
+import { CircuitBreaker } from './circuit-breaker.js';
+import { DenyCache } from './deny-cache.js';
+import { FailureReporter } from './failure-reporter.js';
+
+/** Consecutive store failures that open the circuit breaker, and how often it then probes the store. */
+const BREAKER_THRESHOLD = 5;
+const BREAKER_PROBE_MS = 500;
+
+/** One policy of a request, resolved: what to consume, what to do when its store fails, and its place. */
+export interface EngineItem extends RateLimitStoreItem {
+  readonly failMode: FailMode;
+  /** The policy's position in its route's plan: headers list policies in that order. */
+  readonly order: number;
+}
+
+/** Items consumed together and what was decided for each, in the same order. */
+export interface Evaluation {
+  readonly items: readonly EngineItem[];
+  decisions: RateLimitDecision[];
+}
+
+export const NOTHING: Evaluation = Object.freeze({ items: [], decisions: [] });
+
+/** A fail-closed policy could not be decided: its store failed (the failure has been reported). */
+export class StoreUnavailable extends Error {
+  constructor(
+    readonly policy: string,
+    readonly retryAfterMs: number,
+  ) {
+    super(`the store of policy "${policy}" failed and the policy fails closed`);
+    this.name = 'StoreUnavailable';
+  }
+}
+
+export interface DecisionEngineOptions {
+  readonly stores: RateLimitStores;
+  readonly clock: Clock;
+  readonly timeoutMs: number;
+  readonly logger: Logger;
+  readonly onError?: (error: Error, policy: string) => void;
+}
+
+const merge = (a: Evaluation, b: Evaluation): Evaluation =>
+  a.items.length === 0
+    ? b
+    : b.items.length === 0
+      ? a
+      : { items: [...a.items, ...b.items], decisions: [...a.decisions, ...b.decisions] };
+
+/** How one store call ends when the store fails: apply fail modes (requests) or throw (RateLimitService). */
+type OnFailure = 'fail-modes' | 'throw';
+
+/**
+ * The decision engine: knows stores and policies, no HTTP and no Nest context. One call decides the items
+ * of a request all-or-nothing: one store call, or, when quotas live in a second store (PostgreSQL beside
+ * Redis), the rate limits first and the quotas only if those allowed, refunded if a quota denies. It keeps
+ * a circuit breaker per store, the local cache of denials and the failure reporter, and applies fail modes.
+ */
+export class DecisionEngine {
+  /** Where rate-limit policies live, and where quotas do (the same store unless `postgres` is set). */
+  readonly store: RateLimitStore;
+  readonly quotaStore: RateLimitStore;
+  readonly reporter: FailureReporter;
+  /** Denials of a remote store, answered locally until they end (pointless for the in-process store). */
+  readonly denyCache: DenyCache | undefined;
+  private readonly breakers = new Map<RateLimitStore, CircuitBreaker>();
+  private readonly withLimits = new WeakMap<ResolvedPolicy, Map<number, ResolvedPolicy>>();
+
+  constructor(private readonly options: DecisionEngineOptions) {
+    this.store = options.stores.rates;
+    this.quotaStore = options.stores.quotas;
+    this.reporter = new FailureReporter(options.logger, options.clock, options.onError);
+    this.denyCache = this.store instanceof MemoryRateLimitStore ? undefined : new DenyCache();
+  }
+
+  /** The module's clock. */
+  now(): number {
+    return this.options.clock.now();
+  }
+
+  /** Stops the breakers' probes (on shutdown). */
+  dispose(): void {
+    for (const breaker of this.breakers.values()) breaker.dispose();
+  }
+
+  /** The circuit breaker of a store: each store fails, and recovers, on its own. */
+  breakerFor(store: RateLimitStore): CircuitBreaker {
+    let breaker = this.breakers.get(store);
+    if (breaker === undefined) {
+      breaker = new CircuitBreaker({
+        timeoutMs: this.options.timeoutMs,
+        threshold: BREAKER_THRESHOLD,
+        probeIntervalMs: BREAKER_PROBE_MS,
+        probe: store.ping === undefined ? undefined : () => (store.ping as () => Promise<unknown>).call(store),
+        logger: this.options.logger,
+      });
+      this.breakers.set(store, breaker);
+    }
+    return breaker;
+  }
+
+  /** The store of a policy: quotas go to `quotaStore`. */
+  storeOf(policy: ResolvedPolicy): RateLimitStore {
+    return policy.quota !== undefined ? this.quotaStore : this.store;
+  }
+
+  /** A policy with this request's limit (the policy's limit is a function of the request). */
+  withLimit(policy: ResolvedPolicy, limit: number): ResolvedPolicy {
+    let byLimit = this.withLimits.get(policy);
+    if (byLimit === undefined) this.withLimits.set(policy, (byLimit = new Map()));
+    let variant = byLimit.get(limit);
+    if (variant === undefined) {
+      variant = Object.freeze({ ...policy, limit, capacity: limit });
+      if (byLimit.size < 1000) byLimit.set(limit, variant);
+    }
+    return variant;
+  }
+
+  /**
+   * Decides the items of a request after `before` (what an earlier step of the same request consumed).
+   * Applies fail modes: a fail-open policy whose store fails is left out, and when a fail-closed one's does,
+   * throws StoreUnavailable after giving back what `before` and this call consumed.
+   */
+  decide(items: readonly EngineItem[], before: Evaluation = NOTHING): Promise<Evaluation> {
+    return this.acrossStores(items, before, 'fail-modes');
+  }
+
+  /** Consumes items for RateLimitService, all-or-nothing across both stores; throws store failures. */
+  async consumeAcross(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
+    const engineItems = items.map((item, order) => ({ ...item, failMode: 'closed' as const, order }));
+    const { decisions } = await this.acrossStores(engineItems, NOTHING, 'throw');
+    return decisions;
+  }
+
+  /**
+   * Runs one store operation of RateLimitService, reporting failures: on the store of `policy` under its
+   * breaker and timeout, or, without a policy, as given.
+   */
+  async call<T>(
+    policies: readonly string[],
+    operation: (store: RateLimitStore) => Promise<T>,
+    policy?: ResolvedPolicy,
+  ): Promise<T> {
+    try {
+      if (policy === undefined) return await operation(this.store);
+      const store = this.storeOf(policy);
+      return await this.breakerFor(store).run(() => operation(store));
+    } catch (error) {
+      this.reporter.report(error, policies);
+      throw error;
+    }
+  }
+
+  /**
+   * Gives back what an evaluation consumed (a later step of its request denied), and reports the keys as
+   * they then stand. Between the calls a concurrent request may find those units taken: that can
+   * under-admit, never over-admit. If the refund fails, the units stay taken until they expire.
+   */
+  async compensate(evaluation: Evaluation): Promise<void> {
+    if (evaluation.items.length === 0 || !evaluation.decisions.every((d) => d.allowed)) return;
+    try {
+      const decisions = [...evaluation.decisions];
+      for (const store of new Set(evaluation.items.map((i) => this.storeOf(i.policy)))) {
+        const part = evaluation.items.filter((i) => this.storeOf(i.policy) === store);
+        const refunded = await this.breakerFor(store).run(() => store.refund(part));
+        part.forEach((item, j) => {
+          decisions[evaluation.items.indexOf(item)] = { ...refunded[j], allowed: true, retryAfterMs: 0 };
+        });
+      }
+      evaluation.decisions = decisions;
+    } catch (error) {
+      this.reporter.report(
+        error,
+        evaluation.items.map((i) => i.policy.name),
+      );
+    }
+  }
+
+  /** Reports a failure to resolve a policy (a key or cost function threw) and applies its fail mode. */
+  async failed(
+    failures: readonly { item: { policy: ResolvedPolicy; failMode: FailMode }; error: unknown }[],
+    before: Evaluation,
+  ): Promise<void> {
+    for (const { item, error } of failures) this.reporter.report(error, [item.policy.name]);
+    const closed = failures.find((f) => f.item.failMode === 'closed');
+    if (closed !== undefined) await this.unavailable(closed.item.policy.name, before);
+  }
+
+  /**
+   * The one protocol for one or two stores: the rate limits first, then the quotas only if those allowed,
+   * the rate limits refunded if a quota denies. A request denied by one kind consumes nothing of the other.
+   */
+  private async acrossStores(
+    items: readonly EngineItem[],
+    before: Evaluation,
+    onFailure: OnFailure,
+  ): Promise<Evaluation> {
+    if (items.length === 0) return NOTHING;
+    const quotas = this.quotaStore === this.store ? [] : items.filter((i) => i.policy.quota !== undefined);
+    if (quotas.length === 0) return this.consumeOn(this.store, items, before, onFailure);
+    const rateItems = items.filter((i) => i.policy.quota === undefined);
+    const rates = await this.consumeOn(this.store, rateItems, before, onFailure);
+    let result: Evaluation;
+    if (rates.decisions.some((d) => !d.allowed)) {
+      if (onFailure === 'fail-modes') return rates;
+      // RateLimitService reports every item: how the quotas stand, untouched.
+      const peeked = await this.breakerFor(this.quotaStore).run(() => this.quotaStore.peek(quotas));
+      result = merge(rates, {
+        items: quotas,
+        decisions: peeked.map((d) => ({ ...d, allowed: true, retryAfterMs: 0 })),
+      });
+    } else {
+      const quota = await this.consumeOn(this.quotaStore, quotas, merge(before, rates), onFailure);
+      if (quota.decisions.some((d) => !d.allowed)) await this.compensate(rates);
+      result = merge(rates, quota);
+    }
+    if (onFailure === 'fail-modes') return result;
+    const byItem = new Map(result.items.map((item, i) => [item, result.decisions[i]] as const));
+    return { items, decisions: items.map((item) => byItem.get(item) as RateLimitDecision) };
+  }
+
+  /** One store call for `items`, through the store's breaker and the deny cache. */
+  private async consumeOn(
+    store: RateLimitStore,
+    items: readonly EngineItem[],
+    before: Evaluation,
+    onFailure: OnFailure,
+  ): Promise<Evaluation> {
+    if (items.length === 0) return NOTHING;
+    // Quota denials last until the end of the period, and a plan change must lift them: never cached.
+    const cache = store === this.store && onFailure === 'fail-modes' ? this.denyCache : undefined;
+    const nowMs = cache === undefined ? 0 : this.options.clock.now();
+    if (cache !== undefined) {
+      for (const item of items) {
+        if (item.policy.quota !== undefined) continue;
+        const denied = cache.check(item.policy, item.key, item.cost, nowMs);
+        if (denied !== undefined) return { items: [item], decisions: [denied] };
+      }
+    }
+    try {
+      // The in-process store answers synchronously and cannot hang: no timer, no breaker on its path.
+      const decisions =
+        store instanceof MemoryRateLimitStore
+          ? await store.consume(items)
+          : await this.breakerFor(store).run(() => store.consume(items));
+      if (cache !== undefined) {
+        decisions.forEach((d, i) => {
+          if (!d.allowed && items[i].policy.quota === undefined) {
+            cache.remember(items[i].policy, items[i].key, items[i].cost, d, nowMs);
+          }
+        });
+      }
+      return { items, decisions };
+    } catch (error) {
+      if (onFailure === 'throw') throw error;
+      this.reporter.report(
+        error,
+        items.map((i) => i.policy.name),
+      );
+      const failClosed = items.find((i) => i.failMode === 'closed');
+      if (failClosed !== undefined) await this.unavailable(failClosed.policy.name, before);
+      return NOTHING;
+    }
+  }
+
+  private async unavailable(policy: string, before: Evaluation): Promise<never> {
+    await this.compensate(before);
+    throw new StoreUnavailable(policy, this.options.timeoutMs);
+  }
+}

@@ -1,0 +1,275 @@
+import type { ExecutionContext } from '@nestjs/common';
+import type { DiscoveryService, MetadataScanner, ModuleRef, Reflector } from '@nestjs/core';
+
+import type { ContextType } from '../contexts/context-adapter.js';
+import { RateLimitPolicyError } from '../policy/policy.errors.js';
+import type { FailMode, RateLimitKey, RateLimitPolicy, ResolvedPolicy } from '../policy/policy.types.js';
+import { validatePolicy } from '../policy/validate-policy.js';
+import { RATE_LIMIT_POLICIES, RATE_LIMIT_SKIP } from '../rate-limit.constants.js';
+import { contextOf, GUARDS_METADATA_KEY, type HandlerKind, handlerKindOf } from './handler-kinds.js';
+
+/** A policy of a route, with what the request-time work needs. */
+export interface PlannedPolicy {
+  readonly policy: ResolvedPolicy;
+  /** A limit that depends on the request (the caller's plan). */
+  readonly limit?: (ctx: ExecutionContext) => number | Promise<number>;
+  readonly key: RateLimitKey;
+  readonly cost: RateLimitPolicy['cost'];
+  readonly failMode: FailMode;
+  readonly where: string;
+}
+
+/** A policy at its place in a route's plan (headers list policies in that order). */
+export interface PlanEntry {
+  readonly planned: PlannedPolicy;
+  readonly order: number;
+}
+
+/** The policies of one handler of one class, merged and validated once, at start. */
+export interface RoutePlan {
+  /** `Class.method`, for errors. */
+  readonly where: string;
+  readonly kind: HandlerKind;
+  readonly policies: readonly PlanEntry[];
+  /** The policies not keyed by the user, which the global guard decides before authentication. */
+  readonly early: readonly PlanEntry[];
+  /** The user-keyed policies, decided after every guard when the global guard finds no user yet. */
+  readonly late: readonly PlanEntry[];
+  /**
+   * The route has user-keyed policies and guards of its own (which may authenticate): when the global guard
+   * finds no user, the late policies wait for the interceptor the limiter attached to this handler.
+   */
+  readonly deferred: boolean;
+}
+
+export interface RoutePlannerOptions {
+  readonly defaults: readonly RateLimitPolicy[];
+  readonly failMode: FailMode;
+  /** Whether the module's `user` option is set (so `'user'` keys can be read in RPC contexts). */
+  readonly hasUserOption: boolean;
+}
+
+/** What the walk over the application found: the context types in use, and handlers needing deferral. */
+export interface PlannedApplication {
+  readonly contexts: ReadonlySet<ContextType>;
+  readonly deferred: readonly { readonly prototype: object; readonly method: string }[];
+}
+
+const NO_POLICIES: RoutePlan = Object.freeze({
+  where: '',
+  kind: 'none',
+  policies: [],
+  early: [],
+  late: [],
+  deferred: false,
+});
+
+function sameLimits(a: ResolvedPolicy, b: ResolvedPolicy): boolean {
+  return a.algorithm === b.algorithm && a.limit === b.limit && a.windowMs === b.windowMs && a.capacity === b.capacity;
+}
+
+const nameOf = (target: object, fallback: string): string => (target as { name?: string }).name || fallback;
+
+/**
+ * Route planning: finds every handler of the application — controllers (HTTP routes and microservice
+ * handlers) and providers (GraphQL resolvers, WebSocket gateways) — merges the policies each one gets
+ * (defaults, class, handler; same name replaces; skips remove), validates them, and keeps one plan per
+ * (class, handler). A declaration that would never be enforced is an error at start naming `Class.method`.
+ */
+export class RoutePlanner {
+  /** By class then handler: a handler inherited from a base class is one function shared by subclasses. */
+  private readonly plans = new WeakMap<object, Map<object, RoutePlan>>();
+  private readonly named = new Map<string, { policy: ResolvedPolicy; where: string }>();
+  private readonly defaults: readonly PlannedPolicy[];
+
+  constructor(
+    private readonly options: RoutePlannerOptions,
+    private readonly reflector: Reflector,
+  ) {
+    this.defaults = options.defaults.map((p) => this.plan(p, 'RateLimitModule defaults'));
+  }
+
+  /** Every policy declared anywhere, by name (RateLimitService looks policies up by name). */
+  policyNamed(name: string): ResolvedPolicy | undefined {
+    return this.named.get(name)?.policy;
+  }
+
+  /** Every declared policy, with where it was first declared. */
+  declared(): IterableIterator<{ policy: ResolvedPolicy; where: string }> {
+    return this.named.values();
+  }
+
+  /**
+   * Plans every handler of the application, so that a bad declaration stops the start. `moduleRef` reads
+   * the GraphQL module's options: guards run on field resolvers only with `fieldResolverEnhancers: ['guards']`.
+   */
+  walk(discovery: DiscoveryService, scanner: MetadataScanner, moduleRef: ModuleRef): PlannedApplication {
+    const contexts = new Set<ContextType>();
+    const deferred: { prototype: object; method: string }[] = [];
+    const seen = new Set<unknown>();
+    const controllers = discovery.getControllers();
+    const classes = [
+      ...controllers.map((w) => ({ metatype: w.metatype, controller: true })),
+      ...discovery.getProviders().map((w) => ({ metatype: w.metatype, controller: false })),
+    ];
+    for (const { metatype, controller } of classes) {
+      if (typeof metatype !== 'function' || seen.has(metatype)) continue;
+      seen.add(metatype);
+      const prototype = metatype.prototype as Record<string, unknown> | undefined;
+      if (prototype === undefined) continue;
+      let handlers = 0;
+      for (const method of scanner.getAllMethodNames(prototype)) {
+        const handler = prototype[method];
+        if (typeof handler !== 'function') continue;
+        const kind = handlerKindOf(metatype, handler, controller);
+        const plan = this.planFor(metatype, handler, method, kind);
+        if (kind === 'none') continue;
+        handlers++;
+        contexts.add(contextOf(kind));
+        if (kind === 'graphql-field' && plan.policies.length > 0) this.checkFieldEnhancers(plan, moduleRef);
+        if (plan.deferred) deferred.push({ prototype, method });
+      }
+      const classPolicies = this.reflector.get<RateLimitPolicy[] | undefined>(RATE_LIMIT_POLICIES, metatype);
+      if (handlers === 0 && !controller && (classPolicies?.length ?? 0) > 0) {
+        throw new RateLimitPolicyError(
+          'is declared on a class Nest calls no handler of (not a controller, resolver or gateway); it would never apply',
+          { policy: classPolicies?.[0]?.name, where: nameOf(metatype, 'class') },
+        );
+      }
+    }
+    if (controllers.length > 0) contexts.add('http');
+    return { contexts, deferred };
+  }
+
+  /**
+   * The plan of a handler of a class. Every handler's plan is made at start by walk(), which knows the
+   * method's name and kind; a handler not seen there (none should be) is planned as an HTTP route.
+   */
+  planFor(classRef: object, handler: object, method?: string, kind?: HandlerKind): RoutePlan {
+    let byHandler = this.plans.get(classRef);
+    const known = byHandler?.get(handler);
+    if (known !== undefined) return known;
+    const plan = this.makePlan(classRef, handler, method, kind ?? 'http');
+    if (byHandler === undefined) this.plans.set(classRef, (byHandler = new Map()));
+    byHandler.set(handler, plan);
+    return plan;
+  }
+
+  private makePlan(classRef: object, handler: object, method: string | undefined, kind: HandlerKind): RoutePlan {
+    const where = `${nameOf(classRef, 'controller')}.${method ?? nameOf(handler, 'handler')}`;
+    const declaredOn = (target: object): RateLimitPolicy[] =>
+      this.reflector.get<RateLimitPolicy[] | undefined>(RATE_LIMIT_POLICIES, target as never) ?? [];
+    if (kind === 'none') {
+      if (Reflect.getOwnMetadata(RATE_LIMIT_POLICIES, handler) !== undefined) {
+        throw new RateLimitPolicyError(
+          'is declared on a method Nest never calls as a handler (not a route, resolver, gateway message or microservice handler); it would never apply',
+          { policy: declaredOn(handler)[0]?.name, where },
+        );
+      }
+      return NO_POLICIES;
+    }
+    const skipOf = (target: object) =>
+      this.reflector.get<true | string[] | undefined>(RATE_LIMIT_SKIP, target as never);
+    const classSkip = skipOf(classRef);
+    const handlerSkip = skipOf(handler);
+    const byName = new Map<string, PlannedPolicy>();
+    // A field resolver gets only its own policies: defaults and its class's are for the root operations.
+    const field = kind === 'graphql-field';
+    if (!field) for (const planned of this.defaults) byName.set(planned.policy.name, planned);
+    for (const target of field ? [handler] : [classRef, handler]) {
+      const seen = new Set<string>();
+      for (const policy of declaredOn(target)) {
+        const planned = this.plan(policy, where);
+        if (seen.has(planned.policy.name)) {
+          throw new RateLimitPolicyError('is declared twice on the same target; names must be unique per route', {
+            policy: planned.policy.name,
+            field: 'name',
+            where,
+          });
+        }
+        seen.add(planned.policy.name);
+        byName.set(planned.policy.name, planned);
+      }
+    }
+    if (classSkip === true || handlerSkip === true) byName.clear();
+    for (const name of [
+      ...(Array.isArray(classSkip) ? classSkip : []),
+      ...(Array.isArray(handlerSkip) ? handlerSkip : []),
+    ]) {
+      byName.delete(name);
+    }
+    const policies = [...byName.values()].map((planned, order) => ({ planned, order }));
+    if (kind === 'rpc' || kind === 'rpc-event') this.checkRpcKeys(policies, where);
+    const late = policies.filter((p) => p.planned.key === 'user');
+    const deferrable = kind === 'http' || kind === 'graphql';
+    const routeGuards = [classRef, handler].some(
+      (target) =>
+        (this.reflector.get<unknown[] | undefined>(GUARDS_METADATA_KEY as string, target as never)?.length ?? 0) > 0,
+    );
+    return {
+      where,
+      kind,
+      policies,
+      early: policies.filter((p) => p.planned.key !== 'user'),
+      late,
+      deferred: deferrable && late.length > 0 && routeGuards,
+    };
+  }
+
+  /** A microservice message has no client address, and a user only where the `user` option reads one. */
+  private checkRpcKeys(policies: readonly PlanEntry[], where: string): void {
+    for (const { planned } of policies) {
+      if (planned.key === 'ip') {
+        throw new RateLimitPolicyError(
+          "is keyed by 'ip' on a microservice handler, which has no client address; key it with a function of the message (ctx.switchToRpc().getData())",
+          { policy: planned.policy.name, field: 'key', where },
+        );
+      }
+      if (planned.key === 'user' && !this.options.hasUserOption) {
+        throw new RateLimitPolicyError(
+          "is keyed by 'user' (the default key) on a microservice handler: set the module's `user` option to read the user of RPC contexts, or key the policy with a function of the message" +
+            (planned.where === 'RateLimitModule defaults' ? ', or skip it here with @SkipRateLimit(name)' : ''),
+          { policy: planned.policy.name, field: 'key', where },
+        );
+      }
+    }
+  }
+
+  /** Nest runs guards on GraphQL field resolvers only when the GraphQL module says so. */
+  private checkFieldEnhancers(plan: RoutePlan, moduleRef: ModuleRef): void {
+    let enhancers: unknown;
+    try {
+      // The token under which @nestjs/graphql provides its module options.
+      enhancers = moduleRef.get<{ fieldResolverEnhancers?: unknown }>('GqlModuleOptions', {
+        strict: false,
+      })?.fieldResolverEnhancers;
+    } catch {
+      enhancers = undefined;
+    }
+    if (Array.isArray(enhancers) && enhancers.includes('guards')) return;
+    throw new RateLimitPolicyError(
+      "is declared on a GraphQL field resolver, but Nest runs guards on field resolvers only with GraphQLModule's `fieldResolverEnhancers: ['guards']`; without it the policy would never apply",
+      { policy: plan.policies[0]?.planned.policy.name, where: plan.where },
+    );
+  }
+
+  private plan(policy: RateLimitPolicy, where: string): PlannedPolicy {
+    let resolved = validatePolicy(policy, where);
+    const known = this.named.get(resolved.name);
+    if (known === undefined) {
+      this.named.set(resolved.name, { policy: resolved, where });
+    } else if (!sameLimits(known.policy, resolved)) {
+      // The same name with other limits replaces the earlier policy on this route; it keeps its own state.
+      const { algorithm, limit, windowMs, capacity } = resolved;
+      resolved = Object.freeze({ ...resolved, id: `${resolved.name}~${algorithm}-${limit}-${windowMs}-${capacity}` });
+    }
+    return {
+      policy: resolved,
+      limit: policy.algorithm === 'quota' && typeof policy.limit === 'function' ? policy.limit : undefined,
+      key: policy.key ?? 'user',
+      cost: policy.cost,
+      failMode: policy.failMode ?? this.options.failMode,
+      where,
+    };
+  }
+}

@@ -1,0 +1,123 @@
+import type { ExecutionContext } from '@nestjs/common';
+
+import type { ContextAdapter } from '../contexts/context-adapter.js';
+import type { DecisionEngine, EngineItem } from '../engine/decision-engine.js';
+import type { PlanEntry, PlannedPolicy } from '../planning/route-planner.js';
+import { RateLimitPolicyError } from '../policy/policy.errors.js';
+import { checkCost, checkQuotaLimit } from '../policy/validate-policy.js';
+
+type MaybePromise<T> = T | Promise<T>;
+const isPromise = <T>(value: MaybePromise<T> | unknown): value is Promise<T> =>
+  typeof (value as { then?: unknown } | null)?.then === 'function';
+
+/** A policy whose key, cost or limit could not be resolved: its fail mode applies. */
+export interface ResolutionFailure {
+  readonly item: PlannedPolicy;
+  readonly error: unknown;
+}
+
+/** The items of a request, and the policies that failed to resolve. */
+export interface ResolvedItems {
+  readonly items: EngineItem[];
+  readonly failures: ResolutionFailure[] | undefined;
+}
+
+/**
+ * Request resolution: turns the planned policies of a handler into store items for one invocation — the
+ * identity ('ip' and 'user' through the context's adapter, or the policy's key function), the cost and the
+ * per-request limit — awaiting only what returns a Promise. A policy with no identity (its key function
+ * returned undefined) is skipped; one whose function throws or returns a bad value is a failure.
+ */
+export class RequestResolver {
+  constructor(
+    private readonly engine: DecisionEngine,
+    private readonly user: ((ctx: ExecutionContext) => string | undefined) | undefined,
+  ) {}
+
+  async resolve(entries: readonly PlanEntry[], ctx: ExecutionContext, adapter: ContextAdapter): Promise<ResolvedItems> {
+    const items: EngineItem[] = [];
+    let failures: ResolutionFailure[] | undefined;
+    for (const { planned, order } of entries) {
+      try {
+        let key = this.identity(planned, ctx, adapter);
+        if (isPromise(key)) key = await key;
+        if (key === undefined) continue;
+        let cost = this.cost(planned, ctx);
+        if (isPromise(cost)) cost = await cost;
+        let policy = planned.policy;
+        if (planned.limit !== undefined) {
+          let limit = this.limit(planned, ctx);
+          if (isPromise(limit)) limit = await limit;
+          policy = this.engine.withLimit(policy, limit);
+        }
+        items.push({ policy, key, cost, failMode: planned.failMode, order });
+      } catch (error) {
+        (failures ??= []).push({ item: planned, error });
+      }
+    }
+    return { items, failures };
+  }
+
+  /** The user of an invocation: the module's `user` option, or the adapter's default. */
+  userOf(ctx: ExecutionContext, adapter: ContextAdapter): string | undefined {
+    return this.user === undefined ? adapter.defaultUser(ctx) : this.user(ctx);
+  }
+
+  /** The identity of a policy for this invocation; a Promise only when a key function returns one. */
+  private identity(
+    planned: PlannedPolicy,
+    ctx: ExecutionContext,
+    adapter: ContextAdapter,
+  ): MaybePromise<string | undefined> {
+    const { key } = planned;
+    if (key === 'ip') return `ip:${adapter.clientIp(ctx) ?? 'unknown'}`;
+    if (key === 'user') {
+      const user = this.userOf(ctx, adapter);
+      return user === undefined ? `ip:${adapter.clientIp(ctx) ?? 'unknown'}` : `user:${user}`;
+    }
+    const value = key(ctx);
+    return isPromise(value) ? value.then((v) => checkIdentity(planned, v)) : checkIdentity(planned, value);
+  }
+
+  /** A per-request limit; a Promise only when the limit function returns one. */
+  private limit(planned: PlannedPolicy, ctx: ExecutionContext): MaybePromise<number> {
+    const value: unknown = (planned.limit as (ctx: ExecutionContext) => unknown)(ctx);
+    const check = (v: unknown): number =>
+      checkQuotaLimit(v, (problem) => {
+        throw new RateLimitPolicyError(`the limit function returned a bad value: ${problem}`, {
+          policy: planned.policy.name,
+          field: 'limit',
+          where: planned.where,
+        });
+      });
+    return isPromise(value) ? value.then(check) : check(value);
+  }
+
+  /** The cost of a policy for this invocation; a Promise only when a cost function returns one. */
+  private cost(planned: PlannedPolicy, ctx: ExecutionContext): MaybePromise<number> {
+    const { cost } = planned;
+    if (cost === undefined) return 1;
+    if (typeof cost === 'number') return cost;
+    const value: unknown = cost(ctx);
+    return isPromise(value) ? value.then((v) => checkedCost(planned, v)) : checkedCost(planned, value);
+  }
+}
+
+function checkIdentity(planned: PlannedPolicy, value: unknown): string | undefined {
+  if (value === undefined || typeof value === 'string') return value;
+  throw new RateLimitPolicyError(`key function returned ${typeof value}; it must return a string or undefined`, {
+    policy: planned.policy.name,
+    field: 'key',
+    where: planned.where,
+  });
+}
+
+function checkedCost(planned: PlannedPolicy, value: unknown): number {
+  return checkCost(value, (problem) => {
+    throw new RateLimitPolicyError(`the cost function returned a bad value: ${problem}`, {
+      policy: planned.policy.name,
+      field: 'cost',
+      where: planned.where,
+    });
+  });
+}
