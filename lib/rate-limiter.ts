@@ -3,13 +3,10 @@ import {
   Inject,
   Injectable,
   Logger,
-  type NestInterceptor,
   type OnModuleDestroy,
   type OnModuleInit,
-  UseInterceptors,
 } from '@nestjs/common';
 import { DiscoveryService, HttpAdapterHost, MetadataScanner, ModuleRef, Reflector } from '@nestjs/core';
-import { from, switchMap } from 'rxjs';
 
 import type { Clock } from './clock.js';
 import type { AdapterSettings, ContextAdapter, ContextType } from './contexts/context-adapter.js';
@@ -17,6 +14,18 @@ import { ADAPTER_FACTORIES } from './contexts/index.js';
 import { DecisionEngine, type Evaluation, NOTHING, StoreUnavailable } from './engine/decision-engine.js';
 import { mostRestrictive, rateLimitHeaders, toSeconds } from './headers/rate-limit-headers.js';
 import { compileTrust, isTrustAll, type TrustFn } from './keys/client-ip.js';
+import {
+  attachEnhancers,
+  DECIDED,
+  type Decider,
+  type DecisionPoint,
+  DEFERRED,
+  EARLY,
+  type Invocation,
+  invocationOf,
+  LIMITER,
+  STATE,
+} from './planning/handler-enhancers.js';
 import { type PlanEntry, RoutePlanner } from './planning/route-planner.js';
 import type { FailMode } from './policy/policy.types.js';
 import { RATE_LIMIT_CLOCK, RATE_LIMIT_STORES } from './rate-limit.constants.js';
@@ -25,61 +34,6 @@ import { RATE_LIMIT_OPTIONS } from './rate-limit.module-definition.js';
 import type { RateLimitHeaders, RateLimitModuleOptions } from './rate-limit.options.js';
 import { RequestResolver } from './request/request-items.js';
 import type { RateLimitStores } from './stores/rate-limit-stores.js';
-
-/** Where the module stands with an invocation: decided, or left to the interceptor (after every guard). */
-const STATE = Symbol('nestjs-rate-limit:state');
-/** The limiter that deferred an invocation, for the shared interceptor to complete it with. */
-const LIMITER = Symbol('nestjs-rate-limit:limiter');
-/** What the global guard decided before authentication, for the interceptor to complete. */
-const EARLY = Symbol('nestjs-rate-limit:early-decisions');
-const DECIDED = 1;
-const DEFERRED = 2;
-
-interface Invocation {
-  [STATE]?: number;
-  [LIMITER]?: RateLimiter;
-  [EARLY]?: Evaluation;
-}
-
-/** Who asks for a decision: an explicit guard decides now; the global guard may defer to the interceptor. */
-export type DecisionPoint = 'guard' | 'global-guard' | 'interceptor';
-
-/**
- * The invocation object of a context before its adapter is known: the request for HTTP, the arguments of
- * the call for the others (one array per resolver invocation, message or event, shared by its guards and
- * interceptors). Adapters return the same objects.
- */
-const invocationOf = (ctx: ExecutionContext): Invocation =>
-  ctx.getType() === 'http' ? ctx.switchToHttp().getRequest<Invocation>() : (ctx.getArgs() as Invocation);
-
-/**
- * The interceptor the limiter attaches to handlers whose user-keyed policies wait for their own guards. One
- * object for every application of the process (classes, and so their metadata, are shared): it completes
- * an invocation with the limiter that deferred it, and passes every other one straight on.
- */
-const DEFERRED_DECISIONS: NestInterceptor = {
-  intercept(ctx, next) {
-    const invocation = invocationOf(ctx);
-    const limiter = invocation[LIMITER];
-    if (invocation[STATE] !== DEFERRED || limiter === undefined) return next.handle();
-    return from(limiter.handle(ctx, 'interceptor')).pipe(switchMap(() => next.handle()));
-  },
-};
-
-const attached = new WeakSet<object>();
-
-/** Puts DEFERRED_DECISIONS on a handler with Nest's own @UseInterceptors, before Nest reads it. */
-function attachDeferredDecisions(prototype: object, method: string): void {
-  let owner: object | null = prototype;
-  let descriptor: PropertyDescriptor | undefined;
-  while (owner !== null && (descriptor = Object.getOwnPropertyDescriptor(owner, method)) === undefined) {
-    owner = Object.getPrototypeOf(owner) as object | null;
-  }
-  const handler: unknown = descriptor?.value;
-  if (owner === null || descriptor === undefined || typeof handler !== 'function' || attached.has(handler)) return;
-  attached.add(handler);
-  UseInterceptors(DEFERRED_DECISIONS)(owner, method, descriptor);
-}
 
 const HEADER_SCHEMES: readonly RateLimitHeaders[] = ['ietf', 'legacy', 'both', 'none'];
 
@@ -93,7 +47,7 @@ const option = (name: string, problem: string, value: unknown): never => {
  * The guard, the interceptor and RateLimitService go through it; it knows no context itself.
  */
 @Injectable()
-export class RateLimiter implements OnModuleInit, OnModuleDestroy {
+export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
   readonly engine: DecisionEngine;
   readonly planner: RoutePlanner;
   private readonly logger = new Logger('RateLimit');
@@ -140,12 +94,8 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
       { defaults: options.defaults ?? [], failMode, hasUserOption: options.user !== undefined },
       reflector,
     );
-    // Runs while Nest instantiates providers: before it reads the handlers' interceptors to build routes,
-    // resolvers, gateways and message handlers. Other handlers pay for no interceptor.
     const application = this.planner.walk(discovery, scanner, moduleRef);
-    if (options.global !== false) {
-      for (const { prototype, method } of application.deferred) attachDeferredDecisions(prototype, method);
-    }
+    if (options.global !== false) attachEnhancers(this, application.deferred, application.rpc);
     this.contexts = application.contexts;
   }
 

@@ -5,6 +5,9 @@ import type { AdapterFactory, ContextType } from './context-adapter.js';
  * application has handlers of that type: an HTTP-only app loads neither @nestjs/graphql, @nestjs/websockets
  * nor @nestjs/microservices.
  */
-export const ADAPTER_FACTORIES: Readonly<Partial<Record<ContextType, () => Promise<AdapterFactory>>>> = {
+export const ADAPTER_FACTORIES: Readonly<Record<ContextType, () => Promise<AdapterFactory>>> = {
   http: async () => (await import('./http.adapter.js')).httpAdapter,
+  graphql: async () => (await import('./graphql.adapter.js')).graphqlAdapter,
+  ws: async () => (await import('./ws.adapter.js')).wsAdapter,
+  rpc: async () => (await import('./rpc.adapter.js')).rpcAdapter,
 };

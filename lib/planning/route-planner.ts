@@ -53,6 +53,8 @@ export interface RoutePlannerOptions {
 export interface PlannedApplication {
   readonly contexts: ReadonlySet<ContextType>;
   readonly deferred: readonly { readonly prototype: object; readonly method: string }[];
+  /** Microservice handlers with policies (a hybrid app's microservice may not get the global guard). */
+  readonly rpc: readonly { readonly classRef: object; readonly prototype: object; readonly method: string }[];
 }
 
 const NO_POLICIES: RoutePlan = Object.freeze({
@@ -106,6 +108,7 @@ export class RoutePlanner {
   walk(discovery: DiscoveryService, scanner: MetadataScanner, moduleRef: ModuleRef): PlannedApplication {
     const contexts = new Set<ContextType>();
     const deferred: { prototype: object; method: string }[] = [];
+    const rpc: { classRef: object; prototype: object; method: string }[] = [];
     const seen = new Set<unknown>();
     const controllers = discovery.getControllers();
     const classes = [
@@ -128,6 +131,9 @@ export class RoutePlanner {
         contexts.add(contextOf(kind));
         if (kind === 'graphql-field' && plan.policies.length > 0) this.checkFieldEnhancers(plan, moduleRef);
         if (plan.deferred) deferred.push({ prototype, method });
+        if ((kind === 'rpc' || kind === 'rpc-event') && plan.policies.length > 0) {
+          rpc.push({ classRef: metatype, prototype, method });
+        }
       }
       const classPolicies = this.reflector.get<RateLimitPolicy[] | undefined>(RATE_LIMIT_POLICIES, metatype);
       if (handlers === 0 && !controller && (classPolicies?.length ?? 0) > 0) {
@@ -138,7 +144,7 @@ export class RoutePlanner {
       }
     }
     if (controllers.length > 0) contexts.add('http');
-    return { contexts, deferred };
+    return { contexts, deferred, rpc };
   }
 
   /**
@@ -201,7 +207,7 @@ export class RoutePlanner {
     const policies = [...byName.values()].map((planned, order) => ({ planned, order }));
     if (kind === 'rpc' || kind === 'rpc-event') this.checkRpcKeys(policies, where);
     const late = policies.filter((p) => p.planned.key === 'user');
-    const deferrable = kind === 'http' || kind === 'graphql';
+    const deferrable = kind === 'http' || kind === 'graphql' || kind === 'ws';
     const routeGuards = [classRef, handler].some(
       (target) =>
         (this.reflector.get<unknown[] | undefined>(GUARDS_METADATA_KEY as string, target as never)?.length ?? 0) > 0,

@@ -1,0 +1,232 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+import { type ExecutionContext, IntrinsicException } from '@nestjs/common';
+import { GqlExecutionContext } from '@nestjs/graphql';
+import type { GraphQLResolveInfo } from 'graphql';
+
+import { clientIp, isTrustNone } from '../keys/client-ip.js';
+import type { RateLimitDecision } from '../policy/policy.types.js';
+import type {
+  AdapterFactory,
+  AdapterSettings,
+  ContextAdapter,
+  RateLimitDenial,
+  RateLimitUnavailable,
+} from './context-adapter.js';
+import { userIdOf } from './http.adapter.js';
+
+/** What a denied or unavailable resolver's GraphQL error carries in `extensions`, exactly. */
+export type RateLimitGraphQLExtensions =
+  | { readonly code: 'RATE_LIMITED'; readonly policy: string; readonly retryAfter?: number }
+  | { readonly code: 'RATE_LIMIT_UNAVAILABLE'; readonly policy: string; readonly retryAfter: number };
+
+/**
+ * The error a denied (or fail-closed, store-down) resolver throws. graphql-js turns it into a GraphQLError
+ * located at the resolver's path and copies `extensions` from it, so the client gets
+ * `{ message, path, extensions: { code, policy, retryAfter } }` while the operation's other fields resolve.
+ *
+ * Why not a GraphQLError or an HttpException: Nest's Apollo driver rewrites HttpExceptions into
+ * `INTERNAL_SERVER_ERROR` errors with an `originalError` extension, and Nest's external exception filter logs
+ * every error that is not an IntrinsicException — a denial is an expected answer, not an application error,
+ * so it must not fill the logs. This class is an IntrinsicException with `extensions`: neither driver changes
+ * it (Apollo only adds `stacktrace` outside production unless `includeStacktraceInErrorResponses: false`).
+ */
+export class RateLimitGraphQLError extends IntrinsicException {
+  constructor(
+    message: string,
+    readonly extensions: RateLimitGraphQLExtensions,
+  ) {
+    super(message);
+    this.name = 'RateLimitGraphQLError';
+  }
+}
+
+/** An Express response (`req.res`) or any Node ServerResponse. */
+type NodeResponse = Pick<ServerResponse, 'setHeader' | 'headersSent'>;
+
+/** A Fastify reply as Mercurius puts it on the context (`reply`); a subscription's stand-in has no `header`. */
+interface FastifyReplyLike {
+  header(name: string, value: string): unknown;
+  readonly sent?: boolean;
+  readonly raw?: { readonly headersSent?: boolean };
+}
+
+/**
+ * The GraphQL context value as the Nest drivers build it. Apollo (Express): `{ req }`, the Express request,
+ * whose `res` Express sets; Apollo subscriptions (graphql-ws): `req` is graphql-ws's context, whose
+ * `extra.request` is the upgrade request. Mercurius: `{ req, reply, app }` with the Fastify request and reply;
+ * Mercurius subscriptions: `{ request, reply: { request } }` with no `req`. Apps may add their own fields.
+ */
+interface GraphQLContextValue {
+  req?: unknown;
+  request?: unknown;
+  reply?: unknown;
+  extra?: { request?: unknown };
+}
+
+const isObject = (value: unknown): value is Record<PropertyKey, unknown> => typeof value === 'object' && value !== null;
+
+/** A Node IncomingMessage, as opposed to a Fastify request (which wraps one as `raw`). */
+const isIncomingMessage = (value: unknown): value is IncomingMessage =>
+  isObject(value) && isObject(value.socket) && isObject(value.headers) && typeof value.method === 'string';
+
+const isNodeResponse = (value: unknown): value is NodeResponse =>
+  isObject(value) && typeof value.setHeader === 'function' && typeof value.headersSent === 'boolean';
+
+const isFastifyReply = (value: unknown): value is FastifyReplyLike =>
+  isObject(value) && typeof value.header === 'function';
+
+/** The Node request under an Express request (itself), a Fastify request (`raw`) or graphql-ws's context. */
+function incomingMessageOf(value: unknown): IncomingMessage | undefined {
+  if (!isObject(value)) return undefined;
+  if (isIncomingMessage(value.raw)) return value.raw;
+  if (isIncomingMessage(value)) return value;
+  if (isObject(value.extra)) return incomingMessageOf(value.extra.request);
+  return undefined;
+}
+
+const nameOf = (target: unknown, fallback: string): string => (typeof target === 'function' && target.name) || fallback;
+
+/**
+ * The GraphQL adapter (`ctx.getType() === 'graphql'`), for Nest's Apollo and Mercurius drivers and any driver
+ * whose context holds the HTTP request as `req`. One resolver invocation is one decision: the limiter keeps
+ * its state on the invocation's arguments array, so a field selected under two aliases is charged twice.
+ */
+class GraphQLContextAdapter implements ContextAdapter {
+  readonly type = 'graphql' as const;
+  /** Client addresses per HTTP request: the resolvers of one operation share them. */
+  private readonly addresses = new WeakMap<IncomingMessage, string>();
+  private warnedForwardedFor = false;
+  private warnedNoRequest = false;
+  private warnedNoResponse = false;
+
+  constructor(private readonly settings: AdapterSettings) {}
+
+  /**
+   * Nest's external context creator calls a resolver's guards and interceptors with one `args` array
+   * (`[root, args, context, info]`) made for that invocation, so the array itself identifies it. (Called
+   * with a GqlExecutionContext, `getArgs()` is the GraphQL arguments object, also made per invocation.)
+   */
+  invocation(ctx: ExecutionContext): object {
+    const args: unknown = ctx.getArgs();
+    if (!isObject(args)) {
+      throw new TypeError(
+        `nestjs-rate-limit: the GraphQL execution context of ${this.where(ctx)} has no arguments array ` +
+          `(got ${args === null ? 'null' : typeof args}); was it made by Nest's GraphQL module?`,
+      );
+    }
+    return args;
+  }
+
+  clientIp(ctx: ExecutionContext): string | undefined {
+    const raw = this.incomingMessage(ctx);
+    if (raw === undefined) {
+      if (!this.warnedNoRequest) {
+        this.warnedNoRequest = true;
+        this.settings.logger.warn(
+          `The GraphQL context of ${this.where(ctx)} holds no HTTP request (as "req", "request" or ` +
+            `graphql-ws's "extra.request"), so 'ip' keys cannot be resolved there. If your GraphQL module ` +
+            `has a context function, keep the request in what it returns: ({ req }) => ({ req, ... }).`,
+        );
+      }
+      return undefined;
+    }
+    const known = this.addresses.get(raw);
+    if (known !== undefined) return known;
+    const { trust, ipv6Prefix, logger } = this.settings;
+    if (isTrustNone(trust) && !this.warnedForwardedFor && raw.headers['x-forwarded-for'] !== undefined) {
+      this.warnedForwardedFor = true;
+      logger.warn(
+        'A GraphQL request carried X-Forwarded-For but trustProxy is off, so clients are keyed by the socket ' +
+          'address. Behind a proxy, set trustProxy to it (a hop count, CIDRs or "loopback").',
+      );
+    }
+    const address = clientIp(raw, trust, ipv6Prefix);
+    this.addresses.set(raw, address);
+    return address;
+  }
+
+  /** `req.user?.id ?? req.user?.sub` of the context's request (Express or Fastify), as the HTTP adapter reads it. */
+  defaultUser(ctx: ExecutionContext): string | undefined {
+    const gql = this.contextValue(ctx);
+    const req = gql?.req ?? gql?.request;
+    return isObject(req) ? userIdOf(req.user as Parameters<typeof userIdOf>[0]) : undefined;
+  }
+
+  /**
+   * Writes the fields on the operation's HTTP response: Mercurius's `reply` (Fastify), else Express's `req.res`.
+   * Every rate-limited resolver of an operation writes the same names, so the last one written wins. Over a
+   * WebSocket (subscriptions) there is no response to write to, and nothing is written.
+   */
+  setHeaders(ctx: ExecutionContext, headers: readonly (readonly [string, string])[]): void {
+    if (headers.length === 0) return;
+    const gql = this.contextValue(ctx);
+    const reply = gql?.reply;
+    if (isFastifyReply(reply)) {
+      if (reply.sent === true || reply.raw?.headersSent === true) return;
+      for (const [name, value] of headers) reply.header(name, value);
+      return;
+    }
+    const res = isObject(gql?.req) ? gql.req.res : undefined;
+    if (isNodeResponse(res)) {
+      if (res.headersSent) return;
+      for (const [name, value] of headers) res.setHeader(name, value);
+      return;
+    }
+    if (!this.warnedNoResponse && !this.isSubscription(ctx)) {
+      this.warnedNoResponse = true;
+      this.settings.logger.warn(
+        `The GraphQL context of ${this.where(ctx)} holds no HTTP response (Fastify "reply" or Express ` +
+          `"req.res"), so its rate-limit headers are not sent. With Apollo on Fastify, return the reply from ` +
+          `your context function: (req, reply) => ({ req, reply }).`,
+      );
+    }
+  }
+
+  deny(_ctx: ExecutionContext, denial: RateLimitDenial, _decision: RateLimitDecision): never {
+    throw new RateLimitGraphQLError(
+      denial.message,
+      denial.retryAfter === undefined
+        ? { code: denial.code, policy: denial.policy }
+        : { code: denial.code, policy: denial.policy, retryAfter: denial.retryAfter },
+    );
+  }
+
+  /** The field fails with RATE_LIMIT_UNAVAILABLE; the HTTP response (when there is one) gets `Retry-After`. */
+  unavailable(ctx: ExecutionContext, outage: RateLimitUnavailable): never {
+    this.setHeaders(ctx, [['Retry-After', String(outage.retryAfter)]]);
+    throw new RateLimitGraphQLError(outage.message, {
+      code: outage.code,
+      policy: outage.policy,
+      retryAfter: outage.retryAfter,
+    });
+  }
+
+  private contextValue(ctx: ExecutionContext): GraphQLContextValue | undefined {
+    const value: unknown = GqlExecutionContext.create(ctx).getContext();
+    return isObject(value) ? (value as GraphQLContextValue) : undefined;
+  }
+
+  /** The HTTP request under the operation: the context's `req`, `request` (Mercurius subscriptions) or graphql-ws's. */
+  private incomingMessage(ctx: ExecutionContext): IncomingMessage | undefined {
+    const gql = this.contextValue(ctx);
+    if (gql === undefined) return undefined;
+    return incomingMessageOf(gql.req) ?? incomingMessageOf(gql.request) ?? incomingMessageOf(gql);
+  }
+
+  private isSubscription(ctx: ExecutionContext): boolean {
+    const info: unknown = GqlExecutionContext.create(ctx).getInfo();
+    return isObject(info) && (info as unknown as GraphQLResolveInfo).operation?.operation === 'subscription';
+  }
+
+  /** `Resolver.method`, for messages. */
+  private where(ctx: ExecutionContext): string {
+    return `${nameOf(ctx.getClass(), 'resolver')}.${nameOf(ctx.getHandler(), 'handler')}`;
+  }
+}
+
+/**
+ * Makes the GraphQL adapter. Loaded by the module only when the application has GraphQL resolvers, so
+ * `@nestjs/graphql` (imported here) stays optional for every other app.
+ */
+export const graphqlAdapter: AdapterFactory = (settings) => new GraphQLContextAdapter(settings);

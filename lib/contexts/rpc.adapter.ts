@@ -1,0 +1,223 @@
+/**
+ * The microservices context (`@nestjs/microservices`): `@MessagePattern` (request-response) and `@EventPattern`
+ * handlers of controllers, on any transport (tested on TCP and Redis). Loaded by the adapter registry only when
+ * the application has RPC handlers, so it may import `@nestjs/microservices` statically.
+ *
+ * What differs from HTTP: there is no client address and no conventional user (policies are keyed by key
+ * functions, or by the module's `user` option when it reads RPC contexts), no headers, and two ways to stop a
+ * message: a request-response message fails with an RpcException the client's observable receives; an event
+ * has no one to answer, so it is dropped (not handled) and the drop is logged, at most once per policy per
+ * minute.
+ */
+import type { ExecutionContext, Logger } from '@nestjs/common';
+import { EventPattern, MessagePattern, RpcException } from '@nestjs/microservices';
+
+import type { RateLimitDecision } from '../policy/policy.types.js';
+import {
+  type AdapterFactory,
+  type AdapterSettings,
+  type ContextAdapter,
+  type RateLimitDenial,
+  RateLimitDroppedEvent,
+  type RateLimitUnavailable,
+} from './context-adapter.js';
+
+/**
+ * The metadata key `@MessagePattern` and `@EventPattern` write on the handler function (Nest's
+ * `PATTERN_HANDLER_METADATA`). Spelled out here because Nest exports it only from its internal
+ * `constants.js`; a unit test applies the real decorators and checks it, so a change in Nest is caught.
+ */
+export const RPC_HANDLER_TYPE_METADATA = 'microservices:handler_type';
+/** Nest's `PatternHandler.MESSAGE` (request-response) and `PatternHandler.EVENT`: not exported by Nest either. */
+export const RPC_MESSAGE_HANDLER = 1;
+export const RPC_EVENT_HANDLER = 2;
+
+/** How often, at most, the drops of one policy are logged. */
+export const DROP_LOG_INTERVAL_MS = 60_000;
+
+/** What the client of a denied request-response message receives as the error of `ClientProxy.send()`. */
+export interface RpcRateLimitedError extends RateLimitDenial {
+  /** As Nest's own RPC errors (`{ status: 'error', message }`), so clients that check it keep working. */
+  readonly status: 'error';
+}
+
+/** What the client of a request-response message receives when a fail-closed policy's store is down. */
+export interface RpcUnavailableError extends RateLimitUnavailable {
+  readonly status: 'error';
+}
+
+export type RpcHandlerKind = 'message' | 'event';
+
+/**
+ * The kind of each handler, read once from its metadata (handlers are the controllers' prototype methods, so
+ * the cache holds a few entries and lets them go with their classes).
+ */
+const kinds = new WeakMap<object, RpcHandlerKind>();
+
+/**
+ * Whether `handler` is an `@EventPattern` handler (`'event'`) or a request-response one (`'message'`). A
+ * handler without the metadata (called through some other path) is taken as a message: its denial is then an
+ * RpcException, which some client can receive, rather than a silent drop.
+ */
+export function rpcHandlerKind(handler: object): RpcHandlerKind {
+  let kind = kinds.get(handler);
+  if (kind === undefined) {
+    const type: unknown = Reflect.getMetadata(RPC_HANDLER_TYPE_METADATA, handler);
+    kind = type === RPC_EVENT_HANDLER ? 'event' : 'message';
+    kinds.set(handler, kind);
+  }
+  return kind;
+}
+
+/**
+ * Checks, once per adapter, that Nest's decorators still write the metadata this file reads: applies the real
+ * `@EventPattern` and `@MessagePattern` to two throw-away functions. Returns what is wrong, or undefined.
+ */
+function checkNestMetadata(): string | undefined {
+  const read = (decorate: MethodDecorator): unknown => {
+    const descriptor: PropertyDescriptor = { value: function probe(): void {} };
+    decorate({}, 'probe', descriptor);
+    return Reflect.getMetadata(RPC_HANDLER_TYPE_METADATA, descriptor.value as object);
+  };
+  const event = read(EventPattern<string>('nestjs-rate-limit:probe'));
+  const message = read(MessagePattern('nestjs-rate-limit:probe'));
+  if (event === RPC_EVENT_HANDLER && message === RPC_MESSAGE_HANDLER) return undefined;
+  return (
+    `@nestjs/microservices no longer marks handlers as expected (metadata "${RPC_HANDLER_TYPE_METADATA}": ` +
+    `@EventPattern wrote ${JSON.stringify(event)}, expected ${RPC_EVENT_HANDLER}; @MessagePattern wrote ` +
+    `${JSON.stringify(message)}, expected ${RPC_MESSAGE_HANDLER}). Denied events will be answered like messages ` +
+    '(an RpcException, which Nest logs for each of them) instead of being dropped quietly.'
+  );
+}
+
+/** `Class.method` of the handler of `ctx`, for log lines. */
+function handlerName(ctx: ExecutionContext): string {
+  const name = (target: unknown, fallback: string): string => {
+    const value = (target as { name?: unknown } | null | undefined)?.name;
+    return typeof value === 'string' && value !== '' ? value : fallback;
+  };
+  return `${name(ctx.getClass(), 'controller')}.${name(ctx.getHandler(), 'handler')}`;
+}
+
+/**
+ * Logs dropped events at most once per policy and reason per DROP_LOG_INTERVAL_MS: a flood of events over the
+ * limit would otherwise write one line per event. The next line says how many drops went unlogged meanwhile.
+ * Entries are per policy name (a bounded set: policies are declared at start-up).
+ */
+class DropLog {
+  private readonly last = new Map<string, { atMs: number; held: number }>();
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly now: () => number,
+  ) {}
+
+  note(reason: string, line: () => string): void {
+    const nowMs = this.now();
+    const entry = this.last.get(reason);
+    if (entry !== undefined && nowMs - entry.atMs < DROP_LOG_INTERVAL_MS) {
+      entry.held++;
+      return;
+    }
+    const held = entry?.held ?? 0;
+    this.logger.warn(
+      held === 0 ? line() : `${line()} (${held} more dropped for the same reason since the last report, not logged)`,
+    );
+    this.last.set(reason, { atMs: nowMs, held: 0 });
+  }
+}
+
+/**
+ * The adapter of the `'rpc'` context. Stateless apart from the drop log (per application: the factory makes
+ * one per module instance) and the per-handler kind cache.
+ */
+export class RpcAdapter implements ContextAdapter {
+  readonly type = 'rpc' as const;
+  private readonly drops: DropLog;
+
+  /**
+   * @param now a monotonic clock in ms for the drop log's interval (a test may drive it); not the module's
+   *   clock, which decides limits and may be a store's.
+   */
+  constructor(settings: Pick<AdapterSettings, 'logger'>, now: () => number = () => performance.now()) {
+    this.drops = new DropLog(settings.logger, now);
+    const problem = checkNestMetadata();
+    if (problem !== undefined) settings.logger.warn(`RPC rate limiting: ${problem}`);
+  }
+
+  /**
+   * The handler's arguments array. Nest's RpcContextCreator builds the guards' and the interceptors'
+   * ExecutionContext over the same `args` array (the rest parameters of one call of the handler's proxy), so
+   * it is one object per message and handler, shared by guard and interceptor. Neither the data (it may be a
+   * primitive) nor the transport's context (one TcpContext is shared by every event handler of a pattern) can
+   * hold that state.
+   */
+  invocation(ctx: ExecutionContext): object {
+    return ctx.getArgs<unknown[]>();
+  }
+
+  /** RPC transports have no client address the limiter could trust: 'ip' policies are refused at start. */
+  clientIp(): string | undefined {
+    return undefined;
+  }
+
+  /** No conventional user on a message: the module's `user` option or key functions must name one. */
+  defaultUser(): string | undefined {
+    return undefined;
+  }
+
+  /** RPC replies have no header fields. */
+  setHeaders(): void {}
+
+  /**
+   * A message: RpcException whose error `{ status: 'error', code: 'RATE_LIMITED', message, policy, retryAfter? }`
+   * reaches the client's observable as that object (Nest's RPC exception filter sends an object error as is).
+   * An event: dropped (RateLimitDroppedEvent, which the module's filter turns into an empty result) and logged
+   * at most once per policy per minute. A denial is a decision, not a store failure: nothing goes to onError.
+   */
+  deny(ctx: ExecutionContext, denial: RateLimitDenial, _decision: RateLimitDecision): never {
+    if (rpcHandlerKind(ctx.getHandler()) === 'event') {
+      this.drops.note(
+        `limited:${denial.policy}`,
+        () => `Dropped an event of ${handlerName(ctx)}: rate limit "${denial.policy}" exceeded`,
+      );
+      throw new RateLimitDroppedEvent(denial.policy);
+    }
+    const error: RpcRateLimitedError = {
+      status: 'error',
+      code: denial.code,
+      message: denial.message,
+      policy: denial.policy,
+      ...(denial.retryAfter === undefined ? {} : { retryAfter: denial.retryAfter }),
+    };
+    throw new RpcException(error);
+  }
+
+  /**
+   * A fail-closed policy whose store is down. A message fails with
+   * `{ status: 'error', code: 'RATE_LIMIT_UNAVAILABLE', message, policy, retryAfter }`; an event is dropped and
+   * logged like a denied one (the store failure itself went to onError through the engine).
+   */
+  unavailable(ctx: ExecutionContext, outage: RateLimitUnavailable): never {
+    if (rpcHandlerKind(ctx.getHandler()) === 'event') {
+      this.drops.note(
+        `unavailable:${outage.policy}`,
+        () =>
+          `Dropped an event of ${handlerName(ctx)}: the rate limiter's store is unavailable and policy ` +
+          `"${outage.policy}" fails closed`,
+      );
+      throw new RateLimitDroppedEvent(outage.policy);
+    }
+    const error: RpcUnavailableError = {
+      status: 'error',
+      code: outage.code,
+      message: outage.message,
+      policy: outage.policy,
+      retryAfter: outage.retryAfter,
+    };
+    throw new RpcException(error);
+  }
+}
+
+/** The factory the adapter registry imports (lib/contexts/index.ts). */
+export const rpcAdapter: AdapterFactory = (settings) => new RpcAdapter(settings);

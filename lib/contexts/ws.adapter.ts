@@ -1,0 +1,203 @@
+import { EventEmitter } from 'node:events';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+
+import type { ExecutionContext } from '@nestjs/common';
+import { WsException } from '@nestjs/websockets';
+
+import { clientIp, isTrustNone } from '../keys/client-ip.js';
+import type { RateLimitDecision } from '../policy/policy.types.js';
+import type {
+  AdapterFactory,
+  AdapterSettings,
+  ContextAdapter,
+  RateLimitDenial,
+  RateLimitUnavailable,
+} from './context-adapter.js';
+import { userIdOf } from './http.adapter.js';
+
+/** A user as apps attach it to a connection: the id (or a JWT's `sub`) keys `'user'` policies. */
+interface UserLike {
+  readonly id?: unknown;
+  readonly sub?: unknown;
+}
+
+/**
+ * What a socket.io `Socket` keeps of its handshake for the connection's life (public socket.io API):
+ * the headers of the first request and the address it came from. `data` is socket.io's per-socket bag,
+ * where apps put what their connection middleware authenticated.
+ */
+interface SocketIoClient {
+  readonly handshake: { readonly headers: IncomingHttpHeaders; readonly address?: string };
+  readonly data?: { readonly user?: UserLike } | null;
+  readonly user?: UserLike | null;
+}
+
+/**
+ * A `ws` WebSocket on the server side. `ws` does not keep the upgrade request; `_socket` (the net.Socket of
+ * the upgrade, set by `WebSocket#setSocket`) is internal to `ws` — there is no public getter for it — and is
+ * the only link from a message back to its handshake. Apps conventionally attach their user as `client.user`.
+ */
+interface WsClient {
+  readonly _socket?: { readonly remoteAddress?: string } | null;
+  readonly user?: UserLike | null;
+}
+
+/** The part of an IncomingMessage that `clientIp()` reads (X-Forwarded-For and the socket address). */
+type HandshakeLike = Pick<IncomingMessage, 'headers'> & { readonly socket: { readonly remoteAddress?: string } };
+
+const isObject = (value: unknown): value is object => typeof value === 'object' && value !== null;
+
+const isSocketIoClient = (client: object): client is SocketIoClient =>
+  isObject((client as { handshake?: unknown }).handshake) &&
+  isObject((client as { handshake: { headers?: unknown } }).handshake.headers);
+
+const isWsClient = (client: object): client is WsClient => isObject((client as { _socket?: unknown })._socket);
+
+/**
+ * Rate limiting for @nestjs/websockets gateways, on socket.io (@nestjs/platform-socket.io, Nest's default) and
+ * on `ws` (@nestjs/platform-ws). Each message is one decision; `'ip'` keys are the handshake's client address
+ * (trustProxy applied to the handshake's headers); a denied message is not handled, and its client receives
+ * Nest's `exception` event with `{ status: 'error', code, message, policy, retryAfter }`; the connection stays
+ * open. WebSockets have no headers per message, so setHeaders does nothing.
+ */
+class WsContextAdapter implements ContextAdapter {
+  readonly type = 'ws' as const;
+  /** The client address of each connection: its handshake is fixed, so it is computed once per connection. */
+  private readonly addresses = new WeakMap<object, string>();
+  /**
+   * The upgrade request of each socket upgraded by the application's HTTP server, which is where the `ws`
+   * gateways that share the app's port take their connections from (see watchUpgrades).
+   */
+  private readonly upgrades = new WeakMap<object, IncomingMessage>();
+  private warnedNoHandshake = false;
+  private warnedForwardedFor = false;
+  private warnedUnknownClient = false;
+
+  constructor(private readonly settings: AdapterSettings) {
+    this.watchUpgrades();
+  }
+
+  /**
+   * `ws` keeps no handshake on its clients, so the upgrade requests of the app's HTTP server are remembered by
+   * their socket (weakly: they go with the connection), and found again at message time through the client's
+   * socket. Gateways on a port of their own are upgraded by a server the app does not expose: their clients are
+   * keyed by the socket address (see handshakeOf). socket.io keeps its handshake and needs none of this.
+   */
+  private watchUpgrades(): void {
+    // Absent in a microservice or a standalone application: no HTTP server, nothing to watch.
+    const httpAdapter = this.settings.httpAdapterHost?.httpAdapter as { getHttpServer?: () => unknown } | undefined;
+    const server: unknown = httpAdapter?.getHttpServer?.();
+    if (!(server instanceof EventEmitter)) return;
+    const onUpgrade = (req: IncomingMessage, socket: { destroy(): void }): void => {
+      // No other 'upgrade' listener: nobody will complete this upgrade. Without any listener Node would have
+      // answered it as a plain HTTP request; with this one it hands the socket over, so refuse it here
+      // rather than leave it open for ever (a test checks this).
+      if (server.listenerCount('upgrade') === 1) {
+        socket.destroy();
+        return;
+      }
+      this.upgrades.set(socket, req);
+    };
+    // First, so the request is known before any gateway completes the upgrade and a message can arrive.
+    server.prependListener('upgrade', onUpgrade);
+  }
+
+  /**
+   * The arguments array of the message: Nest's WsProxy builds one per message (`[client, data, ack | event,
+   * pattern]`) and passes that same array to the guards and the interceptors of the handler. The data object
+   * could not serve: it may be a primitive, or the same object in two messages.
+   */
+  invocation(ctx: ExecutionContext): object {
+    return ctx.getArgs();
+  }
+
+  clientIp(ctx: ExecutionContext): string | undefined {
+    const client: unknown = ctx.switchToWs().getClient();
+    if (!isObject(client)) return undefined;
+    const known = this.addresses.get(client);
+    if (known !== undefined) return known;
+    const handshake = this.handshakeOf(client);
+    if (handshake === undefined) return undefined;
+    if (
+      !this.warnedForwardedFor &&
+      isTrustNone(this.settings.trust) &&
+      handshake.headers['x-forwarded-for'] !== undefined
+    ) {
+      this.warnedForwardedFor = true;
+      this.settings.logger.warn(
+        'A WebSocket handshake carried X-Forwarded-For but trustProxy is off, so WebSocket clients are keyed by ' +
+          'the socket address. Behind a proxy, set trustProxy to it (a hop count, CIDRs or "loopback").',
+      );
+    }
+    // clientIp() reads only `headers` and `socket.remoteAddress` of the request it is given.
+    const address = clientIp(handshake as IncomingMessage, this.settings.trust, this.settings.ipv6Prefix);
+    this.addresses.set(client, address);
+    return address;
+  }
+
+  /** The handshake of a connection, as `clientIp()` reads it; undefined for a client of an unknown library. */
+  private handshakeOf(client: object): HandshakeLike | undefined {
+    if (isSocketIoClient(client)) {
+      return { headers: client.handshake.headers, socket: { remoteAddress: client.handshake.address } };
+    }
+    if (isWsClient(client)) {
+      const socket = client._socket as object;
+      const upgrade = this.upgrades.get(socket);
+      if (upgrade !== undefined) return upgrade;
+      if (!this.warnedNoHandshake && !isTrustNone(this.settings.trust)) {
+        this.warnedNoHandshake = true;
+        this.settings.logger.warn(
+          'A ws gateway on a port of its own: its handshakes are not seen by the application, so trustProxy does ' +
+            "not apply to them and 'ip' keys use the socket address. Put the gateway on the application's port " +
+            '(@WebSocketGateway() or @WebSocketGateway({ path })) for X-Forwarded-For to be read.',
+        );
+      }
+      return { headers: {}, socket: { remoteAddress: client._socket?.remoteAddress } };
+    }
+    if (!this.warnedUnknownClient) {
+      this.warnedUnknownClient = true;
+      const name = (client as { constructor?: { name?: string } }).constructor?.name ?? typeof client;
+      this.settings.logger.warn(
+        `A WebSocket client of an unknown kind (${name}, neither socket.io nor ws): 'ip' keys cannot see its ` +
+          "address. Key such gateways' policies by a function of the client instead.",
+      );
+    }
+    return undefined;
+  }
+
+  /** A user attached at connection: `client.data.user` (socket.io's per-socket data), else `client.user`. */
+  defaultUser(ctx: ExecutionContext): string | undefined {
+    const client: unknown = ctx.switchToWs().getClient();
+    if (!isObject(client)) return undefined;
+    const { data, user } = client as { data?: { user?: UserLike } | null; user?: UserLike | null };
+    return userIdOf(data?.user) ?? userIdOf(user);
+  }
+
+  /** WebSocket messages have no header fields: nothing to write. */
+  setHeaders(): void {}
+
+  /** The client gets Nest's `exception` event with this object as it is (BaseWsExceptionFilter emits it). */
+  deny(_ctx: ExecutionContext, denial: RateLimitDenial, _decision: RateLimitDecision): never {
+    throw new WsException({
+      status: 'error',
+      code: denial.code,
+      message: denial.message,
+      policy: denial.policy,
+      // Absent when retrying cannot help (a cost that never fits), as in the denial.
+      ...(denial.retryAfter === undefined ? {} : { retryAfter: denial.retryAfter }),
+    });
+  }
+
+  unavailable(_ctx: ExecutionContext, outage: RateLimitUnavailable): never {
+    throw new WsException({
+      status: 'error',
+      code: outage.code,
+      message: outage.message,
+      policy: outage.policy,
+      retryAfter: outage.retryAfter,
+    });
+  }
+}
+
+/** The WebSocket adapter (`ctx.getType() === 'ws'`), loaded only by applications that have gateways. */
+export const wsAdapter: AdapterFactory = (settings) => new WsContextAdapter(settings);

@@ -1,0 +1,130 @@
+import {
+  type ArgumentsHost,
+  type CanActivate,
+  Catch,
+  type ExceptionFilter,
+  type ExecutionContext,
+  type NestInterceptor,
+  UseFilters,
+  UseGuards,
+  UseInterceptors,
+} from '@nestjs/common';
+import { EMPTY, from, switchMap } from 'rxjs';
+
+import { RateLimitDroppedEvent } from '../contexts/context-adapter.js';
+import type { Evaluation } from '../engine/decision-engine.js';
+
+/** Where the module stands with an invocation: decided, or left to the interceptor (after every guard). */
+export const STATE = Symbol('nestjs-rate-limit:state');
+/** The limiter that deferred an invocation, for the shared interceptor to complete it with. */
+export const LIMITER = Symbol('nestjs-rate-limit:limiter');
+/** What the global guard decided before authentication, for the interceptor to complete. */
+export const EARLY = Symbol('nestjs-rate-limit:early-decisions');
+export const DECIDED = 1;
+export const DEFERRED = 2;
+
+/** Who asks for a decision: an explicit guard decides now; the global guard may defer to the interceptor. */
+export type DecisionPoint = 'guard' | 'global-guard' | 'interceptor';
+
+/** What decides invocations: the module's RateLimiter. */
+export interface Decider {
+  handle(ctx: ExecutionContext, point: DecisionPoint): Promise<void>;
+}
+
+/** The limiter's marks on an invocation object. */
+export interface Invocation {
+  [STATE]?: number;
+  [LIMITER]?: Decider;
+  [EARLY]?: Evaluation;
+}
+
+/**
+ * The invocation object of a context before its adapter is known: the request for HTTP, the arguments of
+ * the call for the others (one array per resolver invocation, message or event, shared by its guards and
+ * interceptors). Adapters return the same objects.
+ */
+export const invocationOf = (ctx: ExecutionContext): Invocation =>
+  ctx.getType() === 'http' ? ctx.switchToHttp().getRequest<Invocation>() : (ctx.getArgs() as Invocation);
+
+/**
+ * The interceptor the limiter attaches to handlers whose user-keyed policies wait for their own guards. One
+ * object for every application of the process (classes, and so their metadata, are shared): it completes
+ * an invocation with the limiter that deferred it, and passes every other one straight on.
+ */
+const DEFERRED_DECISIONS: NestInterceptor = {
+  intercept(ctx, next) {
+    const invocation = invocationOf(ctx);
+    const limiter = invocation[LIMITER];
+    if (invocation[STATE] !== DEFERRED || limiter === undefined) return next.handle();
+    return from(limiter.handle(ctx, 'interceptor')).pipe(switchMap(() => next.handle()));
+  },
+};
+
+/** The limiter of the application that last planned a microservice controller class. */
+const RPC_LIMITERS = new WeakMap<object, Decider>();
+
+/**
+ * The guard the limiter puts on microservice handlers with policies. A hybrid app's microservice gets the
+ * app's global guard only with `connectMicroservice(options, { inheritAppConfig: true })`: without it those
+ * handlers would go unlimited, silently. With it (or in a standalone microservice) the global guard has
+ * decided first, and this one finds the message decided.
+ */
+const RPC_GUARD: CanActivate = {
+  async canActivate(ctx) {
+    await RPC_LIMITERS.get(ctx.getClass())?.handle(ctx, 'guard');
+    return true;
+  },
+};
+
+/** Turns a microservice event the limiter dropped into an empty result, for handlers without the APP_FILTER. */
+@Catch(RateLimitDroppedEvent)
+class DroppedEventFilter implements ExceptionFilter {
+  catch(exception: RateLimitDroppedEvent, host: ArgumentsHost): unknown {
+    if (host.getType() === 'rpc') return EMPTY;
+    throw exception;
+  }
+}
+
+type HandlerDecorator = (owner: object, method: string, descriptor: PropertyDescriptor) => void;
+const decorated = new Map<HandlerDecorator, WeakSet<object>>();
+
+/** Applies one of Nest's own decorators to a handler (once per process), before Nest reads its metadata. */
+function decorateHandler(prototype: object, method: string, decorate: HandlerDecorator): void {
+  let owner: object | null = prototype;
+  let descriptor: PropertyDescriptor | undefined;
+  while (owner !== null && (descriptor = Object.getOwnPropertyDescriptor(owner, method)) === undefined) {
+    owner = Object.getPrototypeOf(owner) as object | null;
+  }
+  const handler: unknown = descriptor?.value;
+  if (owner === null || descriptor === undefined || typeof handler !== 'function') return;
+  let done = decorated.get(decorate);
+  if (done === undefined) decorated.set(decorate, (done = new WeakSet()));
+  if (done.has(handler)) return;
+  done.add(handler);
+  decorate(owner, method, descriptor);
+}
+
+const withDeferredDecisions: HandlerDecorator = (owner, method, descriptor) =>
+  UseInterceptors(DEFERRED_DECISIONS)(owner, method, descriptor);
+const withRpcGuard: HandlerDecorator = (owner, method, descriptor) => {
+  UseGuards(RPC_GUARD)(owner, method, descriptor);
+  UseFilters(new DroppedEventFilter())(owner, method, descriptor);
+};
+
+/**
+ * Puts the limiter's enhancers on the handlers that need them, with Nest's own decorators, while Nest
+ * instantiates providers (before it reads handlers' enhancers to build routes, resolvers, gateways and
+ * message handlers): the deferral interceptor where user-keyed policies wait for a route's own guards, and
+ * the guard on microservice handlers. Other handlers pay for nothing.
+ */
+export function attachEnhancers(
+  limiter: Decider,
+  deferred: readonly { prototype: object; method: string }[],
+  rpc: readonly { classRef: object; prototype: object; method: string }[],
+): void {
+  for (const { prototype, method } of deferred) decorateHandler(prototype, method, withDeferredDecisions);
+  for (const { classRef, prototype, method } of rpc) {
+    RPC_LIMITERS.set(classRef, limiter);
+    decorateHandler(prototype, method, withRpcGuard);
+  }
+}

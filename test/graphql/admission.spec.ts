@@ -1,0 +1,49 @@
+import type { RateLimitModuleOptions } from '../../lib/index.js';
+import { GRAPHQL_DRIVERS, startGraphQLApp, type GraphQLResponse } from '../support/graphql-app.js';
+import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { FloodResolver } from './fixtures.js';
+
+type StoreName = 'memory' | 'redis';
+
+/** How many of the responses had `flood` resolved, and how many had it denied (and nothing else). */
+function tally(responses: GraphQLResponse[]): { admitted: number; denied: number; other: number } {
+  let admitted = 0;
+  let denied = 0;
+  let other = 0;
+  for (const res of responses) {
+    const codes = (res.errors ?? []).map((e) => e.extensions?.code);
+    if (res.status === 200 && res.data?.flood === 'ok' && codes.length === 0) admitted++;
+    else if (res.status === 200 && res.data?.flood === null && codes.join() === 'RATE_LIMITED') denied++;
+    else other++;
+  }
+  return { admitted, denied, other };
+}
+
+describe.each(GRAPHQL_DRIVERS)('exact admission under concurrency on %s', (driver) => {
+  let redis: TestRedis;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(() => redis.stop());
+
+  it.each<StoreName>(['memory', 'redis'])(
+    '%s store: 200 concurrent operations (separate HTTP requests) at 100 per minute admit exactly 100',
+    async (store) => {
+      const rateLimit: RateLimitModuleOptions =
+        store === 'redis' ? { redis: { url: redis.url }, keyPrefix: `${driver}:` } : {};
+      const t = await startGraphQLApp(driver, { resolvers: [FloodResolver], rateLimit });
+      try {
+        const started = performance.now();
+        const responses = await Promise.all(Array.from({ length: 200 }, () => t.gql('{ flood }')));
+        expect(tally(responses)).toEqual({ admitted: 100, denied: 100, other: 0 });
+        expect(performance.now() - started).toBeLessThan(20_000);
+        const after = await t.service().peek('flood', 'ip:127.0.0.1');
+        expect(after.remaining).toBe(0);
+        if (store === 'redis')
+          expect(await redis.client().keys(`${driver}:*`)).toEqual([`${driver}:{flood:ip:127.0.0.1}`]);
+      } finally {
+        await t.close();
+      }
+    },
+  );
+});

@@ -1,0 +1,3 @@
+import { rpcSuite } from './rpc-suite.js';
+
+describe('rate limiting microservices on the TCP transport', () => rpcSuite('tcp'));
