@@ -1,8 +1,12 @@
+import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
 import { Module } from '@nestjs/common';
+import { GraphQLModule } from '@nestjs/graphql';
 
 import { RateLimitModule, type RateLimitModuleOptions } from '../lib/index.js';
 import { AiController } from './ai.controller.js';
 import { AuthController } from './auth.controller.js';
+import { ChatGateway } from './chat.gateway.js';
+import { GreetingResolver } from './greeting.resolver.js';
 import { HealthController } from './health.controller.js';
 import { ReportsController } from './reports.controller.js';
 
@@ -25,7 +29,17 @@ export function rateLimitOptions(env: NodeJS.ProcessEnv = process.env): RateLimi
 }
 
 @Module({
-  imports: [RateLimitModule.forRootAsync({ useFactory: () => rateLimitOptions() })],
+  imports: [
+    RateLimitModule.forRootAsync({ useFactory: () => rateLimitOptions() }),
+    // A code-first schema, built in memory at start (no file written); errors without stack traces, so
+    // clients see a rate-limit error's extensions exactly.
+    GraphQLModule.forRoot<ApolloDriverConfig>({
+      driver: ApolloDriver,
+      autoSchemaFile: true,
+      includeStacktraceInErrorResponses: false,
+    }),
+  ],
   controllers: [HealthController, AuthController, AiController, ReportsController],
+  providers: [GreetingResolver, ChatGateway],
 })
 export class AppModule {}
