@@ -7,6 +7,7 @@ import {
   ChatGateway,
   GUARDED_POLICIES,
   GuardedGateway,
+  AuthenticatingGateway,
   handled,
   InterceptedGateway,
   messageUser,
@@ -158,6 +159,26 @@ export function gatewaySuite(platform: Platform): void {
       expect(await peek('user', 'user:bob')).toBe(1);
       // All-or-nothing: the denied message consumed no 'ip' unit either (3 handled of 4).
       expect(await peek('ip', 'ip:127.0.0.1')).toBe(7);
+    });
+
+    it("the global guard and a gateway's own auth guard: user policies wait for it and key by its user", async () => {
+      ws = await createWsApp(platform, { user: messageUser }, { gateways: [AuthenticatingGateway] });
+      const client = await ws.connect();
+      const peek = async (policy: keyof typeof GUARDED_POLICIES, key: string) =>
+        (await ws!.app.get(RateLimitService).peek(GUARDED_POLICIES[policy], key)).remaining;
+      for (let n = 0; n < 2; n++) {
+        expect(await ask(client, 'authenticated', { token: 'alice', n })).toEqual(handled('authenticated', n));
+      }
+      expect(await ask(client, 'authenticated', { token: 'alice', n: 2 })).toStrictEqual({
+        event: 'exception',
+        data: denied('guarded-user', 60),
+      });
+      expect(ws.app.get(AuthenticatingGateway).handled).toBe(2);
+      expect(await peek('user', 'user:alice')).toBe(0);
+      // Nothing went to the IP's user-keyed fallback; the IP policy was decided before authentication
+      // and given back when the user's policy denied.
+      expect(await peek('user', 'ip:127.0.0.1')).toBe(2);
+      expect(await peek('ip', 'ip:127.0.0.1')).toBe(8);
     });
 
     it('a message is decided once when the global guard and RateLimitInterceptor both ask', async () => {

@@ -144,6 +144,23 @@ export class GuardedGateway {
   }
 }
 
+/**
+ * Per-message authentication with the module's global guard: the gateway's own guard authenticates after
+ * the global guard, so user-keyed policies wait for it (the limiter's interceptor decides them).
+ */
+@WebSocketGateway()
+@UseGuards(MessageAuthGuard)
+export class AuthenticatingGateway {
+  handled = 0;
+
+  @SubscribeMessage('authenticated')
+  @RateLimit([GUARDED_POLICIES.ip, GUARDED_POLICIES.user])
+  authenticated(@MessageBody() data: { n?: number }) {
+    this.handled++;
+    return handled('authenticated', data.n);
+  }
+}
+
 export const ONCE_POLICY = fixed('once', 3);
 
 /** RateLimitInterceptor as well as the global guard: both ask, and each message must be decided once. */
