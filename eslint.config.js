@@ -28,6 +28,7 @@ export default tseslint.config(
           'clearInterval',
           'URL',
           'Buffer',
+          'fetch',
         ].map((name) => [name, 'readonly']),
       ),
     },
