@@ -8,6 +8,8 @@ import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis'
 import { Controller, Get, Module } from '@nestjs/common';
 import { APP_GUARD, NestFactory } from '@nestjs/core';
 import { ThrottlerGuard, ThrottlerModule } from '@nestjs/throttler';
+import { Redis } from 'ioredis';
+import { RateLimiterRedis } from 'rate-limiter-flexible';
 
 import { MemoryRateLimitStore, RateLimitModule } from '../dist/index.js';
 
@@ -111,6 +113,32 @@ const VARIANTS = {
   }),
 };
 
+/** rate-limiter-flexible as a Nest guard: RateLimiterRedis.consume() per request, 429 when it rejects. */
+class FlexibleGuard {
+  static limiter;
+  async canActivate(ctx) {
+    const req = ctx.switchToHttp().getRequest();
+    try {
+      await FlexibleGuard.limiter.consume(req.headers['x-user'] ?? req.ip);
+      return true;
+    } catch (rejection) {
+      if (rejection instanceof Error) throw rejection;
+      const res = ctx.switchToHttp().getResponse();
+      res.status(429);
+      return false;
+    }
+  }
+}
+VARIANTS['flexible-redis'] = () => {
+  FlexibleGuard.limiter = new RateLimiterRedis({
+    storeClient: new Redis(redisUrl, { enableAutoPipelining: true }),
+    points: LIMIT,
+    duration: WINDOW_MS / 1000,
+    keyPrefix: 'rlflx',
+  });
+  return { imports: [], providers: [{ provide: APP_GUARD, useClass: FlexibleGuard }] };
+};
+
 if (!(variant in VARIANTS)) {
   process.stderr.write(`unknown variant ${variant}; one of ${Object.keys(VARIANTS).join(', ')}\n`);
   process.exit(2);
@@ -133,6 +161,15 @@ class BenchModule {}
 const AppModule = Reflect.decorate([Module({ ...VARIANTS[variant](), controllers: [Hello] })], BenchModule);
 
 const app = await NestFactory.create(AppModule, { logger: ['error'] });
+if (process.env.BENCH_INJECT !== undefined) {
+  // In-process mode (bench/in-process.mjs): no socket, requests injected into the Express app.
+  const { injectRequests } = await import('./inject.mjs');
+  await app.init();
+  const result = await injectRequests(app.getHttpAdapter().getInstance(), process.env.BENCH_INJECT);
+  process.stdout.write(`${JSON.stringify({ variant, ...result, storeFailures })}\n`);
+  await app.close();
+  process.exit(0);
+}
 app.enableShutdownHooks();
 await app.listen(0, '127.0.0.1');
 process.stdout.write(`${app.getHttpServer().address().port}\n`);

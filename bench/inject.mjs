@@ -1,0 +1,58 @@
+// Requests injected into an Express app without sockets (light-my-request), with a fixed number in flight:
+// the app's CPU per request from process.cpuUsage(), and redis-server's from /proc (BENCH_REDIS_PID).
+import { readFileSync } from 'node:fs';
+
+import inject from 'light-my-request';
+
+const CLOCK_TICKS = 100;
+
+/** CPU ms (user + system) of a process so far, from /proc; undefined without it. */
+function cpuMsOf(pid) {
+  if (pid === undefined) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * `spec` is "<requests>,<inFlight>,<users>": warm-up with a quarter as many requests, then the measured ones,
+ * spread over `users` x-user values (1: every request on one key). Only 200 answers count as requests; any
+ * other status is reported (the limits are far above what is sent).
+ */
+export async function injectRequests(handler, spec) {
+  const [requests, inFlight, users] = spec.split(',').map(Number);
+  const redisPid = process.env.BENCH_REDIS_PID === undefined ? undefined : Number(process.env.BENCH_REDIS_PID);
+  let failed = 0;
+  const run = async (count, offset) => {
+    let next = 0;
+    const lane = async () => {
+      while (next < count) {
+        const i = offset + next++;
+        const res = await inject(handler, { method: 'GET', url: '/hello', headers: { 'x-user': `u${i % users}` } });
+        if (res.statusCode !== 200) failed++;
+      }
+    };
+    await Promise.all(Array.from({ length: inFlight }, lane));
+  };
+  await run(Math.ceil(requests / 4), 0);
+  failed = 0;
+  const redisBefore = cpuMsOf(redisPid);
+  const cpuBefore = process.cpuUsage();
+  const started = process.hrtime.bigint();
+  await run(requests, 7);
+  const wallNs = Number(process.hrtime.bigint() - started);
+  const cpu = process.cpuUsage(cpuBefore);
+  const redisAfter = cpuMsOf(redisPid);
+  return {
+    requests,
+    failed,
+    appCpuUs: (cpu.user + cpu.system) / requests,
+    wallUs: wallNs / 1000 / requests,
+    redisCpuUs:
+      redisBefore === undefined || redisAfter === undefined ? null : ((redisAfter - redisBefore) * 1000) / requests,
+  };
+}
