@@ -10,10 +10,11 @@
 // 5,000), BENCH_IN_FLIGHT (default 50), BENCH_OUT, BENCH_PG_URL (default the machine's PostgreSQL).
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { createConnection, createServer } from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+import { freePort, ping } from './net.mjs';
 
 const BENCH = fileURLToPath(new URL('.', import.meta.url));
 const ROOT = join(BENCH, '..');
@@ -50,29 +51,6 @@ const spread = (xs) => {
   return s.length === 0 ? null : [Math.min(...s), Math.max(...s)];
 };
 const fmt = (x, digits = 1) => (x === null || x === undefined ? '—' : x.toFixed(digits));
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-function ping(port) {
-  return new Promise((resolve) => {
-    const socket = createConnection({ host: '127.0.0.1', port });
-    socket.once('error', () => resolve(false));
-    socket.once('connect', () => socket.write('PING\r\n'));
-    socket.once('data', (data) => {
-      socket.destroy();
-      resolve(data.toString().startsWith('+PONG'));
-    });
-  });
-}
 
 async function startRedis() {
   const port = await freePort();

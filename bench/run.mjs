@@ -8,10 +8,11 @@
 // folder for RESULTS.md and results.svg), BENCH_NOTE (a sentence added to RESULTS.md, e.g. about the machine).
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createConnection, createServer } from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+import { freePort, ping } from './net.mjs';
 
 const BENCH = fileURLToPath(new URL('.', import.meta.url));
 const ROOT = join(BENCH, '..');
@@ -141,29 +142,6 @@ async function runNode(args, { timeoutMs, attempts = 3 } = {}) {
 }
 
 const lastJsonLine = (text) => JSON.parse(text.trim().split('\n').at(-1));
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-function ping(port) {
-  return new Promise((resolve) => {
-    const socket = createConnection({ host: '127.0.0.1', port });
-    socket.once('error', () => resolve(false));
-    socket.once('connect', () => socket.write('PING\r\n'));
-    socket.once('data', (data) => {
-      socket.destroy();
-      resolve(data.toString().startsWith('+PONG'));
-    });
-  });
-}
 
 async function startRedis() {
   const port = await freePort();

@@ -128,6 +128,9 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
    */
   async handle(ctx: ExecutionContext, point: DecisionPoint): Promise<void> {
     const type = ctx.getType<ContextType>();
+    // A context of a third-party transport (not http, graphql, ws or rpc): no handler of it was planned, and
+    // a @RateLimit on one stopped the start; nothing to decide here.
+    if (!Object.hasOwn(ADAPTER_FACTORIES, type)) return;
     const adapter = this.adapters.get(type) ?? (await this.adapterFor(type));
     const invocation = adapter.invocation(ctx) as Invocation;
     const state = invocation[STATE];
@@ -227,7 +230,6 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
     let pending = this.loading.get(type);
     if (pending === undefined) {
       const factory = ADAPTER_FACTORIES[type];
-      if (factory === undefined) throw new TypeError(`nestjs-rate-limit: no adapter for context type "${type}"`);
       const settings: AdapterSettings = {
         trust: this.trust,
         ipv6Prefix: this.ipv6Prefix,

@@ -183,13 +183,7 @@ export class RpcAdapter implements ContextAdapter {
       );
       throw new RateLimitDroppedEvent(denial.policy);
     }
-    const error: RpcRateLimitedError = {
-      status: 'error',
-      code: denial.code,
-      message: denial.message,
-      policy: denial.policy,
-      ...(denial.retryAfter === undefined ? {} : { retryAfter: denial.retryAfter }),
-    };
+    const error: RpcRateLimitedError = { status: 'error', ...denial };
     throw new RpcException(error);
   }
 
@@ -208,13 +202,7 @@ export class RpcAdapter implements ContextAdapter {
       );
       throw new RateLimitDroppedEvent(outage.policy);
     }
-    const error: RpcUnavailableError = {
-      status: 'error',
-      code: outage.code,
-      message: outage.message,
-      policy: outage.policy,
-      retryAfter: outage.retryAfter,
-    };
+    const error: RpcUnavailableError = { status: 'error', ...outage };
     throw new RpcException(error);
   }
 }

@@ -178,24 +178,12 @@ class WsContextAdapter implements ContextAdapter {
 
   /** The client gets Nest's `exception` event with this object as it is (BaseWsExceptionFilter emits it). */
   deny(_ctx: ExecutionContext, denial: RateLimitDenial, _decision: RateLimitDecision): never {
-    throw new WsException({
-      status: 'error',
-      code: denial.code,
-      message: denial.message,
-      policy: denial.policy,
-      // Absent when retrying cannot help (a cost that never fits), as in the denial.
-      ...(denial.retryAfter === undefined ? {} : { retryAfter: denial.retryAfter }),
-    });
+    // retryAfter is absent when retrying cannot help (a cost that never fits), as in the denial.
+    throw new WsException({ status: 'error', ...denial });
   }
 
   unavailable(_ctx: ExecutionContext, outage: RateLimitUnavailable): never {
-    throw new WsException({
-      status: 'error',
-      code: outage.code,
-      message: outage.message,
-      policy: outage.policy,
-      retryAfter: outage.retryAfter,
-    });
+    throw new WsException({ status: 'error', ...outage });
   }
 }
 

@@ -189,7 +189,7 @@ describe.each(ADAPTERS)('cost and the service on %s', (adapter) => {
 });
 
 describe('the module', () => {
-  it('works through forRootAsync with inject', async () => {
+  it('works through forRootAsync with inject, and passes contexts of other transports', async () => {
     const CONFIG = Symbol('config');
     @Module({ providers: [{ provide: CONFIG, useValue: { limit: 1 } }], exports: [CONFIG] })
     class ConfigModule {}
@@ -210,6 +210,14 @@ describe('the module', () => {
       .compile();
     const app = moduleRef.createNestApplication({ logger: false });
     await app.init();
+    // A context of a third-party transport (say nestjs-telegraf's): nothing planned for it, nothing to decide.
+    const telegraf = {
+      getType: () => 'telegraf',
+      getArgs: () => {
+        throw new Error('not read');
+      },
+    };
+    expect(await app.get(RateLimitGuard).canActivate(telegraf as never)).toBe(true);
     expect((await request(app.getHttpServer()).get('/twice')).status).toBe(200);
     expect((await request(app.getHttpServer()).get('/twice')).status).toBe(429);
     await app.close();
