@@ -29,6 +29,31 @@ describe.each(ALGORITHMS)('%s on a 6-node Redis Cluster', (algorithm) => {
 });
 
 describe('policies in different slots', () => {
+  it('regression: a request denied in one slot leaves the keys of the other slots exactly as they were', async () => {
+    // The other slots used to consume and then refund: a fixed window written in a newer window and refunded
+    // lost the older window the key held, which a clock behind (another instance, a step back) still counts.
+    const keyPrefix = 'denied-elsewhere:';
+    const clock = new FakeClock(1_700_000_000_000);
+    const store = new RedisRateLimitStore({ client: cluster.client(), clock, keyPrefix });
+    const wide = validatePolicy({ name: 'wide', algorithm: 'fixed-window', limit: 2, window: 1000 });
+    const narrow = validatePolicy({ name: 'narrow', algorithm: 'fixed-window', limit: 1, window: 1000 });
+    expect(calculateSlot(storageKey(keyPrefix, 'wide', 'k'))).not.toBe(
+      calculateSlot(storageKey(keyPrefix, 'narrow', 'k')),
+    );
+    const consume = (...policies: (typeof wide)[]) =>
+      store.consume(policies.map((policy) => ({ policy, key: 'k', cost: 1 })));
+
+    expect((await consume(wide))[0].allowed).toBe(true); // wide: 1 of 2 in this window
+    clock.advance(1000); // the next window
+    expect((await consume(narrow))[0].allowed).toBe(true); // narrow: exhausted
+    const denied = await consume(wide, narrow);
+    expect(denied.map((d) => d.allowed)).toEqual([true, false]);
+    expect(denied[0].remaining).toBe(2); // reported as it stands: nothing consumed
+    clock.advance(-500); // a clock behind, back in the first window: wide still holds its 1 there
+    const [late] = await consume(wide);
+    expect([late.allowed, late.remaining]).toEqual([true, 0]);
+  });
+
   it('never over-admits a login limited per IP and per account under concurrency', async () => {
     const keyPrefix = 'login:';
     const store = new RedisRateLimitStore({ client: cluster.client(), clock: new FakeClock(), keyPrefix });

@@ -149,6 +149,9 @@ async function play(store: RateLimitStore, policies: ResolvedPolicy[], op: Op): 
  * (test/conformance for memory and Redis, test/cluster for Redis Cluster).
  */
 export function conformanceSuite(target: StoreTarget, { runs = 150 }: { runs?: number } = {}): void {
+  // FC_SEED and FC_PATH (from a failure's report) replay one failing sequence.
+  const replay =
+    process.env.FC_SEED === undefined ? {} : { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH };
   describe(`the ${target.name} store`, () => {
     beforeAll(() => target.setup());
     afterAll(() => target.teardown());
@@ -173,7 +176,7 @@ export function conformanceSuite(target: StoreTarget, { runs = 150 }: { runs?: n
             }
           },
         ),
-        { numRuns: runs },
+        { numRuns: runs, ...replay },
       );
     });
 

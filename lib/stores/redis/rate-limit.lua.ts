@@ -23,7 +23,8 @@ end
 
 const dispatcher = `
 -- KEYS[i]          state key of item i: <prefix>{<policy>:<identity>}
--- ARGV[1]          operation: 'consume' | 'peek' | 'refund' | 'reset'
+-- ARGV[1]          operation: 'consume' | 'check' (decides as consume would, writes nothing) | 'peek' |
+--                  'refund' | 'reset'
 -- ARGV[2]          current time in milliseconds since the epoch, or '' to read Redis TIME
 -- ARGV[3]          milliseconds added to every key's TTL (tolerance for clocks of several app instances)
 -- ARGV[4...]       then 5 fields per item (6 for a quota), in the order of KEYS:
@@ -120,7 +121,8 @@ if op == 'refund' then
   return out
 end
 
--- consume: decide every item, write only when all are allowed
+-- consume: decide every item, write only when all are allowed; check: decide, report as a denied consume
+-- does (the allowed items as they stand), write nothing
 local working = {}
 local results = {}
 local all_allowed = true
@@ -136,7 +138,7 @@ for i = 1, #items do
     working[it.key] = new_st or false
   end
 end
-if all_allowed then
+if all_allowed and op == 'consume' then
   local last = {}
   for i = 1, #items do
     if items[i].cost > 0 then last[items[i].key] = i end

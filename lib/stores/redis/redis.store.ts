@@ -22,7 +22,7 @@ export interface RedisRateLimitStoreOptions {
   ttlSlackMs?: number;
 }
 
-type Operation = 'consume' | 'peek' | 'refund' | 'reset';
+type Operation = 'consume' | 'check' | 'peek' | 'refund' | 'reset';
 type Item = Pick<RateLimitStoreItem, 'policy' | 'key'> & { cost?: number };
 
 /**
@@ -85,14 +85,14 @@ export class RedisRateLimitStore implements RateLimitStore {
     await this.client.script('LOAD', RATE_LIMIT_SCRIPT);
   }
 
-  private async decide(op: Exclude<Operation, 'reset'>, items: readonly Item[]): Promise<RateLimitDecision[]> {
+  private async decide(op: 'consume' | 'peek' | 'refund', items: readonly Item[]): Promise<RateLimitDecision[]> {
     if (items.length === 0) return [];
     const groups = this.client.isCluster ? this.bySlot(items) : [items.map((_, i) => i)];
     if (groups.length === 1) return this.decisions(op, items, await this.run(op, items));
     return op === 'consume' ? this.consumeAcrossSlots(items, groups) : this.acrossSlots(op, items, groups);
   }
 
-  private decisions(op: Exclude<Operation, 'reset'>, items: readonly Item[], reply: unknown): RateLimitDecision[] {
+  private decisions(op: 'consume' | 'peek' | 'refund', items: readonly Item[], reply: unknown): RateLimitDecision[] {
     return decisionsFromReply(op, items, reply, 'the Redis script');
   }
 
@@ -109,7 +109,7 @@ export class RedisRateLimitStore implements RateLimitStore {
   }
 
   private async acrossSlots(
-    op: Exclude<Operation, 'reset'>,
+    op: 'peek' | 'refund',
     items: readonly Item[],
     groups: number[][],
   ): Promise<RateLimitDecision[]> {
@@ -124,17 +124,27 @@ export class RedisRateLimitStore implements RateLimitStore {
   }
 
   /**
-   * A consume whose keys span several Cluster slots: each slot decides its items atomically, all at once;
-   * when one slot denies, what the others consumed is refunded. The request can be under-admitted while a
-   * refund is on its way (a concurrent request may see those units taken), never over-admitted.
+   * A consume whose keys span several Cluster slots: first every slot checks its items (deciding as a consume
+   * would, writing nothing), all at once; when one denies, nothing was written anywhere — all-or-nothing as in
+   * one script, whatever the clocks. Otherwise every slot consumes its items; when a concurrent request took
+   * units meanwhile and a slot denies, what the others consumed is refunded: the cluster can under-admit while
+   * a refund is on its way, never over-admit. Two round trips for a request whose policies span slots.
    */
   private async consumeAcrossSlots(items: readonly Item[], groups: number[][]): Promise<RateLimitDecision[]> {
     const parts = groups.map((group) => group.map((i) => items[i]));
+    const place = (decided: RateLimitDecision[][]): RateLimitDecision[] => {
+      const out: RateLimitDecision[] = new Array(items.length);
+      decided.forEach((decisions, g) => decisions.forEach((d, j) => (out[groups[g][j]] = d)));
+      return out;
+    };
+    const checked = await Promise.all(
+      parts.map(async (part) => this.decisions('consume', part, await this.run('check', part))),
+    );
+    if (checked.some((decisions) => decisions.some((d) => !d.allowed))) return place(checked);
     const decided = await Promise.all(
       parts.map(async (part) => this.decisions('consume', part, await this.run('consume', part))),
     );
-    const out: RateLimitDecision[] = new Array(items.length);
-    decided.forEach((decisions, g) => decisions.forEach((d, j) => (out[groups[g][j]] = d)));
+    const out = place(decided);
     if (out.every((d) => d.allowed)) return out;
     const consumed = decided.map((decisions, g) => (decisions.every((d) => d.allowed) ? g : -1)).filter((g) => g >= 0);
     await Promise.all(
