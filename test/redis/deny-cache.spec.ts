@@ -17,9 +17,11 @@ class FloodController {
   }
 }
 
+/** The store's decisions Redis has run: calls of the function (Redis 7) or of the script. */
 async function evalshaCalls(admin: Redis): Promise<number> {
-  const match = /^cmdstat_evalsha:calls=(\d+)/m.exec(await admin.info('commandstats'));
-  return match === null ? 0 : Number(match[1]);
+  const stats = await admin.info('commandstats');
+  const calls = (command: string) => Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(stats)?.[1] ?? 0);
+  return calls('fcall') + calls('evalsha');
 }
 
 describe('the local cache of denials', () => {

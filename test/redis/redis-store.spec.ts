@@ -77,10 +77,24 @@ describe('RedisRateLimitStore', () => {
       0,
       sent.findIndex((args) => args[1] === 'end-of-decision'),
     );
-    expect(decision.map((args) => args[0].toLowerCase())).toEqual(['evalsha']);
+    // Redis 7: the function, whose twins are built once (a script would rebuild them at every call)
+    expect(decision.map((args) => args[0].toLowerCase())).toEqual(['fcall']);
   });
 
-  it('reloads its script after SCRIPT FLUSH and FLUSHALL without failing a request', async () => {
+  it('uses the script on a Redis without functions (FCALL renamed away, as before Redis 7)', async () => {
+    const old = await startRedis({ args: ['--rename-command', 'FCALL', '', '--rename-command', 'FUNCTION', ''] });
+    try {
+      const store = new RedisRateLimitStore({ client: old.client(), clock: new FakeClock(), keyPrefix: nextPrefix() });
+      const policy = validatePolicy({ name: 'p', algorithm: 'gcra', limit: 10, window: '1m' });
+      await store.load();
+      for (let i = 9; i >= 7; i--) expect((await store.consume([{ policy, key: 'u', cost: 1 }]))[0].remaining).toBe(i);
+      expect(/^cmdstat_evalsha:calls=3,/m.test(await old.client().info('commandstats'))).toBe(true);
+    } finally {
+      await old.stop();
+    }
+  });
+
+  it('reloads its function or script after SCRIPT FLUSH, FLUSHALL and FUNCTION FLUSH without failing a request', async () => {
     const store = new RedisRateLimitStore({ client, clock: new FakeClock(), keyPrefix: nextPrefix() });
     const policy = validatePolicy({ name: 'p', algorithm: 'gcra', limit: 10, window: '1m' });
     expect((await store.consume([{ policy, key: 'u', cost: 1 }]))[0].remaining).toBe(9);
@@ -88,6 +102,8 @@ describe('RedisRateLimitStore', () => {
     expect((await store.consume([{ policy, key: 'u', cost: 1 }]))[0].remaining).toBe(8);
     await client.flushall();
     expect((await store.consume([{ policy, key: 'u', cost: 1 }]))[0].remaining).toBe(9);
+    await client.call('FUNCTION', 'FLUSH');
+    expect((await store.consume([{ policy, key: 'u', cost: 1 }]))[0].remaining).toBe(8);
   });
 
   it('leaves the caller’s client as it was', async () => {

@@ -21,7 +21,7 @@ local function ceil_div(a, b)
 end
 `;
 
-const dispatcher = `
+const dispatcherSetup = `
 -- KEYS[i]          state key of item i: <prefix>{<policy>:<identity>}
 -- ARGV[1]          operation: 'consume' | 'check' (decides as consume would, writes nothing) | 'peek' |
 --                  'refund' | 'reset'
@@ -45,6 +45,10 @@ local function algorithm(code)
   end
   return a
 end
+`;
+
+/** The per-call part of the dispatcher: reads KEYS and ARGV, decides, writes, returns. */
+const decide = `
 local op = ARGV[1]
 if op == 'reset' then
   for i = 1, #KEYS do redis.call('DEL', KEYS[i]) end
@@ -169,8 +173,8 @@ return out
  */
 const maker = (name: string, twin: string): string => `local function make_${name}()\n${twin}\nreturn ${name}\nend`;
 
-/** The one script of the Redis store: every algorithm's Lua twin and the multi-item dispatcher. */
-export const RATE_LIMIT_SCRIPT = [
+/** Every algorithm's Lua twin, the makers that build them, and the dispatcher's table of built twins. */
+const definitions = [
   prelude,
   periodCounterLua,
   maker('FW', fixedWindowLua),
@@ -181,8 +185,35 @@ export const RATE_LIMIT_SCRIPT = [
   maker('QUOTA', quotaLua),
   // in the order of ALGORITHM_CODES
   'local MAKERS = { make_FW, make_SWL, make_SWC, make_TB, make_GCRA, make_QUOTA }',
-  dispatcher,
+  dispatcherSetup,
 ].join('\n');
+
+/** The one script of the Redis store: every algorithm's Lua twin and the multi-item dispatcher. */
+export const RATE_LIMIT_SCRIPT = `${definitions}\n${decide}`;
 
 /** SHA1 of the script, computed here so that the caller's client needs no defineCommand. */
 export const RATE_LIMIT_SCRIPT_SHA = createHash('sha1').update(RATE_LIMIT_SCRIPT).digest('hex');
+
+/**
+ * The function (Redis 7 `FCALL`) of the same code: its library builds the twins once, at the first call (the
+ * standard libraries are not there while a library loads), and each call then runs only the dispatcher — a
+ * script runs all its definitions again at every EVALSHA. Named after the script's hash, so that
+ * applications on different versions of the module can share a Redis.
+ */
+export const RATE_LIMIT_FUNCTION = `nestjs_rate_limit_${RATE_LIMIT_SCRIPT_SHA.slice(0, 16)}`;
+
+/** The library that registers RATE_LIMIT_FUNCTION (`FUNCTION LOAD REPLACE`). */
+export const RATE_LIMIT_LIBRARY = [
+  `#!lua name=${RATE_LIMIT_FUNCTION}`,
+  'local function build()',
+  definitions,
+  'return function(KEYS, ARGV)',
+  decide,
+  'end',
+  'end',
+  'local decide',
+  `redis.register_function('${RATE_LIMIT_FUNCTION}', function(KEYS, ARGV)`,
+  '  if not decide then decide = build() end',
+  '  return decide(KEYS, ARGV)',
+  'end)',
+].join('\n');

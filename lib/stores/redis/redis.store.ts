@@ -8,7 +8,7 @@ import type { RateLimitDecision, ResolvedPolicy } from '../../policy/policy.type
 import { decisionsFromReply } from '../engine.js';
 import type { RateLimitStore, RateLimitStoreItem } from '../rate-limit-store.js';
 import { checkKeyPrefix, storageKey } from '../storage-key.js';
-import { RATE_LIMIT_SCRIPT, RATE_LIMIT_SCRIPT_SHA } from './rate-limit.lua.js';
+import { RATE_LIMIT_FUNCTION, RATE_LIMIT_LIBRARY, RATE_LIMIT_SCRIPT, RATE_LIMIT_SCRIPT_SHA } from './rate-limit.lua.js';
 
 /** Options of the Redis store. */
 export interface RedisRateLimitStoreOptions {
@@ -36,6 +36,13 @@ export class RedisRateLimitStore implements RateLimitStore {
   private readonly clock: Clock | undefined;
   private readonly keyPrefix: string;
   private readonly ttlSlack: string;
+  /**
+   * Whether decisions go through the Redis 7 function (FCALL: the twins built once, not at every call) or
+   * the script (EVALSHA): a Cluster, a Redis before 7, or one that refuses FUNCTION LOAD (ACLs) takes the
+   * script. Decided at the first call (or load()).
+   */
+  private functions: 'unknown' | 'yes' | 'no';
+  private loadingFunction: Promise<void> | undefined;
 
   constructor(options: RedisRateLimitStoreOptions) {
     if (options?.client === undefined) {
@@ -49,6 +56,8 @@ export class RedisRateLimitStore implements RateLimitStore {
       throw new TypeError(`nestjs-rate-limit: ttlSlackMs must be an integer >= 0, got ${slack}`);
     }
     this.ttlSlack = String(slack);
+    // Every master of a Cluster would need the library: the script, which travels with the call, is simpler.
+    this.functions = this.client.isCluster ? 'no' : 'unknown';
   }
 
   consume(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
@@ -80,9 +89,30 @@ export class RedisRateLimitStore implements RateLimitStore {
     return this.client.ping();
   }
 
-  /** Loads the script into Redis ahead of the first request (it is also loaded on demand). */
+  /** Loads the function (or the script) into Redis ahead of the first request (both also load on demand). */
   async load(): Promise<void> {
-    await this.client.script('LOAD', RATE_LIMIT_SCRIPT);
+    if (this.functions !== 'no') await this.loadFunction();
+    if (this.functions === 'no') await this.client.script('LOAD', RATE_LIMIT_SCRIPT);
+  }
+
+  /**
+   * FUNCTION LOAD of the library, once for all the calls that found it missing; a Redis that answers with an
+   * error (before 7, ACLs) gets the script from then on.
+   */
+  private loadFunction(): Promise<void> {
+    this.loadingFunction ??= this.client
+      .call('FUNCTION', 'LOAD', 'REPLACE', RATE_LIMIT_LIBRARY)
+      .then(
+        () => {
+          this.functions = 'yes';
+        },
+        (error: unknown) => {
+          if (!isReplyError(error)) throw error;
+          this.functions = 'no';
+        },
+      )
+      .finally(() => (this.loadingFunction = undefined));
+    return this.loadingFunction;
   }
 
   private async decide(op: 'consume' | 'peek' | 'refund', items: readonly Item[]): Promise<RateLimitDecision[]> {
@@ -172,6 +202,18 @@ export class RedisRateLimitStore implements RateLimitStore {
       args.push(algorithm, limit, windowMs, capacity, String(cost));
       if (nextEnd !== undefined) args.push(nextEnd);
     }
+    if (this.functions !== 'no') {
+      try {
+        return await this.client.call('FCALL', RATE_LIMIT_FUNCTION, keys.length, ...keys, ...args);
+      } catch (error) {
+        if (!isReplyError(error)) throw error;
+        // Not there yet, or flushed (FUNCTION FLUSH): load it and call again; no FCALL at all: the script.
+        if (!error.message.includes('Function not found') && !/unknown command/i.test(error.message)) throw error;
+        await this.loadFunction();
+        if (this.functions === 'yes')
+          return this.client.call('FCALL', RATE_LIMIT_FUNCTION, keys.length, ...keys, ...args);
+      }
+    }
     try {
       return await this.client.evalsha(RATE_LIMIT_SCRIPT_SHA, keys.length, ...keys, ...args);
     } catch (error) {
@@ -206,4 +248,9 @@ function argsOf(policy: ResolvedPolicy, clock: Clock): PolicyArgs {
     policyArgs.set(policy, args);
   }
   return args;
+}
+
+/** An error Redis answered with (as opposed to a connection that failed). */
+function isReplyError(error: unknown): error is Error {
+  return error instanceof Error && error.name === 'ReplyError';
 }
