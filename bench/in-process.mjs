@@ -31,7 +31,7 @@ const VARIANTS = [
   { name: 'memory', users: USERS, what: 'this module, memory store, 1 policy' },
   { name: 'memory-hot', users: 1, what: 'this module, memory store, 1 policy, one key' },
   { name: 'redis-1', users: USERS, what: 'this module, Redis, 1 policy (sliding-window-counter)' },
-  { name: 'redis-3', users: USERS, what: 'this module, Redis, 3 policies in one EVALSHA' },
+  { name: 'redis-3', users: USERS, what: 'this module, Redis, 3 policies in one call' },
   { name: 'postgres-1', users: USERS, what: 'this module, PostgreSQL, 1 policy' },
   { name: 'postgres-3', users: USERS, what: 'this module, PostgreSQL, 3 policies in one statement' },
   { name: 'throttler-memory', users: USERS, what: '@nestjs/throttler, memory storage' },
