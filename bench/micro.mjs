@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 
 import { RedisRateLimitStore, validatePolicy } from '../dist/index.js';
-import { RATE_LIMIT_SCRIPT_SHA } from '../dist/stores/redis/rate-limit.lua.js';
+import { RATE_LIMIT_FUNCTION, RATE_LIMIT_SCRIPT, RATE_LIMIT_SCRIPT_SHA } from '../dist/stores/redis/rate-limit.lua.js';
 
 const [redisUrl, secondsArg, repetitionsArg = '1'] = process.argv.slice(2);
 const seconds = Number(secondsArg);
@@ -45,13 +45,30 @@ const client = () => {
 };
 
 const store = new RedisRateLimitStore({ client: client() });
-await store.load();
+await store.load(); // the function on Redis 7 (the script elsewhere)
 const raw = client();
+await raw.script('LOAD', RATE_LIMIT_SCRIPT); // for the raw EVALSHA row
 const flexible = new RateLimiterRedis({ storeClient: client(), points: LIMIT, duration: 60, keyPrefix: 'rlflx' });
 
 const subjects = {
   'RedisRateLimitStore.consume()': (i) => store.consume([{ policy, key: identities[i], cost: 1 }]),
   // what RedisRateLimitStore.run sends for this consume (with the clock read locally), without the store
+  'ioredis fcall, same function and arguments': (i) =>
+    raw.call(
+      'FCALL',
+      RATE_LIMIT_FUNCTION,
+      1,
+      keys[i],
+      'consume',
+      String(Date.now()),
+      '1000',
+      '5',
+      String(LIMIT),
+      '60000',
+      String(LIMIT),
+      '1',
+    ),
+  // the same code as a script (what a Cluster, or a Redis before 7, runs)
   'ioredis evalsha, same script and arguments': (i) =>
     raw.evalsha(
       RATE_LIMIT_SCRIPT_SHA,
