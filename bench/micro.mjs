@@ -50,39 +50,26 @@ const raw = client();
 await raw.script('LOAD', RATE_LIMIT_SCRIPT); // for the raw EVALSHA row
 const flexible = new RateLimiterRedis({ storeClient: client(), points: LIMIT, duration: 60, keyPrefix: 'rlflx' });
 
+/** The keys and arguments RedisRateLimitStore.run sends for one GCRA consume of `keys[i]`. */
+const callArgs = (i) => [
+  1,
+  keys[i],
+  'consume',
+  String(Date.now()),
+  '1000',
+  '5',
+  String(LIMIT),
+  '60000',
+  String(LIMIT),
+  '1',
+];
+
 const subjects = {
   'RedisRateLimitStore.consume()': (i) => store.consume([{ policy, key: identities[i], cost: 1 }]),
   // what RedisRateLimitStore.run sends for this consume (with the clock read locally), without the store
-  'ioredis fcall, same function and arguments': (i) =>
-    raw.call(
-      'FCALL',
-      RATE_LIMIT_FUNCTION,
-      1,
-      keys[i],
-      'consume',
-      String(Date.now()),
-      '1000',
-      '5',
-      String(LIMIT),
-      '60000',
-      String(LIMIT),
-      '1',
-    ),
+  'ioredis fcall, same function and arguments': (i) => raw.call('FCALL', RATE_LIMIT_FUNCTION, ...callArgs(i)),
   // the same code as a script (what a Cluster, or a Redis before 7, runs)
-  'ioredis evalsha, same script and arguments': (i) =>
-    raw.evalsha(
-      RATE_LIMIT_SCRIPT_SHA,
-      1,
-      keys[i],
-      'consume',
-      String(Date.now()),
-      '1000',
-      '5',
-      String(LIMIT),
-      '60000',
-      String(LIMIT),
-      '1',
-    ),
+  'ioredis evalsha, same script and arguments': (i) => raw.evalsha(RATE_LIMIT_SCRIPT_SHA, ...callArgs(i)),
   'rate-limiter-flexible RateLimiterRedis.consume()': (i) => flexible.consume(identities[i]),
 };
 

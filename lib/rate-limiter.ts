@@ -128,10 +128,13 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
    */
   async handle(ctx: ExecutionContext, point: DecisionPoint): Promise<void> {
     const type = ctx.getType<ContextType>();
-    // A context of a third-party transport (not http, graphql, ws or rpc): no handler of it was planned, and
-    // a @RateLimit on one stopped the start; nothing to decide here.
-    if (!Object.hasOwn(ADAPTER_FACTORIES, type)) return;
-    const adapter = this.adapters.get(type) ?? (await this.adapterFor(type));
+    let adapter = this.adapters.get(type);
+    if (adapter === undefined) {
+      // A context of a third-party transport (not http, graphql, ws or rpc): no handler of it was planned,
+      // and a @RateLimit on one stopped the start; nothing to decide here.
+      if (!Object.hasOwn(ADAPTER_FACTORIES, type)) return;
+      adapter = await this.adapterFor(type);
+    }
     const invocation = adapter.invocation(ctx) as Invocation;
     const state = invocation[STATE];
     if (state === DECIDED || (state === DEFERRED && point !== 'interceptor')) return;
