@@ -21,26 +21,26 @@ local function swc_normalize(st, index)
   if st[1] == index - 1 then return 0, st[2] end
   return 0, 0
 end
+local function swc_reset(cur, previous, index, w, now)
+  if cur > 0 then return (index + 2) * w - now end
+  if previous > 0 then return (index + 1) * w - now end
+  return 0
+end
 function SWC.step(st, limit, w, cap, now, cost)
   local index, at = swc_newest(st, w, now)
   local elapsed = at - index * w
   local current, previous = swc_normalize(st, index)
   local used = current * w + previous * (w - elapsed)
   local capacity = limit * w
-  local function reset_for(cur)
-    if cur > 0 then return (index + 2) * w - now end
-    if previous > 0 then return (index + 1) * w - now end
-    return 0
-  end
   local remaining_now = max(0, floor((capacity - used) / w))
   if cost > limit then
-    return st, 0, remaining_now, reset_for(current), NEVER
+    return st, 0, remaining_now, swc_reset(current, previous, index, w, now), NEVER
   end
   if used + cost * w <= capacity then
     local nxt = current + cost
     local new_st = false
     if nxt > 0 or previous > 0 then new_st = { index, nxt, previous } end
-    return new_st, 1, floor((capacity - used - cost * w) / w), reset_for(nxt), 0
+    return new_st, 1, floor((capacity - used - cost * w) / w), swc_reset(nxt, previous, index, w, now), 0
   end
   local retry
   if current + cost <= limit then
@@ -50,7 +50,7 @@ function SWC.step(st, limit, w, cap, now, cost)
     local slack = (limit - cost) * w
     retry = (index + 1) * w + max(0, w - floor(slack / current)) - now
   end
-  return st, 0, remaining_now, reset_for(current), retry
+  return st, 0, remaining_now, swc_reset(current, previous, index, w, now), retry
 end
 function SWC.refund(st, limit, w, cap, now, amount)
   local index = swc_newest(st, w, now)
