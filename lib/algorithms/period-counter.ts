@@ -58,14 +58,14 @@ export function refundPeriod(state: PeriodCount | undefined, period: number, amo
   return count > 0 ? { period, count } : undefined;
 }
 
-/** Lua twin of stepPeriod and refundPeriod. State: { period, count }; encoded "<period>:<count>". */
+/** Lua twin of stepPeriod and refundPeriod. State: { period, count }, stored by pair_encode (state-codec.lua.ts). */
 export const periodCounterLua = `
 local function period_decode(raw)
-  local p, n = string.match(raw, '^(%-?%d+):(%d+)$')
-  if not p then return false end
-  return { tonumber(p), tonumber(n) }
+  local p, n = pair_decode(raw)
+  if not p or n < 0 then return false end
+  return { p, n }
 end
-local function period_encode(st) return fmt(st[1]) .. ':' .. fmt(st[2]) end
+local function period_encode(st) return pair_encode(st[1], st[2]) end
 local function period_newest(st, period)
   if st and st[1] > period then return st[1] end
   return period

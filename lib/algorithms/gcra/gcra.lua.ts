@@ -1,15 +1,16 @@
 /**
- * Lua twin of gcra.ts. State string: "<TAT whole ms>:<remainder in 1/limit ms>".
+ * Lua twin of gcra.ts. State: the TAT in whole ms and its remainder in 1/limit ms, stored by pair_encode
+ * (state-codec.lua.ts).
  * step(st, limit, window_ms, capacity, now_ms, cost) -> new_st, allowed (0/1), remaining, reset_ms, retry_ms
  */
 export const gcraLua = `
 local GCRA = {}
 function GCRA.decode(raw)
-  local t, r = string.match(raw, '^(%-?%d+):(%d+)$')
-  if not t then return false end
-  return { tonumber(t), tonumber(r) }
+  local t, r = pair_decode(raw)
+  if not t or r < 0 then return false end
+  return { t, r }
 end
-function GCRA.encode(st) return fmt(st[1]) .. ':' .. fmt(st[2]) end
+function GCRA.encode(st) return pair_encode(st[1], st[2]) end
 local function gcra_ahead(st, limit, now)
   if not st then return 0 end
   return max(0, (st[1] - now) * limit + st[2])

@@ -1,7 +1,8 @@
 /**
  * Lua twin of quota.ts: the period counter with the period's start as its key. Lua knows no time zones, so the
  * caller passes the period: window_ms carries its start, capacity its end and nxt the end of the next period
- * (all in ms since the epoch). State string: "<period start ms>:<used>".
+ * (all in ms since the epoch). State: period start (ms) and units used, stored by
+ * pair_encode (state-codec.lua.ts).
  */
 export const quotaLua = `
 local QUOTA = { decode = period_decode, encode = period_encode }

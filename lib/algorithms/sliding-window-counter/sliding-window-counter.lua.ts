@@ -1,15 +1,16 @@
 /**
- * Lua twin of sliding-window-counter.ts. State string: "<window index>:<current>:<previous>".
+ * Lua twin of sliding-window-counter.ts. State: window index, current and previous counts, stored by
+ * triple_encode (state-codec.lua.ts).
  * step(st, limit, window_ms, capacity, now_ms, cost) -> new_st, allowed (0/1), remaining, reset_ms, retry_ms
  */
 export const slidingWindowCounterLua = `
 local SWC = {}
 function SWC.decode(raw)
-  local w, c, p = string.match(raw, '^(%-?%d+):(%d+):(%d+)$')
+  local w, c, p = triple_decode(raw)
   if not w then return false end
-  return { tonumber(w), tonumber(c), tonumber(p) }
+  return { w, c, p }
 end
-function SWC.encode(st) return fmt(st[1]) .. ':' .. fmt(st[2]) .. ':' .. fmt(st[3]) end
+function SWC.encode(st) return triple_encode(st[1], st[2], st[3]) end
 local function swc_newest(st, w, now)
   local index = floor(now / w)
   if st and st[1] > index then return st[1], st[1] * w end

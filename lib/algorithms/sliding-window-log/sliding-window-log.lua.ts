@@ -1,23 +1,15 @@
 /**
- * Lua twin of sliding-window-log.ts. State string: "<time ms>:<cost>,<time ms>:<cost>,..." oldest first.
+ * Lua twin of sliding-window-log.ts. State: entries (time ms, cost), oldest first, stored by log_encode (state-codec.lua.ts).
  * A state is a pair of arrays { times, costs }.
  * step(st, limit, window_ms, capacity, now_ms, cost) -> new_st, allowed (0/1), remaining, reset_ms, retry_ms
  */
 export const slidingWindowLogLua = `
 local SWL = {}
 function SWL.decode(raw)
-  local times, costs = {}, {}
-  for t, c in string.gmatch(raw, '(%-?%d+):(%d+)') do
-    times[#times + 1] = tonumber(t)
-    costs[#costs + 1] = tonumber(c)
-  end
+  local times, costs = log_decode(raw)
   return { times, costs }
 end
-function SWL.encode(st)
-  local parts = {}
-  for i = 1, #st[1] do parts[i] = fmt(st[1][i]) .. ':' .. fmt(st[2][i]) end
-  return table.concat(parts, ',')
-end
+function SWL.encode(st) return log_encode(st[1], st[2]) end
 local function swl_alive(st, w, now)
   local times, costs = {}, {}
   if st then

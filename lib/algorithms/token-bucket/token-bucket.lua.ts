@@ -1,15 +1,16 @@
 /**
- * Lua twin of token-bucket.ts. State string: "<tokens scaled by window_ms>:<time in ms they were counted at>".
+ * Lua twin of token-bucket.ts. State: the time in ms the tokens were counted at and the tokens scaled by window_ms,
+ * stored by pair_encode (state-codec.lua.ts).
  * step(st, limit, window_ms, capacity, now_ms, cost) -> new_st, allowed (0/1), remaining, reset_ms, retry_ms
  */
 export const tokenBucketLua = `
 local TB = {}
 function TB.decode(raw)
-  local t, a = string.match(raw, '^(%d+):(%-?%d+)$')
-  if not t then return false end
-  return { tonumber(t), tonumber(a) }
+  local a, t = pair_decode(raw)
+  if not a or t < 0 then return false end
+  return { t, a }
 end
-function TB.encode(st) return fmt(st[1]) .. ':' .. fmt(st[2]) end
+function TB.encode(st) return pair_encode(st[2], st[1]) end
 local function tb_refill(st, full, limit, now)
   if not st then return full, now end
   local elapsed = now - st[2]

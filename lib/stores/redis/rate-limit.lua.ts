@@ -9,8 +9,10 @@ import { quotaLua } from '../../algorithms/quota/quota.lua.js';
 import { slidingWindowCounterLua } from '../../algorithms/sliding-window-counter/sliding-window-counter.lua.js';
 import { slidingWindowLogLua } from '../../algorithms/sliding-window-log/sliding-window-log.lua.js';
 import { tokenBucketLua } from '../../algorithms/token-bucket/token-bucket.lua.js';
+import { stateCodecLua } from './state-codec.lua.js';
 
-const prelude = `
+/** Locals every Lua part below relies on. */
+export const luaPrelude = `
 local floor, min, max = math.floor, math.min, math.max
 local NEVER = ${NEVER_FITS}
 local function fmt(n) return string.format('%d', n) end
@@ -191,7 +193,8 @@ const maker = (name: string, twin: string): string => `local function make_${nam
 
 /** Every algorithm's Lua twin, the makers that build them, and the dispatcher's table of built twins. */
 const definitions = [
-  prelude,
+  luaPrelude,
+  stateCodecLua,
   periodCounterLua,
   maker('FW', fixedWindowLua),
   maker('SWL', slidingWindowLogLua),

@@ -1,0 +1,75 @@
+/**
+ * How the Lua twins store their states. Redis keeps a string of at most 12 bytes in its smallest allocation:
+ * 88 bytes per key (MEMORY USAGE), 104 from 13 bytes on. A state whose text is longer — a millisecond
+ * timestamp alone has 13 digits — is packed into big-endian integers of 6 (and 3) bytes when its numbers fit,
+ * else kept as text. The first number of a packed state is in [0, 2^45), so its first byte is below 32,
+ * while text starts with a digit or '-': a decoder tells the two apart by that byte.
+ *
+ * pair_encode(a, b) / pair_decode(raw) -> a, b     "<a>:<b>" or 12 bytes (6 + 6)
+ * triple_encode(a, b, c) / triple_decode(raw)      "<a>:<b>:<c>" or 12 bytes (6 + 3 + 3), b and c >= 0
+ * log_encode(times, costs) / log_decode(raw)       "<t>:<c>,<t>:<c>,..." or 12 bytes per entry
+ */
+export const stateCodecLua = `
+local PACKABLE, I6, U3 = 2 ^ 45, 2 ^ 47, 2 ^ 23
+local pack, unpack, byte = struct.pack, struct.unpack, string.byte
+local function packable(a) return a >= 0 and a < PACKABLE end
+local function fits6(b) return b >= -I6 and b < I6 end
+local function is_packed(raw) return byte(raw, 1) < 32 end
+local function pair_encode(a, b)
+  local s = fmt(a) .. ':' .. fmt(b)
+  if #s > 12 and packable(a) and fits6(b) then return pack('>i6i6', a, b) end
+  return s
+end
+local function pair_decode(raw)
+  if is_packed(raw) then
+    if #raw ~= 12 then return nil end
+    local a, b = unpack('>i6i6', raw)
+    return a, b
+  end
+  local a, b = string.match(raw, '^(%-?%d+):(%-?%d+)$')
+  if not a then return nil end
+  return tonumber(a), tonumber(b)
+end
+local function triple_encode(a, b, c)
+  local s = fmt(a) .. ':' .. fmt(b) .. ':' .. fmt(c)
+  if #s > 12 and packable(a) and b >= 0 and b < U3 and c >= 0 and c < U3 then return pack('>i6i3i3', a, b, c) end
+  return s
+end
+local function triple_decode(raw)
+  if is_packed(raw) then
+    if #raw ~= 12 then return nil end
+    local a, b, c = unpack('>i6i3i3', raw)
+    return a, b, c
+  end
+  local a, b, c = string.match(raw, '^(%-?%d+):(%d+):(%d+)$')
+  if not a then return nil end
+  return tonumber(a), tonumber(b), tonumber(c)
+end
+local function log_encode(times, costs)
+  local parts, packed = {}, true
+  for i = 1, #times do
+    if not (packable(times[i]) and fits6(costs[i])) then packed = false end
+  end
+  for i = 1, #times do
+    if packed then parts[i] = pack('>i6i6', times[i], costs[i]) else parts[i] = fmt(times[i]) .. ':' .. fmt(costs[i]) end
+  end
+  if packed then return table.concat(parts) end
+  return table.concat(parts, ',')
+end
+local function log_decode(raw)
+  local times, costs = {}, {}
+  if is_packed(raw) then
+    for at = 1, #raw - 11, 12 do
+      local t, c = unpack('>i6i6', raw, at)
+      times[#times + 1] = t
+      costs[#costs + 1] = c
+    end
+  else
+    for t, c in string.gmatch(raw, '(%-?%d+):(%d+)') do
+      times[#times + 1] = tonumber(t)
+      costs[#costs + 1] = tonumber(c)
+    end
+  end
+  return times, costs
+end
+`;

@@ -1,0 +1,98 @@
+import type { Redis } from 'ioredis';
+
+import { ALGORITHMS, RedisRateLimitStore, validatePolicy } from '../../lib/index.js';
+import { luaPrelude } from '../../lib/stores/redis/rate-limit.lua.js';
+import { stateCodecLua } from '../../lib/stores/redis/state-codec.lua.js';
+import { startRedis, type TestRedis } from '../support/redis-server.js';
+
+let redis: TestRedis;
+let client: Redis;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  client = redis.client();
+});
+afterAll(() => redis.stop());
+
+/** Encodes with the store's own Lua, decodes again; returns the stored bytes' length and the numbers read. */
+async function roundTrip(
+  kind: 'pair' | 'triple' | 'log',
+  numbers: number[],
+): Promise<{ length: number; packed: boolean; back: string[] }> {
+  const encode =
+    kind === 'log'
+      ? `local times, costs = {}, {}
+         for i = 1, #ARGV, 2 do times[#times + 1] = tonumber(ARGV[i]); costs[#costs + 1] = tonumber(ARGV[i + 1]) end
+         local raw = log_encode(times, costs)
+         local t, c = log_decode(raw)
+         local back = {}
+         for i = 1, #t do back[#back + 1] = fmt(t[i]); back[#back + 1] = fmt(c[i]) end
+         return { #raw, is_packed(raw) and 1 or 0, back }`
+      : `local raw = ${kind}_encode(${numbers.map((_, i) => `tonumber(ARGV[${i + 1}])`).join(', ')})
+         local back = { ${kind}_decode(raw) }
+         for i = 1, #back do back[i] = fmt(back[i]) end
+         return { #raw, is_packed(raw) and 1 or 0, back }`;
+  const [length, packed, back] = (await client.eval(
+    `${luaPrelude}\n${stateCodecLua}\n${encode}`,
+    0,
+    ...numbers.map(String),
+  )) as [number, number, string[]];
+  return { length, packed: packed === 1, back };
+}
+
+describe('the Lua state codec', () => {
+  const now = 1_796_053_232_358;
+
+  it.each<['pair' | 'triple' | 'log', number[], boolean]>([
+    ['pair', [498_903, 1], false], // short text stays text
+    ['pair', [now, 0], true],
+    ['pair', [now, 2 ** 47 - 1], true],
+    ['pair', [now, -(2 ** 47)], true],
+    ['pair', [now, 2 ** 47], false], // past 6 signed bytes
+    ['pair', [2 ** 45 - 1, 7], true],
+    ['pair', [2 ** 45, 7], false], // its first byte would be 32
+    ['pair', [-now, 7], false], // non-monotonic test clocks: negative times stay text
+    ['pair', [2 ** 51, 2 ** 51], false],
+    ['triple', [29_933_333, 5, 7], false], // 12 characters: text
+    ['triple', [1_796_053_268, 5, 7], true],
+    ['triple', [1_796_053_268, 2 ** 23 - 1, 0], true],
+    ['triple', [1_796_053_268, 2 ** 23, 0], false],
+    ['triple', [-1_796_053_268, 1, 0], false],
+    ['log', [now, 1], true],
+    ['log', [now, 1, now + 5, 3, now + 9, 2 ** 40], true],
+    ['log', [now, 1, -5, 1], false], // one entry that cannot be packed keeps the whole log as text
+  ])('%s %j: packed %s, and read back as written', async (kind, numbers, packed) => {
+    const result = await roundTrip(kind, numbers);
+    expect(result.packed).toBe(packed);
+    if (packed) expect(result.length).toBe(kind === 'log' ? 6 * numbers.length : 12);
+    expect(result.back).toEqual(numbers.map((n) => n.toFixed(0)));
+  });
+
+  it('reads a state written as text by the store before it packed states', async () => {
+    const [w, c, p] = (await client.eval(
+      `${luaPrelude}\n${stateCodecLua}\nlocal a, b, c = triple_decode('1796053268:5:7') return { fmt(a), fmt(b), fmt(c) }`,
+      0,
+    )) as string[];
+    expect([w, c, p]).toEqual(['1796053268', '5', '7']);
+  });
+});
+
+// The speed issue's bound: at most 100 bytes per tracked key (MEMORY USAGE), one consume per key, with keys as
+// the module makes them at its default prefix (a key's own length counts too).
+describe.each([...ALGORITHMS, 'quota' as const])('%s keys in Redis', (algorithm) => {
+  it('take at most 100 bytes each (MEMORY USAGE) after one consume', async () => {
+    await client.flushall();
+    const store = new RedisRateLimitStore({ client });
+    const policy = validatePolicy(
+      algorithm === 'quota'
+        ? { name: 'per-user', algorithm, limit: 100, period: 'month' }
+        : { name: 'per-user', algorithm, limit: 100, window: '1h' },
+    );
+    const keys = Array.from({ length: 20 }, (_, i) => `user:${10_000 + i}`);
+    await Promise.all(keys.map((key) => store.consume([{ policy, key, cost: 1 }])));
+    const usage = await Promise.all(
+      keys.map((key) => client.call('MEMORY', 'USAGE', `rl:{per-user:${key}}`, 'SAMPLES', '0')),
+    );
+    for (const bytes of usage) expect(Number(bytes)).toBeLessThanOrEqual(100);
+  });
+});
