@@ -1,5 +1,6 @@
 export { type Clock, systemClock } from './clock.js';
 export { RateLimitCircuitOpenError, RateLimitStoreTimeoutError } from './engine/circuit-breaker.js';
+export { type RateLimitDecisionEvent } from './engine/decision-events.js';
 export { normalizeIp } from './keys/client-ip.js';
 export { RateLimitPolicyError } from './policy/policy.errors.js';
 export {
@@ -8,6 +9,7 @@ export {
   type RateLimitAlgorithm,
   type RateLimitDecision,
   type RateLimitKey,
+  type RateLimitMode,
   type RateLimitPolicy,
   type RateLimitQuotaPolicy,
   type RateLimitWindowPolicy,

@@ -2,7 +2,8 @@ import type { ExecutionContext } from '@nestjs/common';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { Pool } from 'pg';
 
-import type { FailMode, RateLimitPolicy } from './policy/policy.types.js';
+import type { RateLimitDecisionEvent } from './engine/decision-events.js';
+import type { FailMode, RateLimitMode, RateLimitPolicy } from './policy/policy.types.js';
 import type { RateLimitStore } from './stores/rate-limit-store.js';
 
 /** Which rate-limit header fields responses carry. See the README for every value. */
@@ -49,6 +50,17 @@ export interface RateLimitModuleOptions {
   ipv6Prefix?: number;
   /** Default 'open'; a policy's own failMode wins. */
   failMode?: FailMode;
+  /**
+   * Default 'enforce'; a policy's own mode wins. 'shadow' decides and reports every policy without denying:
+   * would-be denials are logged (once per policy per minute) and passed to `onDecision`.
+   */
+  mode?: RateLimitMode;
+  /**
+   * Called for every decided policy of every request and RateLimitService call, synchronously and never
+   * awaited (keep it cheap: count, sample, enqueue). A hook that throws is logged; the request goes on.
+   * @example onDecision: (e) => { if (!e.allowed) deniedCounter.add(1, { policy: e.policy, shadow: e.shadow }); }
+   */
+  onDecision?: (event: RateLimitDecisionEvent) => void;
   /** Milliseconds per store call, default 100; past it the call counts as a store failure. */
   timeout?: number;
   /** Default 'rl:'. */

@@ -32,18 +32,27 @@ export class RateLimitService {
     return (await this.consumeMany([{ policy, key, cost: opts.cost }]))[0];
   }
 
-  /** Consumes several policies at once, all-or-nothing: when one denies, none is consumed. */
+  /**
+   * Consumes several policies at once, all-or-nothing: when one denies, none is consumed. A policy in mode
+   * 'shadow' never denies the others: its decision says whether it would have (and then it consumed nothing).
+   */
   async consumeMany(
     items: { policy: RateLimitPolicy | string; key: string; cost?: number }[],
   ): Promise<RateLimitDecision[]> {
     const resolved = items.map(({ policy, key, cost }) => {
       const p = this.resolve(policy);
-      return { policy: p, key: this.checkKey(key, p), cost: this.checkAmount(cost ?? 1, p, 'cost') };
+      const shadow = (p.mode ?? this.limiter.options.mode) === 'shadow';
+      return { policy: p, key: this.checkKey(key, p), cost: this.checkAmount(cost ?? 1, p, 'cost'), shadow };
     });
-    return this.limiter.engine.call(
+    const decisions = await this.limiter.engine.call(
       resolved.map((i) => i.policy.name),
       () => this.limiter.engine.consumeAcross(resolved),
     );
+    this.limiter.events.report(
+      resolved.map((item, i) => [item, decisions[i]] as const),
+      undefined,
+    );
+    return decisions;
   }
 
   /** How `key` stands under `policy`, consuming nothing. */

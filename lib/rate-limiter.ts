@@ -11,7 +11,8 @@ import { DiscoveryService, HttpAdapterHost, MetadataScanner, ModuleRef, Reflecto
 import type { Clock } from './clock.js';
 import type { AdapterSettings, ContextAdapter, ContextType } from './contexts/context-adapter.js';
 import { ADAPTER_FACTORIES } from './contexts/index.js';
-import { DecisionEngine, type Evaluation, NOTHING, StoreUnavailable } from './engine/decision-engine.js';
+import { DecisionEngine, denies, type Evaluation, NOTHING, StoreUnavailable } from './engine/decision-engine.js';
+import { DecisionEvents } from './engine/decision-events.js';
 import { mostRestrictive, rateLimitHeaders, toSeconds } from './headers/rate-limit-headers.js';
 import { compileTrust, isTrustAll, type TrustFn } from './keys/client-ip.js';
 import {
@@ -27,7 +28,7 @@ import {
   STATE,
 } from './planning/handler-enhancers.js';
 import { type PlanEntry, RoutePlanner } from './planning/route-planner.js';
-import type { FailMode } from './policy/policy.types.js';
+import type { FailMode, RateLimitMode } from './policy/policy.types.js';
 import { RATE_LIMIT_CLOCK, RATE_LIMIT_STORES } from './rate-limit.constants.js';
 import { deniedMessage, unavailableMessage } from './rate-limit.exception.js';
 import { RATE_LIMIT_OPTIONS } from './rate-limit.module-definition.js';
@@ -50,6 +51,8 @@ const option = (name: string, problem: string, value: unknown): never => {
 export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
   readonly engine: DecisionEngine;
   readonly planner: RoutePlanner;
+  /** onDecision and the log of shadow denials. */
+  readonly events: DecisionEvents;
   private readonly logger = new Logger('RateLimit');
   private readonly resolver: RequestResolver;
   private readonly headers: RateLimitHeaders;
@@ -75,6 +78,11 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
     }
     const failMode: FailMode = options.failMode ?? 'open';
     if (failMode !== 'open' && failMode !== 'closed') option('failMode', "must be 'open' or 'closed'", failMode);
+    const mode: RateLimitMode = options.mode ?? 'enforce';
+    if (mode !== 'enforce' && mode !== 'shadow') option('mode', "must be 'enforce' or 'shadow'", mode);
+    if (options.onDecision !== undefined && typeof options.onDecision !== 'function') {
+      option('onDecision', 'must be a function', typeof options.onDecision);
+    }
     const timeoutMs = options.timeout ?? 100;
     if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) option('timeout', 'must be an integer >= 1 (ms)', timeoutMs);
     this.ipv6Prefix = options.ipv6Prefix ?? 64;
@@ -89,9 +97,10 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
       );
     }
     this.engine = new DecisionEngine({ stores, clock, timeoutMs, logger: this.logger, onError: options.onError });
+    this.events = new DecisionEvents(this.logger, clock, options.onDecision);
     this.resolver = new RequestResolver(this.engine, options.user);
     this.planner = new RoutePlanner(
-      { defaults: options.defaults ?? [], failMode, hasUserOption: options.user !== undefined },
+      { defaults: options.defaults ?? [], failMode, mode, hasUserOption: options.user !== undefined },
       reflector,
     );
     const application = this.planner.walk(discovery, scanner, moduleRef);
@@ -143,7 +152,7 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
       invocation[STATE] = DECIDED;
       const early = invocation[EARLY] ?? NOTHING;
       const late = await this.evaluate(ctx, adapter, plan.late, early);
-      if (late.decisions.some((d) => !d.allowed)) await this.engine.compensate(early);
+      if (denies(late)) await this.engine.compensate(early);
       this.conclude(ctx, adapter, [early, late]);
       return;
     }
@@ -159,7 +168,7 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
       invocation[LIMITER] = this;
       const early = await this.evaluate(ctx, adapter, plan.early, NOTHING);
       invocation[EARLY] = early;
-      if (early.decisions.some((d) => !d.allowed)) {
+      if (denies(early)) {
         invocation[STATE] = DECIDED;
         this.conclude(ctx, adapter, [early]);
       }
@@ -196,6 +205,9 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
   /** Writes the rate-limit fields of every decision of the invocation; denies when one of them denies. */
   private conclude(ctx: ExecutionContext, adapter: ContextAdapter, evaluations: readonly Evaluation[]): void {
     let pairs = evaluations.flatMap((e) => e.items.map((item, i) => [item, e.decisions[i]] as const));
+    this.events.report(pairs, ctx);
+    // Shadow policies never deny and are not shown.
+    if (pairs.some(([item]) => item.shadow === true)) pairs = pairs.filter(([item]) => item.shadow !== true);
     // Policies in the route's order, also when the guard and the interceptor each decided some.
     if (evaluations.length > 1) pairs = pairs.sort(([a], [b]) => a.order - b.order);
     const decisions = pairs.map(([, decision]) => decision);

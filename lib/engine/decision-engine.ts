@@ -28,6 +28,10 @@ export interface Evaluation {
 
 export const NOTHING: Evaluation = Object.freeze({ items: [], decisions: [] });
 
+/** Whether an evaluation denies its request: an enforced item was denied (a shadow item never denies). */
+export const denies = ({ items, decisions }: Evaluation): boolean =>
+  decisions.some((d, i) => !d.allowed && items[i]?.shadow !== true);
+
 /** A fail-closed policy could not be decided: its store failed (the failure has been reported). */
 export class StoreUnavailable extends Error {
   constructor(
@@ -164,11 +168,13 @@ export class DecisionEngine {
    * under-admit, never over-admit. If the refund fails, the units stay taken until they expire.
    */
   async compensate(evaluation: Evaluation): Promise<void> {
-    if (evaluation.items.length === 0 || !evaluation.decisions.every((d) => d.allowed)) return;
+    if (evaluation.items.length === 0 || denies(evaluation)) return;
+    // What the evaluation consumed: every item but the shadow ones that would have denied.
+    const consumed = evaluation.items.filter((_, i) => evaluation.decisions[i].allowed);
     try {
       const decisions = [...evaluation.decisions];
-      for (const store of new Set(evaluation.items.map((i) => this.storeOf(i.policy)))) {
-        const part = evaluation.items.filter((i) => this.storeOf(i.policy) === store);
+      for (const store of new Set(consumed.map((i) => this.storeOf(i.policy)))) {
+        const part = consumed.filter((i) => this.storeOf(i.policy) === store);
         const refunded = await this.breakerFor(store).run(() => store.refund(part));
         part.forEach((item, j) => {
           decisions[evaluation.items.indexOf(item)] = { ...refunded[j], allowed: true, retryAfterMs: 0 };
@@ -208,7 +214,7 @@ export class DecisionEngine {
     const rateItems = items.filter((i) => i.policy.quota === undefined);
     const rates = await this.consumeOn(this.store, rateItems, before, onFailure);
     let result: Evaluation;
-    if (rates.decisions.some((d) => !d.allowed)) {
+    if (denies(rates)) {
       if (onFailure === 'fail-modes') return rates;
       // RateLimitService reports every item: how the quotas stand, untouched.
       const peeked = await this.breakerFor(this.quotaStore).run(() => this.quotaStore.peek(quotas));
@@ -218,7 +224,7 @@ export class DecisionEngine {
       });
     } else {
       const quota = await this.consumeOn(this.quotaStore, quotas, merge(before, rates), onFailure);
-      if (quota.decisions.some((d) => !d.allowed)) await this.compensate(rates);
+      if (denies(quota)) await this.compensate(rates);
       result = merge(rates, quota);
     }
     if (onFailure === 'fail-modes') return result;
@@ -239,7 +245,7 @@ export class DecisionEngine {
     const nowMs = cache === undefined ? 0 : this.options.clock.now();
     if (cache !== undefined) {
       for (const item of items) {
-        if (item.policy.quota !== undefined) continue;
+        if (item.policy.quota !== undefined || item.shadow === true) continue;
         const denied = cache.check(item.policy, item.key, item.cost, nowMs);
         if (denied !== undefined) return { items: [item], decisions: [denied] };
       }
@@ -252,7 +258,7 @@ export class DecisionEngine {
           : await this.breakerFor(store).run(() => store.consume(items));
       if (cache !== undefined) {
         decisions.forEach((d, i) => {
-          if (!d.allowed && items[i].policy.quota === undefined) {
+          if (!d.allowed && items[i].policy.quota === undefined && items[i].shadow !== true) {
             cache.remember(items[i].policy, items[i].key, items[i].cost, d, nowMs);
           }
         });

@@ -3,7 +3,7 @@ import type { DiscoveryService, MetadataScanner, ModuleRef, Reflector } from '@n
 
 import type { ContextType } from '../contexts/context-adapter.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
-import type { FailMode, RateLimitKey, RateLimitPolicy, ResolvedPolicy } from '../policy/policy.types.js';
+import type { FailMode, RateLimitKey, RateLimitMode, RateLimitPolicy, ResolvedPolicy } from '../policy/policy.types.js';
 import { validatePolicy } from '../policy/validate-policy.js';
 import { RATE_LIMIT_POLICIES, RATE_LIMIT_SKIP } from '../rate-limit.constants.js';
 import { contextOf, GUARDS_METADATA_KEY, type HandlerKind, handlerKindOf } from './handler-kinds.js';
@@ -16,6 +16,8 @@ export interface PlannedPolicy {
   readonly key: RateLimitKey;
   readonly cost: RateLimitPolicy['cost'];
   readonly failMode: FailMode;
+  /** Mode 'shadow' (the policy's, else the module's): decided and reported, never denying. */
+  readonly shadow: boolean;
   readonly where: string;
 }
 
@@ -45,6 +47,7 @@ export interface RoutePlan {
 export interface RoutePlannerOptions {
   readonly defaults: readonly RateLimitPolicy[];
   readonly failMode: FailMode;
+  readonly mode: RateLimitMode;
   /** Whether the module's `user` option is set (so `'user'` keys can be read in RPC contexts). */
   readonly hasUserOption: boolean;
 }
@@ -275,6 +278,7 @@ export class RoutePlanner {
       key: policy.key ?? 'user',
       cost: policy.cost,
       failMode: policy.failMode ?? this.options.failMode,
+      shadow: (policy.mode ?? this.options.mode) === 'shadow',
       where,
     };
   }

@@ -15,6 +15,14 @@ export const ALGORITHMS: readonly Exclude<RateLimitAlgorithm, 'quota'>[] = [
   'gcra',
 ];
 
+/**
+ * Whether a policy denies ('enforce') or only reports what it would deny ('shadow'): a shadow policy is decided
+ * in the same store call as the others, consumes nothing when it would deny, never denies, is left out of the
+ * rate-limit headers, and its would-be denials are logged (once per policy per minute) and passed to
+ * `onDecision` with `shadow: true`. This is how a new limit is rolled out safely.
+ */
+export type RateLimitMode = 'enforce' | 'shadow';
+
 /** What to do when the store cannot answer in time: let the request through, or refuse it. */
 export type FailMode = 'open' | 'closed';
 
@@ -30,6 +38,8 @@ interface PolicyBase {
   /** Units one request consumes, a non-negative integer; default 1. */
   cost?: number | ((ctx: ExecutionContext) => number | Promise<number>);
   failMode?: FailMode;
+  /** Default the module's `mode`, which defaults to 'enforce'. 'shadow' reports, never denies. */
+  mode?: RateLimitMode;
 }
 
 /**
@@ -83,6 +93,8 @@ export interface ResolvedPolicy {
   readonly windowMs: number;
   readonly capacity: number;
   readonly failMode?: FailMode;
+  /** The policy's own mode, if it has one (the module's applies otherwise). */
+  readonly mode?: RateLimitMode;
   /** For quotas: the calendar period and its time zone; `windowMs` is then a nominal period length. */
   readonly quota?: { readonly period: QuotaPeriod; readonly timeZone: string };
   readonly source: RateLimitPolicy;

@@ -83,6 +83,7 @@ export function validatePolicy(policy: RateLimitPolicy, where?: string): Resolve
     windowMs: windowMs as number,
     capacity,
     failMode: policy.failMode,
+    mode: policy.mode,
     source: policy,
   });
 }
@@ -98,6 +99,9 @@ function checkCommon(policy: RateLimitPolicy, fail: Fail): void {
   }
   if (policy.failMode !== undefined && policy.failMode !== 'open' && policy.failMode !== 'closed') {
     fail('failMode', `must be 'open' or 'closed', got ${describe(policy.failMode)}`);
+  }
+  if (policy.mode !== undefined && policy.mode !== 'enforce' && policy.mode !== 'shadow') {
+    fail('mode', `must be 'enforce' or 'shadow', got ${describe(policy.mode)}`);
   }
 }
 
@@ -128,6 +132,7 @@ function validateQuota(policy: RateLimitQuotaPolicy, name: string, fail: Fail): 
     windowMs: PERIOD_MS[policy.period],
     capacity: staticLimit,
     failMode: policy.failMode,
+    mode: policy.mode,
     quota: Object.freeze({ period: policy.period, timeZone }),
     source: policy,
   });

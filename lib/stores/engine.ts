@@ -13,6 +13,7 @@ export interface KeyedItem {
   readonly policy: ResolvedPolicy;
   readonly key: string;
   readonly cost: number;
+  readonly shadow?: boolean;
 }
 
 /** retry_ms of a cost that can never fit, in the replies of the Redis script and the PostgreSQL function. */
@@ -64,9 +65,10 @@ export function toDecision(
 }
 
 /**
- * Decides every item together and writes only if every item is allowed. Items on the same key see the
- * effect of the items before them. When the request is denied, the items that would have passed report the
- * key as it is (nothing consumed). The Redis script implements the same procedure in Lua.
+ * Decides every item together and writes only if every enforced item is allowed (then every allowed item:
+ * a shadow item that would deny consumes nothing, and never denies the others). Items on the same key see
+ * the effect of the items before them. When the request is denied, the items that would have passed report
+ * the key as it is (nothing consumed). The Redis script implements the same procedure in Lua.
  */
 export function consumeAll(items: readonly KeyedItem[], nowMs: number, table: StateTable): RateLimitDecision[] {
   const working = new Map<string, unknown>();
@@ -79,13 +81,13 @@ export function consumeAll(items: readonly KeyedItem[], nowMs: number, table: St
     const state = working.has(key) ? working.get(key) : original.get(key);
     const step = ALGORITHM_STEPS[policy.algorithm].step(state, policy, nowMs, cost);
     steps.push(step);
-    if (!step.allowed) allAllowed = false;
+    if (!step.allowed) allAllowed &&= item.shadow === true;
     else if (cost > 0) working.set(key, step.state);
   }
   if (allAllowed) {
     const written = new Map<string, number>();
     items.forEach((item, i) => {
-      if (item.cost > 0) written.set(item.key, i);
+      if (item.cost > 0 && steps[i].allowed) written.set(item.key, i);
     });
     for (const [key, i] of written) table.set(key, items[i].policy.algorithm, steps[i].state, steps[i].resetMs);
     return items.map((item, i) => toDecision(item.policy, steps[i], item.cost));

@@ -8,6 +8,12 @@ export interface RateLimitStoreItem {
   readonly policy: ResolvedPolicy;
   readonly key: string;
   readonly cost: number;
+  /**
+   * A shadow item (policy mode 'shadow') never denies the others: a consume decides it with them, writes it
+   * only when it is allowed itself, and is allowed or denied by the other items alone. Its decision says
+   * whether it would have denied.
+   */
+  readonly shadow?: boolean;
 }
 
 /**

@@ -1,4 +1,7 @@
 import { clusterTarget } from '../support/store-targets.js';
 import { conformanceSuite } from '../conformance/conformance-suite.js';
+import { shadowSuite } from '../conformance/shadow-suite.js';
 
 conformanceSuite(clusterTarget());
+
+shadowSuite(clusterTarget());

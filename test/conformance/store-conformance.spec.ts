@@ -1,5 +1,9 @@
 import { memoryTarget, redisTarget } from '../support/store-targets.js';
 import { conformanceSuite } from './conformance-suite.js';
+import { shadowSuite } from './shadow-suite.js';
 
 conformanceSuite(memoryTarget);
 conformanceSuite(redisTarget());
+
+shadowSuite(memoryTarget);
+shadowSuite(redisTarget());

@@ -135,6 +135,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
       policy: item.policy,
       key: this.storageKey(item.policy.id, item.key),
       cost: item.cost,
+      shadow: item.shadow,
     }));
   }
 

@@ -31,7 +31,9 @@ const dispatcherSetup = `
 -- ARGV[3]          milliseconds added to every key's TTL (tolerance for clocks of several app instances)
 -- ARGV[4...]       then 5 fields per item (6 for a quota), in the order of KEYS:
 --   algorithm      1 fixed window, 2 sliding log, 3 sliding counter, 4 token bucket, 5 gcra,
---                  6 quota (its window and capacity fields carry the period's start and end, in ms)
+--                  6 quota (its window and capacity fields carry the period's start and end, in ms);
+--                  negated for a shadow item, which never denies the others and is written only when
+--                  it is allowed itself
 --   limit          units per window
 --   window         milliseconds
 --   capacity       burst for token bucket and gcra, else the limit
@@ -93,6 +95,7 @@ const decide = `
 local op = ARGV[1]
 if op == 'consume' and #KEYS == 1 then
   local code = tonumber(ARGV[4])
+  if code < 0 then code = -code end
   local a, key, cost = algorithm(code), KEYS[1], tonumber(ARGV[8])
   local now = clock(ARGV[2])
   local nxt = nil
@@ -113,9 +116,11 @@ local items = {}
 local b = 3
 for i = 1, #KEYS do
   local code = tonumber(ARGV[b + 1])
+  local shadow = code < 0
+  if shadow then code = -code end
   items[i] = {
     key = KEYS[i], algo = algorithm(code), limit = tonumber(ARGV[b + 2]),
-    window = tonumber(ARGV[b + 3]), cap = tonumber(ARGV[b + 4]), cost = tonumber(ARGV[b + 5]),
+    window = tonumber(ARGV[b + 3]), cap = tonumber(ARGV[b + 4]), cost = tonumber(ARGV[b + 5]), shadow = shadow,
   }
   b = b + 5
   if code == 6 then
@@ -143,8 +148,9 @@ if op == 'refund' then
   return out
 end
 
--- consume: decide every item, write only when all are allowed; check: decide, report as a denied consume
--- does (the allowed items as they stand), write nothing
+-- consume: decide every item, write only when all enforced items are allowed (and then the allowed items
+-- only: a shadow item that would deny consumes nothing); check: decide, report as a denied consume does (the
+-- allowed items as they stand), write nothing
 local working = {}
 local results = {}
 local all_allowed = true
@@ -155,7 +161,7 @@ for i = 1, #items do
   local new_st, allowed, remaining, reset, retry = it.algo.step(st, it.limit, it.window, it.cap, now, it.cost, it.nxt)
   results[i] = { allowed, remaining, reset, retry, new_st or false }
   if allowed == 0 then
-    all_allowed = false
+    if not it.shadow then all_allowed = false end
   elseif it.cost > 0 then
     working[it.key] = new_st or false
   end
@@ -163,7 +169,7 @@ end
 if all_allowed and op == 'consume' then
   local last = {}
   for i = 1, #items do
-    if items[i].cost > 0 then last[items[i].key] = i end
+    if items[i].cost > 0 and results[i][1] == 1 then last[items[i].key] = i end
   end
   for i = 1, #items do
     local it = items[i]

@@ -23,7 +23,7 @@ export interface RedisRateLimitStoreOptions {
 }
 
 type Operation = 'consume' | 'check' | 'peek' | 'refund' | 'reset';
-type Item = Pick<RateLimitStoreItem, 'policy' | 'key'> & { cost?: number };
+type Item = Pick<RateLimitStoreItem, 'policy' | 'key' | 'shadow'> & { cost?: number };
 
 /**
  * The production store: state in Redis, shared by every process. Each operation is ONE EVALSHA of one Lua
@@ -170,23 +170,26 @@ export class RedisRateLimitStore implements RateLimitStore {
     const checked = await Promise.all(
       parts.map(async (part) => this.decisions('consume', part, await this.run('check', part))),
     );
-    if (checked.some((decisions) => decisions.some((d) => !d.allowed))) return place(checked);
+    if (checked.some((decisions, g) => denied(parts[g], decisions))) return place(checked);
     const decided = await Promise.all(
       parts.map(async (part) => this.decisions('consume', part, await this.run('consume', part))),
     );
     const out = place(decided);
-    if (out.every((d) => d.allowed)) return out;
-    const consumed = decided.map((decisions, g) => (decisions.every((d) => d.allowed) ? g : -1)).filter((g) => g >= 0);
+    if (!decided.some((decisions, g) => denied(parts[g], decisions))) return out;
+    const consumed = decided.map((decisions, g) => (denied(parts[g], decisions) ? -1 : g)).filter((g) => g >= 0);
     await Promise.all(
       consumed.map(async (g) => {
+        // A shadow item that would have denied consumed nothing: nothing to give back.
+        const taken = groups[g].filter((_, j) => decided[g][j].allowed);
+        const part = taken.map((i) => items[i]);
         let reply: unknown;
         try {
-          reply = await this.run('refund', parts[g]);
+          reply = await this.run('refund', part);
         } catch {
           return; // the request stays denied; the units stay taken until they expire (under-admission only)
         }
-        this.decisions('refund', parts[g], reply).forEach((d, j) => {
-          out[groups[g][j]] = { ...d, allowed: true, retryAfterMs: 0 };
+        this.decisions('refund', part, reply).forEach((d, j) => {
+          out[taken[j]] = { ...d, allowed: true, retryAfterMs: 0 };
         });
       }),
     );
@@ -196,10 +199,17 @@ export class RedisRateLimitStore implements RateLimitStore {
   private async run(op: Operation, items: readonly Item[]): Promise<unknown> {
     const keys: string[] = [];
     const args: string[] = [op, this.clock === undefined ? '' : String(this.clock.now()), this.ttlSlack];
-    for (const { policy, key, cost = 0 } of items) {
+    for (const { policy, key, cost = 0, shadow } of items) {
       keys.push(storageKey(this.keyPrefix, policy.id, key));
       const [algorithm, limit, windowMs, capacity, nextEnd] = argsOf(policy, this.clock ?? systemClock);
-      args.push(algorithm, limit, windowMs, capacity, String(cost));
+      // A shadow item's algorithm code is negated (see the script's ARGV).
+      args.push(
+        shadow === true && (op === 'consume' || op === 'check') ? `-${algorithm}` : algorithm,
+        limit,
+        windowMs,
+        capacity,
+        String(cost),
+      );
       if (nextEnd !== undefined) args.push(nextEnd);
     }
     if (this.functions !== 'no') {
@@ -249,6 +259,10 @@ function argsOf(policy: ResolvedPolicy, clock: Clock): PolicyArgs {
   }
   return args;
 }
+
+/** Whether a slot's decisions deny the request: one of its enforced items was denied. */
+const denied = (part: readonly Item[], decisions: readonly RateLimitDecision[]): boolean =>
+  decisions.some((d, j) => !d.allowed && part[j].shadow !== true);
 
 /** An error Redis answered with (as opposed to a connection that failed). */
 function isReplyError(error: unknown): error is Error {

@@ -1,0 +1,84 @@
+import type { ExecutionContext, Logger } from '@nestjs/common';
+
+import type { Clock } from '../clock.js';
+import type { RateLimitDecision } from '../policy/policy.types.js';
+import type { RateLimitStoreItem } from '../stores/rate-limit-store.js';
+
+/** How long a shadow policy stays quiet in the log after reporting a would-be denial. */
+const SHADOW_QUIET_MS = 60_000;
+
+/**
+ * One decided policy, as `onDecision` receives it. `key` is the identity the policy counted (a user id, an
+ * address, your key function's value), `cost` the units the request asked for, `remaining`/`retryAfterMs`
+ * as in the decision (retryAfterMs 0 when allowed, Infinity when the cost can never fit). `shadow` is true for
+ * a policy in mode 'shadow': `allowed: false` then means it would have denied, and the request went on.
+ * `context` is the Nest ExecutionContext of the request, or undefined for RateLimitService calls.
+ */
+export interface RateLimitDecisionEvent {
+  readonly policy: string;
+  readonly key: string;
+  readonly allowed: boolean;
+  readonly shadow: boolean;
+  readonly blocked: boolean;
+  readonly cost: number;
+  readonly remaining: number;
+  readonly retryAfterMs: number;
+  readonly context: ExecutionContext | undefined;
+}
+
+/**
+ * Reports decided policies: the `onDecision` hook for each (called synchronously, never awaited; one that
+ * throws is logged and the request goes on), and the would-be denials of shadow policies in the log, at
+ * most once per policy per minute with the count of those held back. Costs nothing without a hook and
+ * without shadow policies but one loop over the request's items.
+ */
+export class DecisionEvents {
+  private readonly shadowLogged = new Map<string, { atMs: number; suppressed: number }>();
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly clock: Clock,
+    private readonly hook: ((event: RateLimitDecisionEvent) => void) | undefined,
+  ) {}
+
+  report(
+    pairs: readonly (readonly [RateLimitStoreItem, RateLimitDecision])[],
+    context: ExecutionContext | undefined,
+  ): void {
+    for (const [item, decision] of pairs) {
+      const shadow = item.shadow === true;
+      if (shadow && !decision.allowed) this.logShadowDenial(item, decision);
+      if (this.hook === undefined) continue;
+      try {
+        this.hook({
+          policy: decision.policy,
+          key: item.key,
+          allowed: decision.allowed,
+          shadow,
+          blocked: false,
+          cost: item.cost,
+          remaining: decision.remaining,
+          retryAfterMs: decision.retryAfterMs,
+          context,
+        });
+      } catch (error) {
+        this.logger.error(`onDecision hook threw: ${(error as Error)?.message ?? String(error)}`);
+      }
+    }
+  }
+
+  private logShadowDenial(item: RateLimitStoreItem, decision: RateLimitDecision): void {
+    const now = this.clock.now();
+    const seen = this.shadowLogged.get(decision.policy);
+    if (seen !== undefined && now - seen.atMs < SHADOW_QUIET_MS && now >= seen.atMs) {
+      seen.suppressed++;
+      return;
+    }
+    const held = seen !== undefined && seen.suppressed > 0 ? ` (and ${seen.suppressed} more in the last minute)` : '';
+    this.logger.warn(
+      `Shadow policy "${decision.policy}" would have denied key "${item.key}" (cost ${item.cost}, ` +
+        `${decision.remaining} remaining)${held}; the request went on`,
+    );
+    this.shadowLogged.set(decision.policy, { atMs: now, suppressed: 0 });
+  }
+}

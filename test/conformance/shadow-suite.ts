@@ -1,0 +1,54 @@
+import { ALGORITHMS, type RateLimitPolicy, validatePolicy } from '../../lib/index.js';
+import type { RateLimitStore } from '../../lib/stores/rate-limit-store.js';
+import { FakeClock } from '../support/fake-clock.js';
+import type { StoreTarget } from '../support/store-targets.js';
+
+const policyOf = (name: string, algorithm: (typeof ALGORITHMS)[number] | 'quota', limit: number): RateLimitPolicy =>
+  algorithm === 'quota' ? { name, algorithm, limit, period: 'day' } : { name, algorithm, limit, window: '1h' };
+
+/**
+ * Shadow items in a consume, on one store: a shadow item never denies the others, consumes nothing when it
+ * would deny, and is consumed with the others when it allows; a denied request consumes nothing of either.
+ */
+export function shadowSuite(target: StoreTarget): void {
+  describe(`shadow items on the ${target.name} store`, () => {
+    beforeAll(() => target.setup());
+    afterAll(() => target.teardown());
+
+    it.each([...ALGORITHMS, 'quota' as const])('%s: decided with the others, never denying them', async (algorithm) => {
+      const clock = new FakeClock();
+      const store: RateLimitStore = target.make(clock);
+      // Different names: different keys, and on a Cluster most likely different slots.
+      const enforced = validatePolicy(policyOf(`enforced-${algorithm}`, algorithm, 5));
+      const shadow = validatePolicy(policyOf(`shadow-${algorithm}`, algorithm, 2));
+      const key = 'user:7';
+      const request = (enforcedCost: number, shadowCost: number) =>
+        store.consume([
+          { policy: enforced, key, cost: enforcedCost },
+          { policy: shadow, key, cost: shadowCost, shadow: true },
+        ]);
+      const remaining = async () =>
+        (
+          await store.peek([
+            { policy: enforced, key },
+            { policy: shadow, key },
+          ])
+        ).map((d) => d.remaining);
+
+      // Both allow: both consumed.
+      expect((await request(1, 1)).map((d) => d.allowed)).toEqual([true, true]);
+      expect(await remaining()).toEqual([4, 1]);
+      // The shadow item would deny: the enforced one is consumed as if it were absent, the shadow one not.
+      expect((await request(1, 2)).map((d) => d.allowed)).toEqual([true, false]);
+      expect(await remaining()).toEqual([3, 1]);
+      // The enforced item denies: nothing is consumed, the shadow item reports the key as it stands.
+      const denied = await request(4, 1);
+      expect(denied.map((d) => d.allowed)).toEqual([false, true]);
+      expect(await remaining()).toEqual([3, 1]);
+      // Shadow alone, as the only item of a call.
+      expect((await store.consume([{ policy: shadow, key, cost: 2, shadow: true }]))[0].allowed).toBe(false);
+      expect((await store.consume([{ policy: shadow, key, cost: 1, shadow: true }]))[0].allowed).toBe(true);
+      expect(await remaining()).toEqual([3, 0]);
+    });
+  });
+}
