@@ -134,10 +134,11 @@ export class RateLimitService {
 
   private resolve(policy: RateLimitPolicy | string, forUsage = false): ResolvedPolicy {
     const resolved = this.lookup(policy);
-    if (!forUsage && resolved.quota !== undefined && Number.isNaN(resolved.limit)) {
+    if (!forUsage && (Number.isNaN(resolved.limit) || Number.isNaN(resolved.capacity))) {
+      const field = Number.isNaN(resolved.limit) ? 'limit' : 'burst';
       throw new RateLimitPolicyError(
-        'has a limit that depends on the request; RateLimitService needs a number: pass the policy object with a numeric limit',
-        { policy: resolved.name, field: 'limit', where: 'RateLimitService' },
+        `has a ${field} that depends on the request; RateLimitService needs a number: pass the policy object with a numeric ${field} (the same name shares the state)`,
+        { policy: resolved.name, field, where: 'RateLimitService' },
       );
     }
     return resolved;

@@ -75,7 +75,7 @@ export class DecisionEngine {
   /** Denials of a remote store, answered locally until they end (pointless for the in-process store). */
   readonly denyCache: DenyCache | undefined;
   private readonly breakers = new Map<RateLimitStore, CircuitBreaker>();
-  private readonly withLimits = new WeakMap<ResolvedPolicy, Map<number, ResolvedPolicy>>();
+  private readonly withLimits = new WeakMap<ResolvedPolicy, Map<string, ResolvedPolicy>>();
 
   constructor(private readonly options: DecisionEngineOptions) {
     this.store = options.stores.rates;
@@ -115,14 +115,21 @@ export class DecisionEngine {
     return policy.quota !== undefined ? this.quotaStore : this.store;
   }
 
-  /** A policy with this request's limit (the policy's limit is a function of the request). */
-  withLimit(policy: ResolvedPolicy, limit: number): ResolvedPolicy {
+  /**
+   * A policy with this request's limit and burst (functions of the request: the caller's plan). The variants
+   * share the policy's id, so its state: a key whose plan changes is decided from the units it already used.
+   */
+  withLimit(policy: ResolvedPolicy, limit: number, burst?: number): ResolvedPolicy {
+    const bucket = policy.algorithm === 'token-bucket' || policy.algorithm === 'gcra';
+    const staticBurst = typeof policy.source.burst === 'number' ? policy.source.burst : undefined;
+    const capacity = bucket ? (burst ?? staticBurst ?? limit) : limit;
     let byLimit = this.withLimits.get(policy);
     if (byLimit === undefined) this.withLimits.set(policy, (byLimit = new Map()));
-    let variant = byLimit.get(limit);
+    const id = `${limit}/${capacity}`;
+    let variant = byLimit.get(id);
     if (variant === undefined) {
-      variant = Object.freeze({ ...policy, limit, capacity: limit });
-      if (byLimit.size < 1000) byLimit.set(limit, variant);
+      variant = Object.freeze({ ...policy, limit, capacity });
+      if (byLimit.size < 1000) byLimit.set(id, variant);
     }
     return variant;
   }

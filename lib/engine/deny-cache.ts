@@ -1,6 +1,9 @@
 import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 
 interface Denial {
+  /** The limits the store denied under: a request under higher ones (a plan upgrade) asks the store again. */
+  readonly limit: number;
+  readonly capacity: number;
   readonly atMs: number;
   readonly untilMs: number;
   readonly cost: number;
@@ -9,7 +12,7 @@ interface Denial {
 
 /**
  * Denials the store has given, kept until the time they end. A request of at least the same cost on the same
- * policy and key before then is denied locally, without a round trip: the store already said no, and it can
+ * policy and key, under limits no higher, before then is denied locally, without a round trip: the store already said no, and it can
  * only say no again (a denial consumes nothing), so the cache never admits anything the store would not.
  * Under a single-key flood the store sees about one call per key per retry-after, not one per request.
  * Bounded: beyond `maxKeys` the oldest denial is dropped, which only costs a round trip.
@@ -33,7 +36,7 @@ export class DenyCache {
       this.denials.delete(id);
       return undefined;
     }
-    if (cost < denial.cost) return undefined;
+    if (cost < denial.cost || policy.limit > denial.limit || policy.capacity > denial.capacity) return undefined;
     const elapsedMs = nowMs - denial.atMs;
     return {
       ...denial.decision,
@@ -47,7 +50,8 @@ export class DenyCache {
     if (decision.allowed || !Number.isFinite(decision.retryAfterMs) || decision.retryAfterMs <= 0) return;
     const id = `${policy.id}\n${key}`;
     this.denials.delete(id);
-    this.denials.set(id, { atMs: nowMs, untilMs: nowMs + decision.retryAfterMs, cost, decision });
+    const { limit, capacity } = policy;
+    this.denials.set(id, { limit, capacity, atMs: nowMs, untilMs: nowMs + decision.retryAfterMs, cost, decision });
     if (this.denials.size > this.maxKeys) {
       const oldest = this.denials.keys().next();
       if (oldest.done !== true) this.denials.delete(oldest.value);

@@ -13,6 +13,8 @@ export interface PlannedPolicy {
   readonly policy: ResolvedPolicy;
   /** A limit that depends on the request (the caller's plan). */
   readonly limit?: (ctx: ExecutionContext) => number | Promise<number>;
+  /** A token-bucket or GCRA burst that depends on the request. */
+  readonly burst?: (ctx: ExecutionContext) => number | Promise<number>;
   readonly key: RateLimitKey;
   readonly cost: RateLimitPolicy['cost'];
   readonly failMode: FailMode;
@@ -274,7 +276,8 @@ export class RoutePlanner {
     }
     return {
       policy: resolved,
-      limit: policy.algorithm === 'quota' && typeof policy.limit === 'function' ? policy.limit : undefined,
+      limit: typeof policy.limit === 'function' ? policy.limit : undefined,
+      burst: policy.algorithm !== 'quota' && typeof policy.burst === 'function' ? policy.burst : undefined,
       key: policy.key ?? 'user',
       cost: policy.cost,
       failMode: policy.failMode ?? this.options.failMode,

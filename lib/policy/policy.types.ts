@@ -48,12 +48,19 @@ interface PolicyBase {
  */
 export interface RateLimitWindowPolicy extends PolicyBase {
   algorithm: Exclude<RateLimitAlgorithm, 'quota'>;
-  /** Requests (or cost units) per window; an integer >= 1. */
-  limit: number;
+  /**
+   * Requests (or cost units) per window; an integer >= 1, or a function of the request (the caller's plan,
+   * may be async). A key whose limit changes is decided with the new limit at its next request, from the
+   * units it has already used.
+   */
+  limit: number | ((ctx: ExecutionContext) => number | Promise<number>);
   /** Milliseconds, or a duration string: '500ms', '10s', '1m', '1h', '1d'. */
   window: number | string;
-  /** Token-bucket capacity / GCRA burst, an integer >= 1; default `limit`. The rate is always limit per window. */
-  burst?: number;
+  /**
+   * Token-bucket capacity / GCRA burst, an integer >= 1 or a function of the request; default `limit`. The
+   * rate is always limit per window.
+   */
+  burst?: number | ((ctx: ExecutionContext) => number | Promise<number>);
 }
 
 /**

@@ -21,8 +21,9 @@ export function defaultPolicyName(policy: RateLimitPolicy): string {
     return `quota-${typeof policy.limit === 'function' ? 'fn' : policy.limit}-${policy.period}`;
   }
   const window = typeof policy.window === 'number' ? `${policy.window}ms` : String(policy.window);
-  const burst = policy.burst === undefined ? '' : `-b${policy.burst}`;
-  return `${policy.algorithm}-${policy.limit}-${window}${burst}`;
+  const fn = (value: unknown) => (typeof value === 'function' ? 'fn' : String(value));
+  const burst = policy.burst === undefined ? '' : `-b${fn(policy.burst)}`;
+  return `${policy.algorithm}-${fn(policy.limit)}-${window}${burst}`;
 }
 
 /**
@@ -46,9 +47,9 @@ export function validatePolicy(policy: RateLimitPolicy, where?: string): Resolve
   if (!ALGORITHMS.includes(policy.algorithm)) {
     fail('algorithm', `must be one of ${[...ALGORITHMS, 'quota'].join(', ')}, got ${describe(policy.algorithm)}`);
   }
-  const { limit } = policy;
-  if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1) {
-    fail('limit', `must be an integer >= 1, got ${describe(limit)}`);
+  const { limit, burst } = policy;
+  if (typeof limit !== 'function' && (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1)) {
+    fail('limit', `must be an integer >= 1 or a function of the request, got ${describe(limit)}`);
   }
   const windowMs = parseWindow(policy.window);
   if (windowMs === undefined) {
@@ -58,28 +59,27 @@ export function validatePolicy(policy: RateLimitPolicy, where?: string): Resolve
     );
   }
   const bucket = policy.algorithm === 'token-bucket' || policy.algorithm === 'gcra';
-  if (policy.burst !== undefined) {
+  if (burst !== undefined) {
     if (!bucket) fail('burst', `applies only to token-bucket and gcra, not to ${policy.algorithm}`);
-    if (!Number.isSafeInteger(policy.burst) || policy.burst < 1) {
-      fail('burst', `must be an integer >= 1, got ${describe(policy.burst)}`);
+    if (typeof burst !== 'function' && (!Number.isSafeInteger(burst) || burst < 1)) {
+      fail('burst', `must be an integer >= 1 or a function of the request, got ${describe(burst)}`);
     }
   }
-  const capacity = bucket ? (policy.burst ?? limit) : limit;
+  // A limit or burst that is a function is decided per request (RequestResolver); NaN stands for it here.
+  const staticLimit = typeof limit === 'number' ? limit : NaN;
+  const staticBurst = typeof burst === 'function' ? NaN : burst;
+  const capacity = bucket ? (staticBurst ?? staticLimit) : staticLimit;
   // The algorithms count in units of 1/windowMs of a request so that every step is exact integer math. Their
   // intermediate values reach a few times capacity × windowMs (two windows of a sliding counter seen from a
   // clock that stepped back, a GCRA key seen from behind), and must stay below 2^53 in Lua and TypeScript.
-  if (Math.max(capacity, limit) * (windowMs as number) > MAX_UNITS) {
-    fail(
-      'limit',
-      `limit (or burst) × window in ms must not exceed 2^51; got ${Math.max(capacity, limit)} × ${windowMs}`,
-    );
-  }
+  const problem = checkUnits(Math.max(capacity, staticLimit), windowMs as number);
+  if (problem !== undefined) fail('limit', problem);
   checkCommon(policy, fail);
   return Object.freeze({
     name,
     id: name,
     algorithm: policy.algorithm,
-    limit,
+    limit: staticLimit,
     windowMs: windowMs as number,
     capacity,
     failMode: policy.failMode,
@@ -136,6 +136,19 @@ function validateQuota(policy: RateLimitQuotaPolicy, name: string, fail: Fail): 
     quota: Object.freeze({ period: policy.period, timeZone }),
     source: policy,
   });
+}
+
+/** Why `units` (a limit or burst) per window of `windowMs` cannot be counted exactly, or undefined. NaN passes. */
+function checkUnits(units: number, windowMs: number): string | undefined {
+  if (!(units * windowMs > MAX_UNITS)) return undefined;
+  return `limit (or burst) × window in ms must not exceed 2^51; got ${units} × ${windowMs}`;
+}
+
+/** A limit or burst returned for one request, checked like a static one (an integer >= 1 within the bounds). */
+export function checkRequestLimit(value: unknown, windowMs: number, fail: (problem: string) => never): number {
+  const limit = checkQuotaLimit(value, fail);
+  const problem = checkUnits(limit, windowMs);
+  return problem === undefined ? limit : fail(problem);
 }
 
 /** A quota's limit for one request, checked like a static one. */

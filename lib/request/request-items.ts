@@ -4,7 +4,7 @@ import type { ContextAdapter } from '../contexts/context-adapter.js';
 import type { DecisionEngine, EngineItem } from '../engine/decision-engine.js';
 import type { PlanEntry, PlannedPolicy } from '../planning/route-planner.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
-import { checkCost, checkQuotaLimit } from '../policy/validate-policy.js';
+import { checkCost, checkQuotaLimit, checkRequestLimit } from '../policy/validate-policy.js';
 
 type MaybePromise<T> = T | Promise<T>;
 const isPromise = <T>(value: MaybePromise<T> | unknown): value is Promise<T> =>
@@ -45,10 +45,12 @@ export class RequestResolver {
         let cost = this.cost(planned, ctx);
         if (isPromise(cost)) cost = await cost;
         let policy = planned.policy;
-        if (planned.limit !== undefined) {
-          let limit = this.limit(planned, ctx);
+        if (planned.limit !== undefined || planned.burst !== undefined) {
+          let limit = planned.limit === undefined ? policy.limit : this.limit(planned, planned.limit, 'limit', ctx);
           if (isPromise(limit)) limit = await limit;
-          policy = this.engine.withLimit(policy, limit);
+          let burst = planned.burst === undefined ? undefined : this.limit(planned, planned.burst, 'burst', ctx);
+          if (isPromise(burst)) burst = await burst;
+          policy = this.engine.withLimit(policy, limit, burst);
         }
         items.push({ policy, key, cost, failMode: planned.failMode, shadow: planned.shadow, order });
       } catch (error) {
@@ -79,17 +81,26 @@ export class RequestResolver {
     return isPromise(value) ? value.then((v) => checkIdentity(planned, v)) : checkIdentity(planned, value);
   }
 
-  /** A per-request limit; a Promise only when the limit function returns one. */
-  private limit(planned: PlannedPolicy, ctx: ExecutionContext): MaybePromise<number> {
-    const value: unknown = (planned.limit as (ctx: ExecutionContext) => unknown)(ctx);
-    const check = (v: unknown): number =>
-      checkQuotaLimit(v, (problem) => {
-        throw new RateLimitPolicyError(`the limit function returned a bad value: ${problem}`, {
-          policy: planned.policy.name,
-          field: 'limit',
-          where: planned.where,
-        });
+  /** A per-request limit or burst; a Promise only when its function returns one. */
+  private limit(
+    planned: PlannedPolicy,
+    fn: (ctx: ExecutionContext) => unknown,
+    field: 'limit' | 'burst',
+    ctx: ExecutionContext,
+  ): MaybePromise<number> {
+    const value = fn(ctx);
+    const fail = (problem: string): never => {
+      throw new RateLimitPolicyError(`the ${field} function returned a bad value: ${problem}`, {
+        policy: planned.policy.name,
+        field,
+        where: planned.where,
       });
+    };
+    // A quota's window is a nominal period length: its bound is the limit alone.
+    const check = (v: unknown): number =>
+      planned.policy.quota === undefined
+        ? checkRequestLimit(v, planned.policy.windowMs, fail)
+        : checkQuotaLimit(v, fail);
     return isPromise(value) ? value.then(check) : check(value);
   }
 

@@ -91,6 +91,8 @@ const opArb = fc.record({
     fc.constantFrom('capacity - 1', 'capacity', 'capacity + 1', 'huge'),
   ),
   pick: fc.array(fc.nat(), { minLength: 1, maxLength: 3 }),
+  /** The key's plan for this op: its limits as declared, tripled (an upgrade) or halved (a downgrade). */
+  plan: fc.constantFrom(1, 1, 1, 3, 0.5),
 });
 
 /**
@@ -127,8 +129,18 @@ function costOf(op: Op, policy: ResolvedPolicy): number {
 
 type Op = typeof opArb extends fc.Arbitrary<infer T> ? T : never;
 
+/**
+ * The policy under the op's plan, as DecisionEngine.withLimit makes it for a limit function: the same id (so
+ * the same state), other limits. Policies near the bounds of exact math keep theirs.
+ */
+function planned(policy: ResolvedPolicy, plan: number): ResolvedPolicy {
+  const scale = (n: number) => Math.max(1, Math.floor(n * plan));
+  if (plan === 1 || scale(Math.max(policy.limit, policy.capacity)) * policy.windowMs > MAX_UNITS) return policy;
+  return Object.freeze({ ...policy, limit: scale(policy.limit), capacity: scale(policy.capacity) });
+}
+
 async function play(store: RateLimitStore, policies: ResolvedPolicy[], op: Op): Promise<RateLimitDecision[]> {
-  const chosen = [...new Set(op.pick.map((i) => policies[i % policies.length]))];
+  const chosen = [...new Set(op.pick.map((i) => policies[i % policies.length]))].map((p) => planned(p, op.plan));
   const cost = costOf(op, chosen[0]);
   const items = chosen.map((policy) => ({ policy, key: op.key, cost }));
   switch (op.kind) {

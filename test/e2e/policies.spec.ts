@@ -143,7 +143,7 @@ describe('policies are validated at start-up', () => {
   it('stops the app with an error naming Controller.handler, the policy and the field', async () => {
     const error = (await start([BadController])) as Error;
     expect(error.message).toBe(
-      'Invalid rate-limit policy "broken" (declared on BadController.handler), field "limit": must be an integer >= 1, got 0',
+      'Invalid rate-limit policy "broken" (declared on BadController.handler), field "limit": must be an integer >= 1 or a function of the request, got 0',
     );
   });
 

@@ -48,20 +48,20 @@ describe.each(ADAPTERS)('shadow mode over HTTP (%s)', (adapter) => {
   describe.each(['memory', 'redis'])('on the %s store', (store) => {
     async function start(options: Partial<RateLimitModuleOptions> = {}) {
       const events: RateLimitDecisionEvent[] = [];
-      const { app, clock, server } = await createApp(adapter, {
+      const { app, clock } = await createApp(adapter, {
         imports: [RateLimitModule.forRoot({ ...stores()[store], onDecision: (e) => events.push(e), ...options })],
         controllers: [LoginController],
       });
-      return { app, clock, server, events };
+      return { app, clock, events };
     }
 
     it('never denies for a shadow policy, reports its would-be denials, and leaves it out of the headers', async () => {
       const warn = jest.spyOn(Logger.prototype, 'warn');
-      const { app, clock, server, events } = await start();
+      const { app, clock, events } = await start();
       try {
         const statuses: number[] = [];
         for (let i = 0; i < 5; i++) {
-          const res = await request(server()).get('/login');
+          const res = await request(app.getHttpServer()).get('/login');
           statuses.push(res.status);
           expect(res.headers['ratelimit-policy']).toContain('"enforced"');
           expect(res.headers['ratelimit-policy']).not.toContain('new-limit');
@@ -80,7 +80,7 @@ describe.each(ADAPTERS)('shadow mode over HTTP (%s)', (adapter) => {
         ]);
         expect(shadow[0].context?.getType()).toBe('http');
         // The enforced policy still denies: the sixth request is refused by it alone.
-        const sixth = await request(server()).get('/login');
+        const sixth = await request(app.getHttpServer()).get('/login');
         expect(sixth.status).toBe(429);
         expect(sixth.body.policy).toBe('enforced');
         // One log line per shadow policy per minute, then one more with the count held back.
@@ -88,7 +88,7 @@ describe.each(ADAPTERS)('shadow mode over HTTP (%s)', (adapter) => {
         expect(lines()).toHaveLength(1);
         expect(lines()[0]).toContain('"new-limit" would have denied');
         clock.advance(61_000);
-        for (let i = 0; i < 3; i++) expect((await request(server()).get('/login')).status).toBe(200);
+        for (let i = 0; i < 3; i++) expect((await request(app.getHttpServer()).get('/login')).status).toBe(200);
         expect(lines()).toHaveLength(2);
         // Held back: requests 4 and 5, and the sixth (the shadow policy would have denied it too).
         expect(lines()[1]).toContain('and 3 more in the last minute');
@@ -99,10 +99,10 @@ describe.each(ADAPTERS)('shadow mode over HTTP (%s)', (adapter) => {
     });
 
     it('consumes a shadow policy exactly up to its limit under 50 concurrent requests, denying none', async () => {
-      const { app, server } = await start();
+      const { app } = await start();
       try {
         const statuses = await Promise.all(
-          Array.from({ length: 50 }, async () => (await request(server()).get('/login/wide')).status),
+          Array.from({ length: 50 }, async () => (await request(app.getHttpServer()).get('/login/wide')).status),
         );
         expect(statuses.filter((s) => s === 200)).toHaveLength(50);
         const service = app.get(RateLimitService);
@@ -114,10 +114,10 @@ describe.each(ADAPTERS)('shadow mode over HTTP (%s)', (adapter) => {
     });
 
     it("with the module's mode 'shadow', denies nothing and shows no policy", async () => {
-      const { app, server, events } = await start({ mode: 'shadow' });
+      const { app, events } = await start({ mode: 'shadow' });
       try {
         for (let i = 0; i < 8; i++) {
-          const res = await request(server()).get('/login');
+          const res = await request(app.getHttpServer()).get('/login');
           expect(res.status).toBe(200);
           expect(res.headers['ratelimit-policy']).toBeUndefined();
         }
@@ -151,7 +151,7 @@ describe('onDecision', () => {
 
   it('that throws is logged, and the request goes on', async () => {
     const error = jest.spyOn(Logger.prototype, 'error');
-    const { app, server } = await createApp('express', {
+    const { app } = await createApp('express', {
       imports: [
         RateLimitModule.forRoot({
           onDecision: () => {
@@ -162,7 +162,7 @@ describe('onDecision', () => {
       controllers: [LoginController],
     });
     try {
-      expect((await request(server()).get('/login')).status).toBe(200);
+      expect((await request(app.getHttpServer()).get('/login')).status).toBe(200);
       expect(error.mock.calls.map(([m]) => String(m))).toContain('onDecision hook threw: metrics backend down');
     } finally {
       error.mockRestore();

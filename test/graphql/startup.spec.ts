@@ -36,7 +36,7 @@ class AuthorResolver {
 describe.each(GRAPHQL_DRIVERS)('start-up validation of GraphQL policies on %s', (driver) => {
   it('a bad policy on a resolver method stops the start, naming Resolver.method, the policy and the field', async () => {
     await expect(startGraphQLApp(driver, { resolvers: [BadPolicyResolver] })).rejects.toThrow(
-      'Invalid rate-limit policy "broken" (declared on BadPolicyResolver.broken), field "limit": must be an integer >= 1, got 0',
+      'Invalid rate-limit policy "broken" (declared on BadPolicyResolver.broken), field "limit": must be an integer >= 1 or a function of the request, got 0',
     );
   });
 

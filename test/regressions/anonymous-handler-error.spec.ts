@@ -51,7 +51,7 @@ describe.each(ADAPTERS)('errors name Controller.method for anonymous handlers on
     await expect(
       createApp(adapter, { imports: [RateLimitModule.forRoot({})], controllers: [WidgetController] }),
     ).rejects.toThrow(
-      'Invalid rate-limit policy "w" (declared on WidgetController.create), field "limit": must be an integer >= 1, got 0',
+      'Invalid rate-limit policy "w" (declared on WidgetController.create), field "limit": must be an integer >= 1 or a function of the request, got 0',
     );
   });
 

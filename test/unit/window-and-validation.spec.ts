@@ -32,13 +32,13 @@ describe('validatePolicy', () => {
 
   const bad: [string, Record<string, unknown>, string, RegExp][] = [
     ['unknown algorithm', { algorithm: 'leaky' }, 'algorithm', /must be one of fixed-window, .*got "leaky"/],
-    ['limit < 1', { limit: 0 }, 'limit', /integer >= 1, got 0/],
-    ['non-integer limit', { limit: 2.5 }, 'limit', /integer >= 1, got 2.5/],
-    ['string limit', { limit: '10' }, 'limit', /integer >= 1, got "10"/],
+    ['limit < 1', { limit: 0 }, 'limit', /integer >= 1 or a function of the request, got 0/],
+    ['non-integer limit', { limit: 2.5 }, 'limit', /integer >= 1 or a function of the request, got 2.5/],
+    ['string limit', { limit: '10' }, 'limit', /integer >= 1 or a function of the request, got "10"/],
     ['bad window', { window: '1 minute' }, 'window', /duration like .*got "1 minute"/],
     ['zero window', { window: 0 }, 'window', /got 0/],
-    ['burst < 1', { burst: 0 }, 'burst', /integer >= 1, got 0/],
-    ['fractional burst', { burst: 1.5 }, 'burst', /integer >= 1, got 1.5/],
+    ['burst < 1', { burst: 0 }, 'burst', /integer >= 1 or a function of the request, got 0/],
+    ['fractional burst', { burst: 1.5 }, 'burst', /integer >= 1 or a function of the request, got 1.5/],
     ['negative cost', { cost: -1 }, 'cost', /non-negative integer, got -1/],
     ['non-finite cost', { cost: Infinity }, 'cost', /non-negative integer, got Infinity/],
     ['NaN cost', { cost: NaN }, 'cost', /got NaN/],

@@ -1,11 +1,13 @@
 import { type Algorithm, ceilDiv, type StepResult } from '../algorithm.js';
 
 /**
- * Tokens in the bucket scaled by windowMs (one request = windowMs units, refilled at `limit` units per
- * millisecond, so the refill is exact integer math), and the time in ms they were counted at.
+ * The units taken from the bucket, scaled by windowMs (one request = windowMs units, given back at `limit`
+ * units per millisecond, so the refill is exact integer math), and the time in ms they were counted at. The
+ * state is in units, not in tokens left or in time: when a key's limit or burst changes (a plan upgrade),
+ * what it took stays taken under the new limit, and the bucket refills at the new rate.
  */
 export interface TokenBucketState {
-  readonly tokens: number;
+  readonly taken: number;
   readonly atMs: number;
 }
 
@@ -17,39 +19,38 @@ export const tokenBucket: Algorithm<TokenBucketState> = {
   step(state, policy, nowMs, cost): StepResult<TokenBucketState> {
     const { limit, windowMs: w } = policy;
     const full = policy.capacity * w;
-    const [tokens, atMs] = refill(state, full, limit, nowMs);
+    const [taken, atMs] = takenAt(state, limit, nowMs);
     const need = cost * w;
-    if (cost > policy.capacity || need > tokens) {
+    if (cost > policy.capacity || taken + need > full) {
       return {
         state,
         allowed: false,
-        remaining: Math.floor(tokens / w),
-        resetMs: ceilDiv(full - tokens, limit),
-        retryAfterMs: cost > policy.capacity ? Infinity : ceilDiv(need - tokens, limit),
+        remaining: Math.floor(Math.max(0, full - taken) / w),
+        resetMs: ceilDiv(taken, limit),
+        retryAfterMs: cost > policy.capacity ? Infinity : ceilDiv(taken + need - full, limit),
       };
     }
-    const left = tokens - need;
+    const next = taken + need;
     return {
-      state: left < full ? { tokens: left, atMs } : undefined,
+      state: next > 0 ? { taken: next, atMs } : undefined,
       allowed: true,
-      remaining: Math.floor(left / w),
-      resetMs: ceilDiv(full - left, limit),
+      remaining: Math.floor((full - next) / w),
+      resetMs: ceilDiv(next, limit),
       retryAfterMs: 0,
     };
   },
 
   refund(state, policy, nowMs, amount) {
-    const full = policy.capacity * policy.windowMs;
-    const [tokens, atMs] = refill(state, full, policy.limit, nowMs);
-    const next = Math.min(full, tokens + amount * policy.windowMs);
-    return next < full ? { tokens: next, atMs } : undefined;
+    const [taken, atMs] = takenAt(state, policy.limit, nowMs);
+    const next = Math.max(0, taken - amount * policy.windowMs);
+    return next > 0 ? { taken: next, atMs } : undefined;
   },
 };
 
-/** Tokens at `nowMs` and the time they are counted at; a clock that steps back refills nothing. */
-function refill(state: TokenBucketState | undefined, full: number, limit: number, nowMs: number): [number, number] {
-  if (state === undefined) return [full, nowMs];
+/** Units taken at `nowMs` and the time they are counted at; a clock that steps back gives nothing back. */
+function takenAt(state: TokenBucketState | undefined, limit: number, nowMs: number): [number, number] {
+  if (state === undefined) return [0, nowMs];
   const elapsed = nowMs - state.atMs;
-  if (elapsed <= 0) return [Math.min(full, state.tokens), state.atMs];
-  return [Math.min(full, state.tokens + elapsed * limit), nowMs];
+  if (elapsed <= 0) return [state.taken, state.atMs];
+  return [Math.max(0, state.taken - elapsed * limit), nowMs];
 }
