@@ -63,8 +63,9 @@ export class RateLimitService implements OnModuleDestroy {
    * ends past it or is Infinity (a cost that can never fit); with `signal.reason` when aborted (before any
    * store call if already aborted); with the store's error, as `consume` does; with
    * RateLimitUnavailableException (503) when the module shuts down. The waiters of one policy and key in
-   * this process are served first come, first served, and only the first of them asks the store, again after
-   * each `retryAfterMs`; other processes' waiters each retry after the store's `retryAfterMs`.
+   * this process are served first come, first served: only the first of them asks the store, again after each
+   * `retryAfterMs` (so one call per key per retry-after from each process, and the store keeps the rate across
+   * processes). README "Waiting instead of denying" has every edge case.
    * @example const d = await rateLimits.acquire('provider-rpm', 'openai', { maxWaitMs: 30_000, signal });
    */
   async acquire(

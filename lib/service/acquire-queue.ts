@@ -6,6 +6,12 @@ import type { RateLimitStoreItem } from '../stores/rate-limit-store.js';
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
+ * Added to every sleep: timers may fire up to a millisecond early by the clock the store decides with (both are
+ * rounded to whole ms), and a wake before the units are free would cost a second store call for one retry-after.
+ */
+const WAKE_MARGIN_MS = 1;
+
+/**
  * How long a caller has waited is measured on the monotonic clock timers run on, not on the module's clock:
  * the module's clock dates decisions (and may be Redis TIME, or stepped); `maxWaitMs` is the caller's patience.
  */
@@ -187,9 +193,9 @@ class KeyQueue {
     this.next();
   }
 
-  /** The head sleeps the denial's retry-after (at least 1 ms: never a busy loop), then asks again. */
+  /** The head sleeps the denial's retry-after (and the margin: never a busy loop), then asks again. */
   private sleep(denial: RateLimitDecision): void {
-    const delayMs = Math.min(Math.max(1, denial.retryAfterMs), MAX_TIMER_MS);
+    const delayMs = Math.min(Math.max(0, denial.retryAfterMs) + WAKE_MARGIN_MS, MAX_TIMER_MS);
     this.denial = denial;
     this.wakeAt = monotonicMs() + delayMs;
     // Not unref'd: like any pending I/O, a waiting acquire keeps the process alive until it settles.

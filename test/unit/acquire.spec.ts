@@ -40,6 +40,8 @@ const START_MS = 1_700_000_000_000;
 
 /** One per 100 ms (GCRA, burst 1): a denied request's retryAfterMs is exactly 100 after the last admission. */
 const perTenth: RateLimitPolicy = { name: 'provider', algorithm: 'gcra', limit: 1, window: 100 };
+/** A denied head sleeps the retry-after and a 1 ms margin (a timer may fire a millisecond early by the store's clock). */
+const WAKE = 100 + 1;
 
 /** Settles a promise into what it gave, so a test can look at it while it is pending. */
 function track<T>(promise: Promise<T>) {
@@ -82,10 +84,10 @@ describe('RateLimitService.acquire', () => {
     expect(store.calls).toHaveLength(1);
   });
 
-  it('sleeps exactly the retry-after, with one store call when denied and one when it passes', async () => {
+  it('sleeps the retry-after, with one store call when denied and one when it has passed', async () => {
     await service.consume(perTenth, 'openai');
     const waiting = track(service.acquire(perTenth, 'openai', { maxWaitMs: 1000 }));
-    await advance(99);
+    await advance(WAKE - 1);
     expect(waiting.done).toBe(false);
     expect(store.calls.map((c) => c.allowed)).toEqual([true, false]);
     await advance(1);
@@ -93,7 +95,7 @@ describe('RateLimitService.acquire', () => {
     expect(store.calls.map((c) => [c.atMs - START_MS, c.allowed])).toEqual([
       [0, true],
       [0, false],
-      [100, true],
+      [WAKE, true],
     ]);
   });
 
@@ -105,20 +107,20 @@ describe('RateLimitService.acquire', () => {
     await advance(0);
     // a is admitted, b asked once and sleeps; c, d and e have not called the store at all
     expect(store.calls.map((c) => c.allowed)).toEqual([true, false]);
-    await advance(400);
+    await advance(4 * WAKE);
     await Promise.all(all);
     expect(order).toEqual(['a', 'b', 'c', 'd', 'e']);
     // b..e each: one denial when it reached the head, one admission a retry-after later
     expect(store.calls.map((c) => [c.atMs - START_MS, c.allowed])).toEqual([
       [0, true],
       [0, false],
-      [100, true],
-      [100, false],
-      [200, true],
-      [200, false],
-      [300, true],
-      [300, false],
-      [400, true],
+      [WAKE, true],
+      [WAKE, false],
+      [2 * WAKE, true],
+      [2 * WAKE, false],
+      [3 * WAKE, true],
+      [3 * WAKE, false],
+      [4 * WAKE, true],
     ]);
   });
 
@@ -128,12 +130,12 @@ describe('RateLimitService.acquire', () => {
     const order: string[] = [];
     const big = service.acquire(bucket, 'k', { cost: 5, maxWaitMs: 1000 }).then(() => order.push('big'));
     const small = service.acquire(bucket, 'k', { cost: 1, maxWaitMs: 1000 }).then(() => order.push('small'));
-    await advance(299);
+    await advance(300);
     expect(order).toEqual([]);
     expect(store.calls.filter((c) => c.cost === 1)).toEqual([]);
     await advance(1);
     expect(order).toEqual(['big']);
-    await advance(100);
+    await advance(WAKE);
     await Promise.all([big, small]);
     expect(order).toEqual(['big', 'small']);
     expect(store.calls.map((c) => [c.cost, c.allowed])).toEqual([
@@ -150,7 +152,7 @@ describe('RateLimitService.acquire', () => {
     const a = track(service.acquire(perTenth, 'a', { maxWaitMs: 1000 }));
     expect(await service.acquire(perTenth, 'b', { maxWaitMs: 1000 })).toMatchObject({ allowed: true });
     expect(a.done).toBe(false);
-    await advance(100);
+    await advance(WAKE);
     expect(a.value).toMatchObject({ allowed: true });
   });
 
@@ -170,9 +172,9 @@ describe('RateLimitService.acquire', () => {
     expect(early.error).toBeInstanceOf(RateLimitExceededException);
     expect((early.error as RateLimitExceededException).decision.retryAfterMs).toBe(100);
     expect(jest.getTimerCount()).toBe(0);
-    // a wait that ends exactly at maxWaitMs is worth sleeping
+    // a retry-after that ends exactly at maxWaitMs is worth sleeping (the 1 ms margin comes on top)
     const exact = track(service.acquire(perTenth, 'k', { maxWaitMs: 100 }));
-    await advance(100);
+    await advance(WAKE);
     expect(exact.value).toMatchObject({ allowed: true });
   });
 
@@ -186,33 +188,33 @@ describe('RateLimitService.acquire', () => {
     // the least it would have waited: until the head wakes
     expect((hopeless.error as RateLimitExceededException).decision).toMatchObject({
       allowed: false,
-      retryAfterMs: 100,
+      retryAfterMs: WAKE,
     });
-    await advance(100);
+    await advance(WAKE);
     expect(head.value).toMatchObject({ allowed: true });
     // `later` asked when the head was served, and was told 100 ms more: past its deadline, so refused now
     expect(later.error).toBeInstanceOf(RateLimitExceededException);
     expect(store.calls.map((c) => [c.atMs - START_MS, c.allowed])).toEqual([
       [0, true],
       [0, false],
-      [100, true],
-      [100, false],
+      [WAKE, true],
+      [WAKE, false],
     ]);
   });
 
   it('rejects with RateLimitExceededException when another client takes the units it woke up for', async () => {
     await service.consume(perTenth, 'k');
-    // another instance's request, due when the waiter wakes (timers of one time run in creation order)
+    // another instance's request, as soon as the unit is free: just before the waiter wakes
     setTimeout(() => void service.consume(perTenth, 'k'), 100);
     const waiting = track(service.acquire(perTenth, 'k', { maxWaitMs: 150 }));
-    await advance(100);
+    await advance(WAKE);
     expect(waiting.error).toBeInstanceOf(RateLimitExceededException);
-    expect((waiting.error as RateLimitExceededException).decision).toMatchObject({ retryAfterMs: 100 });
+    expect((waiting.error as RateLimitExceededException).decision).toMatchObject({ retryAfterMs: 99 });
     expect(store.calls.map((c) => [c.atMs - START_MS, c.allowed])).toEqual([
       [0, true],
       [0, false],
       [100, true],
-      [100, false],
+      [WAKE, false],
     ]);
   });
 
@@ -253,6 +255,8 @@ describe('RateLimitService.acquire', () => {
       [50, false], // the next waiter, now the head, asked without waiting for the aborted one's timer
     ]);
     await advance(50);
+    expect(next.done).toBe(false);
+    await advance(1);
     expect(next.value).toMatchObject({ allowed: true });
     expect(jest.getTimerCount()).toBe(0);
   });
@@ -268,10 +272,10 @@ describe('RateLimitService.acquire', () => {
     controller.abort();
     await advance(0);
     expect((c.error as Error).name).toBe('AbortError');
-    await advance(200);
+    await advance(2 * WAKE);
     await Promise.all([b, d]);
     expect(order).toEqual(['b', 'd']);
-    expect(store.calls.filter((call) => call.allowed).map((call) => call.atMs - START_MS)).toEqual([0, 100, 200]);
+    expect(store.calls.filter((call) => call.allowed).map((call) => call.atMs - START_MS)).toEqual([0, WAKE, 2 * WAKE]);
   });
 
   it('aborting while the store call is on its way rejects at once and gives the units back', async () => {
@@ -362,7 +366,7 @@ describe('AcquireQueues', () => {
       await advance(50);
       expect(queues.size).toBe(100);
       controllers.forEach((controller) => controller.abort());
-      await advance(200);
+      await advance(2 * WAKE);
       const counts = (await Promise.all(outcomes)).reduce<Record<string, number>>(
         (acc, o) => ({ ...acc, [o]: (acc[o] ?? 0) + 1 }),
         {},
