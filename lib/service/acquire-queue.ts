@@ -44,8 +44,9 @@ export function checkAcquireOptions(
   if (typeof maxWaitMs !== 'number' || !Number.isSafeInteger(maxWaitMs) || maxWaitMs < 0) {
     return fail('maxWaitMs', `must be a whole number of milliseconds >= 0 (0 tries once), got ${show(maxWaitMs)}`);
   }
-  if (signal !== undefined && !isAbortSignal(signal))
+  if (signal !== undefined && !isAbortSignal(signal)) {
     return fail('signal', `must be an AbortSignal, got ${show(signal)}`);
+  }
   return { maxWaitMs, signal };
 }
 
