@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, type OnModuleDestroy } from '@nestjs/common';
 
 import { quotaPeriodAt } from './algorithms/quota/quota-period.js';
 
@@ -6,6 +6,7 @@ import type { RateLimitDecision, RateLimitPolicy, ResolvedPolicy } from './polic
 import { checkCost, validatePolicy } from './policy/validate-policy.js';
 import { RateLimitPolicyError } from './policy/policy.errors.js';
 import { RateLimiter } from './rate-limiter.js';
+import { AcquireQueues, checkAcquireOptions } from './service/acquire-queue.js';
 
 /** A quota limit no usage reaches, to read usage through peek: 2^52. */
 const USAGE_PROBE_LIMIT = 2 ** 52;
@@ -18,8 +19,17 @@ const USAGE_PROBE_LIMIT = 2 ** 52;
  * @example const d = await rateLimits.consume('ai-tokens', `user:${id}`, { cost: estimate });
  */
 @Injectable()
-export class RateLimitService {
+export class RateLimitService implements OnModuleDestroy {
   private readonly resolved = new WeakMap<RateLimitPolicy, ResolvedPolicy>();
+  /** The waiters of acquire(): they consume and give back on the same path as consume() and refund(). */
+  private readonly waiting = new AcquireQueues({
+    consume: async (item) =>
+      (await this.limiter.engine.call([item.policy.name], () => this.limiter.engine.consumeAcross([item])))[0],
+    refund: (item) => {
+      this.limiter.engine.denyCache?.forget(item.policy, item.key);
+      return this.limiter.engine.call([item.policy.name], (store) => store.refund([item]), item.policy);
+    },
+  });
 
   constructor(private readonly limiter: RateLimiter) {}
 
@@ -53,6 +63,37 @@ export class RateLimitService {
       undefined,
     );
     return decisions;
+  }
+
+  /**
+   * Consumes `cost` (default 1) units like `consume`, but waits for them instead of being denied: resolves
+   * with the allowed decision once they are consumed. Rejects with RateLimitExceededException when they
+   * cannot be had within `maxWaitMs` (ms; 0 tries once) — at once when the store's `retryAfterMs` already
+   * ends past it or is Infinity (a cost that can never fit); with `signal.reason` when aborted (before any
+   * store call if already aborted); with the store's error, as `consume` does; with
+   * RateLimitUnavailableException (503) when the module shuts down. The waiters of one policy and key in
+   * this process are served first come, first served: only the first of them asks the store, again after each
+   * `retryAfterMs` (so one call per key per retry-after from each process, and the store keeps the rate across
+   * processes). README "Waiting instead of denying" has every edge case.
+   * @example const d = await rateLimits.acquire('provider-rpm', 'openai', { maxWaitMs: 30_000, signal });
+   */
+  async acquire(
+    policy: RateLimitPolicy | string,
+    key: string,
+    opts: { cost?: number; maxWaitMs: number; signal?: AbortSignal },
+  ): Promise<RateLimitDecision> {
+    const p = this.resolve(policy);
+    const checked = this.checkKey(key, p);
+    const { maxWaitMs, signal } = checkAcquireOptions(opts, (field, problem) => {
+      throw new RateLimitPolicyError(problem, { policy: p.name, field, where: 'RateLimitService' });
+    });
+    const cost = this.checkAmount(opts.cost ?? 1, p, 'cost');
+    return this.waiting.acquire({ policy: p, key: checked, cost, maxWaitMs, signal });
+  }
+
+  /** Rejects the acquires still waiting (with RateLimitUnavailableException) rather than leave them hanging. */
+  onModuleDestroy(): void {
+    this.waiting.close();
   }
 
   /** How `key` stands under `policy`, consuming nothing. */

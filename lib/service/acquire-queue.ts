@@ -1,0 +1,245 @@
+import type { RateLimitDecision } from '../policy/policy.types.js';
+import { RateLimitExceededException, RateLimitUnavailableException } from '../rate-limit.exception.js';
+import type { RateLimitStoreItem } from '../stores/rate-limit-store.js';
+
+/** The longest delay setTimeout keeps (2^31 − 1 ms, about 24.8 days); a longer retry-after is slept in parts. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * Added to every sleep: timers may fire up to a millisecond early by the clock the store decides with (both are
+ * rounded to whole ms), and a wake before the units are free would cost a second store call for one retry-after.
+ */
+const WAKE_MARGIN_MS = 1;
+
+/**
+ * How long a caller has waited is measured on the monotonic clock timers run on, not on the module's clock:
+ * the module's clock dates decisions (and may be Redis TIME, or stepped); `maxWaitMs` is the caller's patience.
+ */
+const monotonicMs = (): number => performance.now();
+
+/** How the queues reach the store: one item consumed or given back, failures reported by the caller. */
+export interface AcquireStore {
+  consume(item: RateLimitStoreItem): Promise<RateLimitDecision>;
+  refund(item: RateLimitStoreItem): Promise<unknown>;
+}
+
+/** One validated `acquire()`: what to consume, how long it may wait (ms) and what may abort it. */
+export interface AcquireRequest extends RateLimitStoreItem {
+  readonly maxWaitMs: number;
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * Checks the options of `acquire()` other than `cost`, reporting a problem through `fail(field, problem)`.
+ * `maxWaitMs` is required: a whole number of milliseconds >= 0.
+ */
+export function checkAcquireOptions(
+  opts: unknown,
+  fail: (field: string, problem: string) => never,
+): { maxWaitMs: number; signal: AbortSignal | undefined } {
+  if (opts === null || typeof opts !== 'object') {
+    return fail('maxWaitMs', `acquire() needs options { maxWaitMs, cost?, signal? }, got ${show(opts)}`);
+  }
+  const { maxWaitMs, signal } = opts as { maxWaitMs?: unknown; signal?: unknown };
+  if (typeof maxWaitMs !== 'number' || !Number.isSafeInteger(maxWaitMs) || maxWaitMs < 0) {
+    return fail('maxWaitMs', `must be a whole number of milliseconds >= 0 (0 tries once), got ${show(maxWaitMs)}`);
+  }
+  if (signal !== undefined && !isAbortSignal(signal)) {
+    return fail('signal', `must be an AbortSignal, got ${show(signal)}`);
+  }
+  return { maxWaitMs, signal };
+}
+
+function show(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'function') return 'a function';
+  return value !== null && typeof value === 'object' ? 'an object' : String(value);
+}
+
+function isAbortSignal(value: unknown): value is AbortSignal {
+  if (value === null || typeof value !== 'object') return false;
+  const signal = value as Partial<AbortSignal>;
+  return typeof signal.aborted === 'boolean' && typeof signal.addEventListener === 'function';
+}
+
+interface Waiter {
+  readonly item: RateLimitStoreItem;
+  /** The monotonic time past which the waiter may no longer wait for units. */
+  readonly deadline: number;
+  readonly signal: AbortSignal | undefined;
+  readonly resolve: (decision: RateLimitDecision) => void;
+  readonly reject: (reason: unknown) => void;
+  readonly onAbort: () => void;
+  settled: boolean;
+}
+
+/** The rejection of a waiter the module's shutdown cut short: 503 where an HTTP request was waiting. */
+const shutDown = (item: RateLimitStoreItem): Error => new RateLimitUnavailableException(item.policy.name, 1);
+
+/**
+ * The waiters of `RateLimitService.acquire()`, one FIFO queue per policy and key in this process. Only the
+ * head of a queue asks the store; when denied, it sleeps the store's `retryAfterMs` and asks again, and the
+ * waiters behind it wait their turn without a store call: at most one store call per key per retry-after
+ * from this process, and across processes one per waiting process. Queues exist only while they have waiters.
+ */
+export class AcquireQueues {
+  private readonly queues = new Map<string, KeyQueue>();
+  private closed = false;
+
+  constructor(private readonly store: AcquireStore) {}
+
+  /** Queues one acquire; see `RateLimitService.acquire` for what it resolves and rejects with. */
+  acquire(request: AcquireRequest): Promise<RateLimitDecision> {
+    const { policy, key, cost, maxWaitMs, signal } = request;
+    const item = { policy, key, cost };
+    if (signal?.aborted === true) return Promise.reject(signal.reason);
+    if (this.closed) return Promise.reject(shutDown(item));
+    // Policies with the same id share their stored state, whatever object or name they were given by.
+    const id = JSON.stringify([policy.id, key]);
+    let queue = this.queues.get(id);
+    if (queue === undefined) {
+      const created = new KeyQueue(this.store, () => {
+        if (this.queues.get(id) === created) this.queues.delete(id);
+      });
+      this.queues.set(id, (queue = created));
+    }
+    return queue.enqueue(item, monotonicMs() + maxWaitMs, signal);
+  }
+
+  /** Rejects every pending waiter and every later acquire (module shutdown); cancels the sleeps. */
+  close(): void {
+    this.closed = true;
+    for (const queue of [...this.queues.values()]) queue.close();
+  }
+
+  /** Keys with waiters, for tests and diagnostics. */
+  get size(): number {
+    return this.queues.size;
+  }
+}
+
+/** The waiters of one policy and key, served first come, first served. */
+class KeyQueue {
+  /** In arrival order; the first is the head, the only one that calls the store. */
+  private readonly waiters: Waiter[] = [];
+  /** The head's store call is on its way. */
+  private calling = false;
+  /** The head's sleep after a denial, when it wakes (monotonic ms) and the denial it sleeps on. */
+  private timer: NodeJS.Timeout | undefined;
+  private wakeAt = 0;
+  private denial: RateLimitDecision | undefined;
+
+  constructor(
+    private readonly store: AcquireStore,
+    private readonly onIdle: () => void,
+  ) {}
+
+  enqueue(item: RateLimitStoreItem, deadline: number, signal: AbortSignal | undefined): Promise<RateLimitDecision> {
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        item,
+        deadline,
+        signal,
+        resolve,
+        reject,
+        onAbort: () => this.abort(waiter),
+        settled: false,
+      };
+      signal?.addEventListener('abort', waiter.onAbort, { once: true });
+      this.waiters.push(waiter);
+      if (this.timer !== undefined) this.refuseIfHopeless(waiter);
+      else this.next();
+    });
+  }
+
+  close(): void {
+    this.wake();
+    for (const waiter of [...this.waiters]) this.finish(waiter, () => waiter.reject(shutDown(waiter.item)));
+    this.next();
+  }
+
+  /** Lets the head call the store, unless a call is on its way or the head sleeps; forgets an empty queue. */
+  private next(): void {
+    if (this.calling || this.timer !== undefined) return;
+    if (this.waiters.length === 0) this.onIdle();
+    else void this.attempt(this.waiters[0]);
+  }
+
+  private async attempt(head: Waiter): Promise<void> {
+    this.calling = true;
+    let decision: RateLimitDecision;
+    try {
+      decision = await this.store.consume(head.item);
+    } catch (error) {
+      // As consume(): the store's failure goes to the caller (it was reported); the next waiter asks anew.
+      this.calling = false;
+      this.finish(head, () => head.reject(error));
+      this.next();
+      return;
+    }
+    this.calling = false;
+    if (head.settled) {
+      // Aborted, or cut short by shutdown, while the call was on its way: give back what it took. A failed
+      // refund was reported; the units then stay taken until they expire (under-admission only).
+      if (decision.allowed && head.item.cost > 0) this.store.refund(head.item).catch(() => undefined);
+    } else if (decision.allowed) {
+      this.finish(head, () => head.resolve(decision));
+    } else if (!(decision.retryAfterMs <= head.deadline - monotonicMs())) {
+      // A cost that can never fit (Infinity), or a wait that would end past the deadline: no sleeping in vain.
+      this.finish(head, () => head.reject(new RateLimitExceededException(decision)));
+    } else {
+      this.sleep(decision);
+      return;
+    }
+    this.next();
+  }
+
+  /** The head sleeps the denial's retry-after (and the margin: never a busy loop), then asks again. */
+  private sleep(denial: RateLimitDecision): void {
+    const delayMs = Math.min(Math.max(0, denial.retryAfterMs) + WAKE_MARGIN_MS, MAX_TIMER_MS);
+    this.denial = denial;
+    this.wakeAt = monotonicMs() + delayMs;
+    // Not unref'd: like any pending I/O, a waiting acquire keeps the process alive until it settles.
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.denial = undefined;
+      this.next();
+    }, delayMs);
+    for (const waiter of this.waiters.slice(1)) this.refuseIfHopeless(waiter);
+  }
+
+  /**
+   * A waiter behind a sleeping head cannot be served before the head wakes: when its deadline comes first,
+   * it is refused now, with the head's denial and the time until the head wakes — the least it would wait.
+   */
+  private refuseIfHopeless(waiter: Waiter): void {
+    if (this.denial === undefined || waiter.deadline >= this.wakeAt) return;
+    const decision = { ...this.denial, retryAfterMs: Math.max(1, Math.ceil(this.wakeAt - monotonicMs())) };
+    this.finish(waiter, () => waiter.reject(new RateLimitExceededException(decision)));
+  }
+
+  private abort(waiter: Waiter): void {
+    if (waiter.settled) return;
+    if (this.waiters[0] === waiter) this.wake();
+    this.finish(waiter, () => waiter.reject(waiter.signal?.reason));
+    this.next();
+  }
+
+  /** Cancels the head's sleep. */
+  private wake(): void {
+    if (this.timer === undefined) return;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.denial = undefined;
+  }
+
+  /** Settles a waiter once and takes it out of the queue. */
+  private finish(waiter: Waiter, settle: () => void): void {
+    if (waiter.settled) return;
+    waiter.settled = true;
+    waiter.signal?.removeEventListener('abort', waiter.onAbort);
+    const at = this.waiters.indexOf(waiter);
+    if (at >= 0) this.waiters.splice(at, 1);
+    settle();
+  }
+}
