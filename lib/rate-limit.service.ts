@@ -23,8 +23,13 @@ export class RateLimitService implements OnModuleDestroy {
   private readonly resolved = new WeakMap<RateLimitPolicy, ResolvedPolicy>();
   /** The waiters of acquire(): they consume and give back on the same path as consume() and refund(). */
   private readonly waiting = new AcquireQueues({
-    consume: async (item) =>
-      (await this.limiter.engine.call([item.policy.name], () => this.limiter.engine.consumeAcross([item])))[0],
+    consume: async (item) => {
+      const [decision] = await this.limiter.engine.call([item.policy.name], () =>
+        this.limiter.engine.consumeAcross([item]),
+      );
+      this.limiter.events.report([[item, decision]], undefined);
+      return decision;
+    },
     refund: (item) => {
       this.limiter.engine.denyCache?.forget(item.policy, item.key);
       return this.limiter.engine.call([item.policy.name], (store) => store.refund([item]), item.policy);

@@ -139,9 +139,11 @@ describe('onDecision', () => {
       const service = app.get(RateLimitService);
       await service.consume(byIp('service', 1), 'k', { cost: 1 });
       await service.consume(byIp('service', 1), 'k', { cost: 1 });
+      await service.acquire(byIp('service-wait', 1), 'k', { maxWaitMs: 0 });
       expect(events.map((e) => [e.policy, e.key, e.allowed, e.context])).toEqual([
         ['service', 'k', true, undefined],
         ['service', 'k', false, undefined],
+        ['service-wait', 'k', true, undefined],
       ]);
       expect(events[1].retryAfterMs).toBeGreaterThan(0);
     } finally {
