@@ -7,6 +7,7 @@ import { checkCost, validatePolicy } from './policy/validate-policy.js';
 import { RateLimitPolicyError } from './policy/policy.errors.js';
 import { RateLimiter } from './rate-limiter.js';
 import { AcquireQueues, checkAcquireOptions } from './service/acquire-queue.js';
+import type { RateLimitStore } from './stores/rate-limit-store.js';
 
 /** A quota limit no usage reaches, to read usage through peek: 2^52. */
 const USAGE_PROBE_LIMIT = 2 ** 52;
@@ -116,6 +117,31 @@ export class RateLimitService implements OnModuleDestroy {
     this.limiter.engine.denyCache?.forget(p, item.key);
     const [decision] = await this.limiter.engine.call([p.name], (store) => store.refund([item]), p);
     return decision;
+  }
+
+  /**
+   * Blocks `key` under `policy` for `durationMs` from now (a manual ban): its requests are denied until then,
+   * Retry-After counting the block down, whatever the policy's own `block`; what it consumed stays counted.
+   * @example await rateLimits.block('login-per-ip', 'ip:203.0.113.9', 3_600_000);
+   */
+  async block(policy: RateLimitPolicy | string, key: string, durationMs: number): Promise<void> {
+    const p = this.lookup(policy);
+    const item = { policy: p, key: this.checkKey(key, p) };
+    if (!Number.isSafeInteger(durationMs) || durationMs < 1) {
+      throw new RateLimitPolicyError(
+        `durationMs must be a whole number of milliseconds >= 1, got ${JSON.stringify(durationMs)}`,
+        { policy: p.name, field: 'durationMs', where: 'RateLimitService' },
+      );
+    }
+    await this.limiter.engine.call([p.name], (store) => blockOn(store, p).block([item], durationMs), p);
+  }
+
+  /** Lifts a block of `key` under `policy`, set by the policy's `block` or by block(). */
+  async unblock(policy: RateLimitPolicy | string, key: string): Promise<void> {
+    const p = this.lookup(policy);
+    const item = { policy: p, key: this.checkKey(key, p) };
+    this.limiter.engine.denyCache?.forget(p, item.key);
+    await this.limiter.engine.call([p.name], (store) => blockOn(store, p).unblock([item]), p);
   }
 
   /** Forgets everything `key` has consumed under `policy`. */
@@ -229,4 +255,18 @@ export class RateLimitService implements OnModuleDestroy {
       });
     });
   }
+}
+
+/** A store's block and unblock, or an error naming the store that has none (a custom store). */
+function blockOn(store: RateLimitStore, policy: ResolvedPolicy): Required<Pick<RateLimitStore, 'block' | 'unblock'>> {
+  if (store.block === undefined || store.unblock === undefined) {
+    throw new RateLimitPolicyError(
+      `the store (${store.constructor.name}) cannot block keys: it has no block()/unblock()`,
+      {
+        policy: policy.name,
+        where: 'RateLimitService',
+      },
+    );
+  }
+  return { block: store.block.bind(store), unblock: store.unblock.bind(store) };
 }

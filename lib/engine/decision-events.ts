@@ -55,7 +55,7 @@ export class DecisionEvents {
           key: item.key,
           allowed: decision.allowed,
           shadow,
-          blocked: false,
+          blocked: decision.blocked === true,
           cost: item.cost,
           remaining: decision.remaining,
           retryAfterMs: decision.retryAfterMs,

@@ -40,6 +40,12 @@ interface PolicyBase {
   failMode?: FailMode;
   /** Default the module's `mode`, which defaults to 'enforce'. 'shadow' reports, never denies. */
   mode?: RateLimitMode;
+  /**
+   * A penalty: once this policy denies a key, the key stays denied for this long from that moment (ms, or a
+   * duration like '15m'), set in the same atomic step as the denial. Requests during the block are denied
+   * without extending it, and Retry-After counts it down.
+   */
+  block?: number | string;
 }
 
 /**
@@ -102,6 +108,8 @@ export interface ResolvedPolicy {
   readonly failMode?: FailMode;
   /** The policy's own mode, if it has one (the module's applies otherwise). */
   readonly mode?: RateLimitMode;
+  /** The block after a denial, in milliseconds; undefined: none. */
+  readonly blockMs?: number;
   /** For quotas: the calendar period and its time zone; `windowMs` is then a nominal period length. */
   readonly quota?: { readonly period: QuotaPeriod; readonly timeZone: string };
   readonly source: RateLimitPolicy;
@@ -122,4 +130,6 @@ export interface RateLimitDecision {
   retryAfterMs: number;
   /** Set when the decision needs explaining, such as a cost larger than the policy's capacity. */
   message?: string;
+  /** True when the key is blocked: by this denial (the policy's `block`), before it, or by RateLimitService.block. */
+  blocked?: boolean;
 }

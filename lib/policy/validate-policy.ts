@@ -84,6 +84,7 @@ export function validatePolicy(policy: RateLimitPolicy, where?: string): Resolve
     capacity,
     failMode: policy.failMode,
     mode: policy.mode,
+    ...blockOf(policy, fail),
     source: policy,
   });
 }
@@ -103,6 +104,19 @@ function checkCommon(policy: RateLimitPolicy, fail: Fail): void {
   if (policy.mode !== undefined && policy.mode !== 'enforce' && policy.mode !== 'shadow') {
     fail('mode', `must be 'enforce' or 'shadow', got ${describe(policy.mode)}`);
   }
+}
+
+/** The policy's `block` in milliseconds, as a field to spread into the resolved policy. */
+function blockOf(policy: RateLimitPolicy, fail: Fail): { blockMs?: number } {
+  if (policy.block === undefined) return {};
+  const blockMs = parseWindow(policy.block);
+  if (blockMs === undefined) {
+    fail(
+      'block',
+      `must be a whole number of milliseconds >= 1 or a duration like '30s', '15m', '1h', got ${describe(policy.block)}`,
+    );
+  }
+  return { blockMs };
 }
 
 /** Nominal period lengths, for headers and bounds; the real periods follow the calendar. */
@@ -133,6 +147,7 @@ function validateQuota(policy: RateLimitQuotaPolicy, name: string, fail: Fail): 
     capacity: staticLimit,
     failMode: policy.failMode,
     mode: policy.mode,
+    ...blockOf(policy, fail),
     quota: Object.freeze({ period: policy.period, timeZone }),
     source: policy,
   });

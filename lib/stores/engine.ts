@@ -1,5 +1,6 @@
 import { ALGORITHM_STEPS, type StepResult } from '../algorithms/index.js';
 import type { RateLimitAlgorithm, RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
+import { blockedDecision, blockingDenial, unwrapBlock, withBlock } from './blocked-state.js';
 
 /** State access for the engine: the memory store's map, or any other synchronous table. */
 export interface StateTable {
@@ -21,7 +22,7 @@ export const NEVER_FITS = -1;
 
 /**
  * The decisions of a reply of the Redis script or the PostgreSQL function: 4 integers per item (allowed 0/1,
- * remaining, reset_ms, retry_ms), in the order of `items`. `from` names the store in the error of a bad reply.
+ * or 2 for denied and blocked; remaining, reset_ms, retry_ms), in the order of `items`. `from` names the store in the error of a bad reply.
  */
 export function decisionsFromReply(
   op: 'consume' | 'peek' | 'refund',
@@ -36,11 +37,13 @@ export function decisionsFromReply(
     }
     const [allowed, remaining, resetMs, retry] = values;
     const retryAfterMs = retry === NEVER_FITS ? Infinity : retry;
-    return toDecision(
+    const decision = toDecision(
       policy,
       { allowed: allowed === 1, remaining, resetMs, retryAfterMs },
       op === 'consume' ? cost : 1,
     );
+    if (allowed === 2) decision.blocked = true;
+    return decision;
   });
 }
 
@@ -72,35 +75,63 @@ export function toDecision(
  */
 export function consumeAll(items: readonly KeyedItem[], nowMs: number, table: StateTable): RateLimitDecision[] {
   const working = new Map<string, unknown>();
-  const original = new Map<string, unknown>();
-  const steps: StepResult<unknown>[] = [];
+  const original = new Map<string, [unknown, number]>();
+  const steps: (StepResult<unknown> | RateLimitDecision)[] = [];
   let allAllowed = true;
   for (const item of items) {
     const { policy, key, cost } = item;
-    if (!original.has(key)) original.set(key, table.get(key, policy.algorithm));
-    const state = working.has(key) ? working.get(key) : original.get(key);
+    if (!original.has(key)) original.set(key, unwrapBlock(table.get(key, policy.algorithm)));
+    const [stored, untilMs] = original.get(key) as [unknown, number];
+    if (untilMs > nowMs) {
+      // Blocked: denied without a step, and without extending the block.
+      steps.push(blockedDecision(policy, untilMs, nowMs));
+      allAllowed &&= item.shadow === true;
+      continue;
+    }
+    const state = working.has(key) ? working.get(key) : stored;
     const step = ALGORITHM_STEPS[policy.algorithm].step(state, policy, nowMs, cost);
     steps.push(step);
-    if (!step.allowed) allAllowed &&= item.shadow === true;
-    else if (cost > 0) working.set(key, step.state);
+    if (!step.allowed) {
+      allAllowed &&= item.shadow === true;
+      const blockMs = item.shadow === true ? undefined : policy.blockMs;
+      if (blockMs !== undefined) {
+        // The denial starts the policy's block, in the same step; the state stays as it was.
+        const [value, ttlMs] = withBlock(stored, step.resetMs, nowMs + blockMs, nowMs);
+        table.set(key, policy.algorithm, value, ttlMs);
+        steps[steps.length - 1] = blockingDenial(toDecision(policy, step, cost), blockMs);
+      }
+    } else if (cost > 0) working.set(key, step.state);
   }
+  const decided = (i: number): RateLimitDecision => {
+    const step = steps[i];
+    return 'policy' in step ? step : toDecision(items[i].policy, step, items[i].cost);
+  };
   if (allAllowed) {
     const written = new Map<string, number>();
     items.forEach((item, i) => {
       if (item.cost > 0 && steps[i].allowed) written.set(item.key, i);
     });
-    for (const [key, i] of written) table.set(key, items[i].policy.algorithm, steps[i].state, steps[i].resetMs);
-    return items.map((item, i) => toDecision(item.policy, steps[i], item.cost));
+    for (const [key, i] of written) {
+      const step = steps[i] as StepResult<unknown>;
+      table.set(key, items[i].policy.algorithm, step.state, step.resetMs);
+    }
+    return items.map((_, i) => decided(i));
   }
   return items.map((item, i) => {
-    if (!steps[i].allowed) return toDecision(item.policy, steps[i], item.cost);
-    const unchanged = ALGORITHM_STEPS[item.policy.algorithm].step(original.get(item.key), item.policy, nowMs, 0);
+    if (!steps[i].allowed) return decided(i);
+    const [state] = original.get(item.key) as [unknown, number];
+    const unchanged = ALGORITHM_STEPS[item.policy.algorithm].step(state, item.policy, nowMs, 0);
     return toDecision(item.policy, unchanged, 0);
   });
 }
 
-/** How a key stands: `remaining` now, allowed when a request of cost 1 would pass, and if not, when it would. */
-export function peekState(policy: ResolvedPolicy, state: unknown, nowMs: number): RateLimitDecision {
+/**
+ * How a key stands: `remaining` now, allowed when a request of cost 1 would pass, and if not, when it would;
+ * a blocked key is denied until its block ends.
+ */
+export function peekState(policy: ResolvedPolicy, value: unknown, nowMs: number): RateLimitDecision {
+  const [state, untilMs] = unwrapBlock(value);
+  if (untilMs > nowMs) return blockedDecision(policy, untilMs, nowMs);
   const algorithm = ALGORITHM_STEPS[policy.algorithm];
   const now = algorithm.step(state, policy, nowMs, 0);
   if (now.remaining >= 1) return toDecision(policy, now, 0);
@@ -108,12 +139,28 @@ export function peekState(policy: ResolvedPolicy, state: unknown, nowMs: number)
   return toDecision(policy, { ...now, allowed: false, retryAfterMs: next.retryAfterMs }, 1);
 }
 
-/** Gives each item's cost back and reports the key afterwards, as peek does. */
+/** Gives each item's cost back and reports the key afterwards, as peek does; a block stays. */
 export function refundAll(items: readonly KeyedItem[], nowMs: number, table: StateTable): RateLimitDecision[] {
   return items.map(({ policy, key, cost }) => {
-    const state = ALGORITHM_STEPS[policy.algorithm].refund(table.get(key, policy.algorithm), policy, nowMs, cost);
-    const decision = peekState(policy, state, nowMs);
-    table.set(key, policy.algorithm, state, decision.resetMs);
-    return decision;
+    const [stored, untilMs] = unwrapBlock(table.get(key, policy.algorithm));
+    const state = ALGORITHM_STEPS[policy.algorithm].refund(stored, policy, nowMs, cost);
+    const resetMs = peekState(policy, state, nowMs).resetMs;
+    const [value, ttlMs] = withBlock(state, resetMs, untilMs, nowMs);
+    table.set(key, policy.algorithm, value, ttlMs);
+    return peekState(policy, value, nowMs);
   });
+}
+
+/** Blocks each item's key until `untilMs` (RateLimitService.block), or lifts its block (untilMs 0). */
+export function blockAll(
+  items: readonly Omit<KeyedItem, 'cost'>[],
+  untilMs: number,
+  nowMs: number,
+  table: StateTable,
+): void {
+  for (const { policy, key } of items) {
+    const [state] = unwrapBlock(table.get(key, policy.algorithm));
+    const [value, ttlMs] = withBlock(state, peekState(policy, state, nowMs).resetMs, untilMs, nowMs);
+    table.set(key, policy.algorithm, value, ttlMs);
+  }
 }

@@ -28,8 +28,15 @@ export interface RateLimitStore {
   peek(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<RateLimitDecision[]>;
   /** Gives each item's `cost` back, never beyond the policy's capacity; returns the state afterwards, as peek. */
   refund(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]>;
-  /** Forgets the items' state. */
+  /** Forgets the items' state, blocks included. */
   reset(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<void>;
+  /**
+   * Blocks the items' keys for `durationMs` from now (RateLimitService.block): consumes are denied until then,
+   * the state stays as it was. Stores that cannot block leave it out; RateLimitService then says so.
+   */
+  block?(items: readonly Omit<RateLimitStoreItem, 'cost'>[], durationMs: number): Promise<void>;
+  /** Lifts the items' blocks, whoever set them. */
+  unblock?(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<void>;
   /**
    * A quota's usage for the period that starts at `periodStartMs` (stores that keep quota history, such as
    * PostgreSQL), with the limit applied by the last decision. Other stores answer through `peek`.

@@ -1,6 +1,6 @@
 import { type Clock, systemClock } from '../../clock.js';
 import type { RateLimitDecision } from '../../policy/policy.types.js';
-import { consumeAll, peekState, refundAll, type StateTable } from '../engine.js';
+import { blockAll, consumeAll, peekState, refundAll, type StateTable } from '../engine.js';
 import type { RateLimitStore, RateLimitStoreItem } from '../rate-limit-store.js';
 import { checkKeyPrefix, storedIdentity } from '../storage-key.js';
 
@@ -111,6 +111,16 @@ export class MemoryRateLimitStore implements RateLimitStore {
 
   async reset(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<void> {
     for (const { policy, key } of items) this.entries.delete(this.storageKey(policy.id, key));
+  }
+
+  async block(items: readonly Omit<RateLimitStoreItem, 'cost'>[], durationMs: number): Promise<void> {
+    this.nowMs = this.clock.now();
+    blockAll(this.keyed(items.map((item) => ({ ...item, cost: 0 }))), this.nowMs + durationMs, this.nowMs, this.table);
+  }
+
+  async unblock(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<void> {
+    this.nowMs = this.clock.now();
+    blockAll(this.keyed(items.map((item) => ({ ...item, cost: 0 }))), 0, this.nowMs, this.table);
   }
 
   /** Removes every expired entry now and returns how many went. */

@@ -22,7 +22,7 @@ export interface RedisRateLimitStoreOptions {
   ttlSlackMs?: number;
 }
 
-type Operation = 'consume' | 'check' | 'peek' | 'refund' | 'reset';
+type Operation = 'consume' | 'check' | 'peek' | 'refund' | 'reset' | 'block' | 'unblock';
 type Item = Pick<RateLimitStoreItem, 'policy' | 'key' | 'shadow'> & { cost?: number };
 
 /**
@@ -73,16 +73,7 @@ export class RedisRateLimitStore implements RateLimitStore {
   }
 
   async reset(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<void> {
-    if (items.length === 0) return;
-    const groups = this.client.isCluster ? this.bySlot(items) : [items.map((_, i) => i)];
-    await Promise.all(
-      groups.map((group) =>
-        this.run(
-          'reset',
-          group.map((i) => items[i]),
-        ),
-      ),
-    );
+    await this.eachSlot('reset', items);
   }
 
   ping(): Promise<unknown> {
@@ -170,7 +161,8 @@ export class RedisRateLimitStore implements RateLimitStore {
     const checked = await Promise.all(
       parts.map(async (part) => this.decisions('consume', part, await this.run('check', part))),
     );
-    if (checked.some((decisions, g) => denied(parts[g], decisions))) return place(checked);
+    if (checked.some((decisions, g) => denied(parts[g], decisions)))
+      return this.blockAcrossSlots(parts, checked, place);
     const decided = await Promise.all(
       parts.map(async (part) => this.decisions('consume', part, await this.run('consume', part))),
     );
@@ -196,6 +188,60 @@ export class RedisRateLimitStore implements RateLimitStore {
     return out;
   }
 
+  /**
+   * A request that the check across slots denied: nothing was written, but a denial of a policy with a block
+   * must start its block. Each slot with such a denial consumes its items, which denies again and writes the
+   * block (or, if units came free meanwhile, consumes, and is given back at once).
+   */
+  private async blockAcrossSlots(
+    parts: readonly Item[][],
+    checked: RateLimitDecision[][],
+    place: (decided: RateLimitDecision[][]) => RateLimitDecision[],
+  ): Promise<RateLimitDecision[]> {
+    const blocking = (part: readonly Item[], decisions: readonly RateLimitDecision[]) =>
+      decisions.some(
+        (d, j) => !d.allowed && d.blocked !== true && part[j].shadow !== true && part[j].policy.blockMs !== undefined,
+      );
+    await Promise.all(
+      parts.map(async (part, g) => {
+        if (!blocking(part, checked[g])) return;
+        const decided = this.decisions('consume', part, await this.run('consume', part));
+        if (denied(part, decided)) checked[g] = decided;
+        else
+          await this.run(
+            'refund',
+            part.filter((_, j) => decided[j].allowed),
+          );
+      }),
+    );
+    return place(checked);
+  }
+
+  async block(items: readonly Omit<RateLimitStoreItem, 'cost'>[], durationMs: number): Promise<void> {
+    await this.eachSlot(
+      'block',
+      items.map((item) => ({ ...item, cost: durationMs })),
+    );
+  }
+
+  async unblock(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<void> {
+    await this.eachSlot('unblock', items);
+  }
+
+  /** One call per Cluster slot of the items (one call on a standalone Redis). */
+  private async eachSlot(op: Operation, items: readonly Item[]): Promise<void> {
+    if (items.length === 0) return;
+    const groups = this.client.isCluster ? this.bySlot(items) : [items.map((_, i) => i)];
+    await Promise.all(
+      groups.map((group) =>
+        this.run(
+          op,
+          group.map((i) => items[i]),
+        ),
+      ),
+    );
+  }
+
   private async run(op: Operation, items: readonly Item[]): Promise<unknown> {
     const keys: string[] = [];
     const args: string[] = [op, this.clock === undefined ? '' : String(this.clock.now()), this.ttlSlack];
@@ -211,6 +257,7 @@ export class RedisRateLimitStore implements RateLimitStore {
         String(cost),
       );
       if (nextEnd !== undefined) args.push(nextEnd);
+      if (policy.blockMs !== undefined) args.push(String(policy.blockMs));
     }
     if (this.functions !== 'no') {
       try {
@@ -245,16 +292,11 @@ const policyArgs = new WeakMap<ResolvedPolicy, PolicyArgs>();
 function argsOf(policy: ResolvedPolicy, clock: Clock): PolicyArgs {
   if (policy.quota !== undefined) {
     const { startMs, endMs, nextEndMs } = periodOf(policy, clock.now());
-    return ['6', String(policy.limit), String(startMs), String(endMs), String(nextEndMs)];
+    return [codeOf(policy), String(policy.limit), String(startMs), String(endMs), String(nextEndMs)];
   }
   let args = policyArgs.get(policy);
   if (args === undefined) {
-    args = [
-      String(ALGORITHM_CODES[policy.algorithm]),
-      String(policy.limit),
-      String(policy.windowMs),
-      String(policy.capacity),
-    ];
+    args = [codeOf(policy), String(policy.limit), String(policy.windowMs), String(policy.capacity)];
     policyArgs.set(policy, args);
   }
   return args;
@@ -263,6 +305,10 @@ function argsOf(policy: ResolvedPolicy, clock: Clock): PolicyArgs {
 /** Whether a slot's decisions deny the request: one of its enforced items was denied. */
 const denied = (part: readonly Item[], decisions: readonly RateLimitDecision[]): boolean =>
   decisions.some((d, j) => !d.allowed && part[j].shadow !== true);
+
+/** The script's code of a policy's algorithm, with 16 added when the policy blocks after a denial. */
+const codeOf = (policy: ResolvedPolicy): string =>
+  String(ALGORITHM_CODES[policy.algorithm] + (policy.blockMs === undefined ? 0 : 16));
 
 /** An error Redis answered with (as opposed to a connection that failed). */
 function isReplyError(error: unknown): error is Error {
