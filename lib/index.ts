@@ -8,6 +8,8 @@ export {
   type RateLimitAlgorithm,
   type RateLimitDecision,
   type RateLimitKey,
+  type RateLimitListEntry,
+  type RateLimitListFunction,
   type RateLimitPolicy,
   type RateLimitQuotaPolicy,
   type RateLimitWindowPolicy,
@@ -18,6 +20,7 @@ export { parseWindow } from './policy/window.js';
 export { RATE_LIMIT_CLOCK } from './rate-limit.constants.js';
 export { RateLimit, SkipRateLimit } from './rate-limit.decorator.js';
 export {
+  RateLimitDenyListException,
   RateLimitExceededException,
   RateLimitExceptionFilter,
   RateLimitUnavailableException,

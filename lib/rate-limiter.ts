@@ -14,6 +14,8 @@ import { ADAPTER_FACTORIES } from './contexts/index.js';
 import { DecisionEngine, type Evaluation, NOTHING, StoreUnavailable } from './engine/decision-engine.js';
 import { mostRestrictive, rateLimitHeaders, toSeconds } from './headers/rate-limit-headers.js';
 import { compileTrust, isTrustAll, type TrustFn } from './keys/client-ip.js';
+import { compileList } from './lists/address-list.js';
+import { type ModuleLists, screen } from './lists/screening.js';
 import {
   attachEnhancers,
   DECIDED,
@@ -26,10 +28,10 @@ import {
   LIMITER,
   STATE,
 } from './planning/handler-enhancers.js';
-import { type PlanEntry, RoutePlanner } from './planning/route-planner.js';
+import { type PlanEntry, type RoutePlan, RoutePlanner } from './planning/route-planner.js';
 import type { FailMode } from './policy/policy.types.js';
 import { RATE_LIMIT_CLOCK, RATE_LIMIT_STORES } from './rate-limit.constants.js';
-import { deniedMessage, unavailableMessage } from './rate-limit.exception.js';
+import { deniedMessage, denyListMessage, unavailableMessage } from './rate-limit.exception.js';
 import { RATE_LIMIT_OPTIONS } from './rate-limit.module-definition.js';
 import type { RateLimitHeaders, RateLimitModuleOptions } from './rate-limit.options.js';
 import { RequestResolver } from './request/request-items.js';
@@ -40,6 +42,17 @@ const HEADER_SCHEMES: readonly RateLimitHeaders[] = ['ietf', 'legacy', 'both', '
 const option = (name: string, problem: string, value: unknown): never => {
   throw new TypeError(`nestjs-rate-limit: option "${name}" ${problem}, got ${JSON.stringify(value)}`);
 };
+
+const listOption = (name: 'allow' | 'deny', entries: unknown) =>
+  compileList(entries, (problem) => {
+    throw new TypeError(`nestjs-rate-limit: option "${name}": ${problem}`);
+  });
+
+/**
+ * The evaluation of an invocation the module's allow list let through: no policy runs, so nothing is
+ * consumed and no header is written; a later decision point only checks the remaining policies' deny lists.
+ */
+const ALLOWED: Evaluation = Object.freeze({ items: [], decisions: [] });
 
 /**
  * The request path, in order: the plan of the handler (made at start), the items of this invocation
@@ -56,6 +69,7 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
   private readonly trust: TrustFn;
   private readonly ipv6Prefix: number;
   private readonly contexts: ReadonlySet<ContextType>;
+  private readonly lists: ModuleLists;
   private readonly adapters = new Map<ContextType, ContextAdapter>();
   private loading: Map<ContextType, Promise<ContextAdapter>> | undefined;
 
@@ -88,15 +102,27 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
           'Name your proxies instead (a hop count, CIDRs or "loopback").',
       );
     }
+    this.lists = { allow: listOption('allow', options.allow), deny: listOption('deny', options.deny) };
     this.engine = new DecisionEngine({ stores, clock, timeoutMs, logger: this.logger, onError: options.onError });
     this.resolver = new RequestResolver(this.engine, options.user);
     this.planner = new RoutePlanner(
-      { defaults: options.defaults ?? [], failMode, hasUserOption: options.user !== undefined },
+      {
+        defaults: options.defaults ?? [],
+        failMode,
+        hasUserOption: options.user !== undefined,
+        moduleLists: this.lists.allow !== undefined || this.lists.deny !== undefined,
+      },
       reflector,
     );
     const application = this.planner.walk(discovery, scanner, moduleRef);
     if (options.global !== false) attachEnhancers(this, application.deferred, application.rpc);
     this.contexts = application.contexts;
+    if (application.rpc.length > 0 && (this.lists.allow?.hasAddresses || this.lists.deny?.hasAddresses)) {
+      this.logger.warn(
+        "The module's allow or deny list names client addresses, which microservice messages do not have: " +
+          'there, only its functions can match.',
+      );
+    }
   }
 
   /** Loads the adapters of the contexts the application has (and so their optional packages), and warns. */
@@ -142,7 +168,7 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
     if (state === DEFERRED) {
       invocation[STATE] = DECIDED;
       const early = invocation[EARLY] ?? NOTHING;
-      const late = await this.evaluate(ctx, adapter, plan.late, early);
+      const late = await this.evaluate(ctx, adapter, plan, plan.late, early, false);
       if (late.decisions.some((d) => !d.allowed)) await this.engine.compensate(early);
       this.conclude(ctx, adapter, [early, late]);
       return;
@@ -157,7 +183,7 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
     if (point === 'global-guard' && plan.deferred && this.resolver.userOf(ctx, adapter) === undefined) {
       invocation[STATE] = DEFERRED;
       invocation[LIMITER] = this;
-      const early = await this.evaluate(ctx, adapter, plan.early, NOTHING);
+      const early = await this.evaluate(ctx, adapter, plan, plan.early, NOTHING, true);
       invocation[EARLY] = early;
       if (early.decisions.some((d) => !d.allowed)) {
         invocation[STATE] = DECIDED;
@@ -166,18 +192,29 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
       return;
     }
     invocation[STATE] = DECIDED;
-    this.conclude(ctx, adapter, [await this.evaluate(ctx, adapter, plan.policies, NOTHING)]);
+    this.conclude(ctx, adapter, [await this.evaluate(ctx, adapter, plan, plan.policies, NOTHING, true)]);
   }
 
-  /** Resolves the items of `entries` and decides them; an outage of a fail-closed policy stops here. */
+  /**
+   * Applies the lists (when the handler has any), resolves the items of `entries` left and decides them; a
+   * deny list or an outage of a fail-closed policy stops here. `before` is what an earlier decision point of
+   * the invocation decided; the module's lists are checked at the `first` one.
+   */
   private async evaluate(
     ctx: ExecutionContext,
     adapter: ContextAdapter,
+    plan: RoutePlan,
     entries: readonly PlanEntry[],
     before: Evaluation,
+    first: boolean,
   ): Promise<Evaluation> {
-    const { items, failures } = await this.resolver.resolve(entries, ctx, adapter);
     try {
+      if (plan.lists) {
+        const left = await this.screen(ctx, adapter, plan, entries, before, first);
+        if (left === undefined) return ALLOWED;
+        entries = left;
+      }
+      const { items, failures } = await this.resolver.resolve(entries, ctx, adapter);
       if (failures !== undefined) await this.engine.failed(failures, before);
       return await this.engine.decide(items, before);
     } catch (error) {
@@ -191,6 +228,39 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
         retryAfter,
       });
     }
+  }
+
+  /**
+   * The policies of `entries` left once the lists have spoken, or undefined when the module's allow list lets
+   * the invocation through. A deny list forbids (403 and its equivalents) after giving back what `before`
+   * consumed; failing list functions are reported, and a fail-closed policy's throws StoreUnavailable.
+   */
+  private async screen(
+    ctx: ExecutionContext,
+    adapter: ContextAdapter,
+    plan: RoutePlan,
+    entries: readonly PlanEntry[],
+    before: Evaluation,
+    first: boolean,
+  ): Promise<readonly PlanEntry[] | undefined> {
+    const screening = await screen(ctx, {
+      entries,
+      module: first ? this.lists : undefined,
+      scope: plan.policies,
+      denyOnly: before === ALLOWED,
+      address: () => adapter.clientAddress(ctx),
+    });
+    for (const { item, error } of screening.reported ?? []) this.engine.reporter.report(error, [item.policy.name]);
+    if (screening.outcome === 'deny') {
+      await this.engine.compensate(before);
+      adapter.forbid(ctx, {
+        code: 'RATE_LIMIT_DENY_LIST',
+        message: denyListMessage(screening.policy),
+        policy: screening.policy,
+      });
+    }
+    if (screening.failures !== undefined) await this.engine.failed(screening.failures, before);
+    return screening.outcome === 'allow' ? undefined : screening.entries;
   }
 
   /** Writes the rate-limit fields of every decision of the invocation; denies when one of them denies. */

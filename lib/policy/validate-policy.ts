@@ -1,4 +1,5 @@
 import { checkTimeZone } from '../algorithms/quota/quota-period.js';
+import { compileList } from '../lists/address-list.js';
 import { RateLimitPolicyError } from './policy.errors.js';
 import { ALGORITHMS, type RateLimitPolicy, type RateLimitQuotaPolicy, type ResolvedPolicy } from './policy.types.js';
 import { parseWindow } from './window.js';
@@ -99,6 +100,8 @@ function checkCommon(policy: RateLimitPolicy, fail: Fail): void {
   if (policy.failMode !== undefined && policy.failMode !== 'open' && policy.failMode !== 'closed') {
     fail('failMode', `must be 'open' or 'closed', got ${describe(policy.failMode)}`);
   }
+  compileList(policy.allow, (problem) => fail('allow', problem));
+  compileList(policy.deny, (problem) => fail('deny', problem));
 }
 
 /** Nominal period lengths, for headers and bounds; the real periods follow the calendar. */
