@@ -70,6 +70,8 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
   private readonly ipv6Prefix: number;
   private readonly contexts: ReadonlySet<ContextType>;
   private readonly lists: ModuleLists;
+  /** Some microservice handler has policies (so the module's lists apply to messages, which have no address). */
+  private readonly rpcPolicies: boolean;
   private readonly adapters = new Map<ContextType, ContextAdapter>();
   private loading: Map<ContextType, Promise<ContextAdapter>> | undefined;
 
@@ -117,12 +119,7 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
     const application = this.planner.walk(discovery, scanner, moduleRef);
     if (options.global !== false) attachEnhancers(this, application.deferred, application.rpc);
     this.contexts = application.contexts;
-    if (application.rpc.length > 0 && (this.lists.allow?.hasAddresses || this.lists.deny?.hasAddresses)) {
-      this.logger.warn(
-        "The module's allow or deny list names client addresses, which microservice messages do not have: " +
-          'there, only its functions can match.',
-      );
-    }
+    this.rpcPolicies = application.rpc.length > 0;
   }
 
   /** Loads the adapters of the contexts the application has (and so their optional packages), and warns. */
@@ -134,6 +131,12 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
         `Quota policies (${quotas.map(({ policy }) => policy.name).join(', ')}) are kept in the rate-limit store: ` +
           'not billing-grade (the memory store forgets them on restart; Redis keeps only the current period). ' +
           'Set the `postgres` option for durable, exact quota usage.',
+      );
+    }
+    if (this.rpcPolicies && (this.lists.allow?.hasAddresses || this.lists.deny?.hasAddresses)) {
+      this.logger.warn(
+        "The module's allow or deny list names client addresses, which microservice messages do not have: " +
+          'there, only its functions can match.',
       );
     }
   }
