@@ -1,7 +1,5 @@
 import { isIP } from 'node:net';
 
-import ipaddr from 'ipaddr.js';
-
 import type { RateLimitListFunction } from '../policy/policy.types.js';
 
 /**
@@ -81,11 +79,49 @@ export class AccessList {
 const describe = (value: unknown): string =>
   typeof value === 'string' ? JSON.stringify(value) : typeof value === 'function' ? 'a function' : String(value);
 
-/** The 128-bit value of an IPv6 address. */
-function v6Value(address: ipaddr.IPv6): bigint {
-  let value = 0n;
-  for (const part of address.parts) value = (value << 16n) | BigInt(part);
-  return value;
+/**
+ * The eight 16-bit groups of an IPv6 address that `isIP` accepted (no zone): `::` expanded, a trailing
+ * dotted quad read as two groups. One pass over the characters, because a request pays for it: ipaddr.js's
+ * general parser takes several times longer.
+ */
+export function v6Groups(address: string): number[] {
+  const groups: number[] = [];
+  let gap = -1;
+  let group = 0;
+  let digits = 0;
+  for (let i = 0; i < address.length; i++) {
+    const c = address.charCodeAt(i);
+    if (c === 58 /* : */) {
+      if (digits > 0) groups.push(group);
+      if (address.charCodeAt(i + 1) === 58) {
+        gap = groups.length;
+        i++;
+      }
+      group = 0;
+      digits = 0;
+    } else if (c === 46 /* . */) {
+      // A dotted quad ends the address: from the group it started in.
+      const v4 = v4Value(address.slice(address.lastIndexOf(':', i) + 1));
+      groups.push(Math.floor(v4 / 65536), v4 % 65536);
+      digits = 0;
+      break;
+    } else {
+      // 0-9, A-F, a-f
+      group = group * 16 + (c <= 57 ? c - 48 : (c | 32) - 87);
+      digits++;
+    }
+  }
+  if (digits > 0) groups.push(group);
+  if (gap !== -1) groups.splice(gap, 0, ...new Array<number>(8 - groups.length).fill(0));
+  return groups;
+}
+
+/** The 128-bit value of eight 16-bit groups. */
+function v6Value(groups: readonly number[]): bigint {
+  // Two 64-bit halves from exact 48-bit + 16-bit sums: four bigint steps instead of eight.
+  const high = BigInt(groups[0] * 2 ** 32 + groups[1] * 65536 + groups[2]) * 65536n + BigInt(groups[3]);
+  const low = BigInt(groups[4] * 2 ** 32 + groups[5] * 65536 + groups[6]) * 65536n + BigInt(groups[7]);
+  return (high << 64n) | low;
 }
 
 /** A dotted-quad IPv4 address (already validated) as a number. */
@@ -134,7 +170,7 @@ function addRange(entry: string, v4: [number, number][], v6: [bigint, bigint][])
     return undefined;
   }
   const size = 1n << BigInt(128 - bits);
-  const value = v6Value(ipaddr.IPv6.parse(address));
+  const value = v6Value(v6Groups(address));
   const first = value - (value % size);
   const last = first + size - 1n;
   v6.push([first, last]);
@@ -184,19 +220,15 @@ export function compileList(entries: unknown, fail: (problem: string) => never):
 }
 
 /**
- * A client's address (as `clientAddress()` of keys/client-ip.ts returns it: a valid IP, no port, brackets or
- * zone) as lists compare it; undefined if it is not an IP.
+ * A client's address as lists compare it. Only for what `clientAddress()` of keys/client-ip.ts returns (an
+ * address `isIP` accepted, without port, brackets or zone): it is not validated again.
  */
-export function listAddress(address: string): ListAddress | undefined {
-  if (!address.includes(':')) return isIP(address) === 4 ? v4Value(address) : undefined;
-  let parsed: ipaddr.IPv6;
-  try {
-    parsed = ipaddr.IPv6.parse(address);
-  } catch {
-    return undefined;
-  }
-  if (parsed.isIPv4MappedAddress()) return parsed.parts[6] * 65536 + parsed.parts[7];
-  return v6Value(parsed);
+export function listAddress(address: string): ListAddress {
+  if (!address.includes(':')) return v4Value(address);
+  const groups = v6Groups(address);
+  const mapped = groups[5] === 0xffff && groups[0] === 0 && groups[1] === 0 && groups[2] === 0 && groups[3] === 0;
+  if (mapped && groups[4] === 0) return groups[6] * 65536 + groups[7];
+  return v6Value(groups);
 }
 
 /** What a list function returned, when it is not a boolean: the message of the error it becomes. */

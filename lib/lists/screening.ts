@@ -67,12 +67,25 @@ export async function screen(ctx: ExecutionContext, input: ScreenInput): Promise
     return client;
   };
 
-  /** Whether `list` names the request; its failures go to `failures`, or to `reported` when it matches anyway. */
-  const matches = async (list: AccessList, field: 'allow' | 'deny', of: PlannedPolicy | undefined) => {
+  /**
+   * Whether `list` (absent: no) names the request: a boolean when its addresses decide or it has no function
+   * (so lists of addresses cost no microtask), else a Promise. Failures of its functions go to `failures`,
+   * or to `reported` when the list matches anyway. `of` is the list's policy; undefined for the module's.
+   */
+  const named = (
+    list: AccessList | undefined,
+    field: 'allow' | 'deny',
+    of: PlannedPolicy | undefined,
+  ): boolean | Promise<boolean> => {
+    if (list === undefined) return false;
     if (list.hasAddresses) {
       const address = clientAddress();
       if (address !== undefined && list.hasAddress(address)) return true;
     }
+    return list.functions.length === 0 ? false : callFunctions(list, field, of);
+  };
+
+  const callFunctions = async (list: AccessList, field: 'allow' | 'deny', of: PlannedPolicy | undefined) => {
     let failed: unknown[] | undefined;
     let matched = false;
     for (const check of list.functions) {
@@ -111,20 +124,20 @@ export async function screen(ctx: ExecutionContext, input: ScreenInput): Promise
   });
 
   const { entries, module } = input;
-  if (module?.deny !== undefined && (await matches(module.deny, 'deny', undefined))) return denied(undefined);
+  let match = named(module?.deny, 'deny', undefined);
+  if (match === true || (match !== false && (await match))) return denied(undefined);
   for (const { planned } of entries) {
-    if (planned.deny !== undefined && (await matches(planned.deny, 'deny', planned))) {
-      return denied(planned.policy.name);
-    }
+    match = named(planned.deny, 'deny', planned);
+    if (match === true || (match !== false && (await match))) return denied(planned.policy.name);
   }
-  if (input.denyOnly || (module?.allow !== undefined && (await matches(module.allow, 'allow', undefined)))) {
+  match = input.denyOnly || named(module?.allow, 'allow', undefined);
+  if (match === true || (match !== false && (await match))) {
     return { outcome: 'allow', entries: [], failures, reported };
   }
   let left = entries;
   for (const entry of entries) {
-    if (entry.planned.allow !== undefined && (await matches(entry.planned.allow, 'allow', entry.planned))) {
-      left = left.filter((e) => e !== entry);
-    }
+    match = named(entry.planned.allow, 'allow', entry.planned);
+    if (match === true || (match !== false && (await match))) left = left.filter((e) => e !== entry);
   }
   return { outcome: 'policies', entries: left, failures, reported };
 }

@@ -1,6 +1,9 @@
-import fc from 'fast-check';
+import { isIP } from 'node:net';
 
-import { compileList, listAddress } from '../../lib/lists/address-list.js';
+import fc from 'fast-check';
+import ipaddr from 'ipaddr.js';
+
+import { compileList, listAddress, v6Groups } from '../../lib/lists/address-list.js';
 import { RateLimitPolicyError, validatePolicy } from '../../lib/index.js';
 
 const fail = (problem: string): never => {
@@ -13,9 +16,8 @@ const compile = (entries: unknown[]) => {
 };
 /** Whether the compiled `entries` name the client at `address` (as the adapters give it). */
 const names = (entries: unknown[], address: string): boolean => {
-  const parsed = listAddress(address);
-  if (parsed === undefined) throw new Error(`not an address: ${address}`);
-  return compile(entries).hasAddress(parsed);
+  if (isIP(address) === 0) throw new Error(`not an address: ${address}`);
+  return compile(entries).hasAddress(listAddress(address));
 };
 
 describe('allow and deny lists: addresses and CIDR ranges', () => {
@@ -136,6 +138,58 @@ describe('allow and deny lists: addresses and CIDR ranges', () => {
         },
       ),
       { numRuns: 300 },
+    );
+  });
+});
+
+describe('the IPv6 parser of request addresses', () => {
+  it.each([
+    '::',
+    '::1',
+    '1::',
+    '1::2',
+    '2001:db8::1',
+    '::ffff:1.2.3.4',
+    '1:2:3:4:5:6:7:8',
+    'FE80::A:b',
+    '1:2:3:4:5:6:1.2.3.4',
+  ])('%p reads as ipaddr.js reads it', (address) => {
+    expect(v6Groups(address)).toEqual(ipaddr.IPv6.parse(address).parts);
+  });
+
+  it("reads the deprecated IPv4-compatible '::1.2.3.4' as RFC 4291 does: the quad is the low 32 bits", () => {
+    // (ipaddr.js reads it as ::ffff:1.2.3.4.)
+    expect(v6Groups('::1.2.3.4')).toEqual([0, 0, 0, 0, 0, 0, 0x102, 0x304]);
+    expect(compile(['1.2.3.4']).hasAddress(listAddress('::1.2.3.4'))).toBe(false);
+    expect(compile(['::102:304']).hasAddress(listAddress('::1.2.3.4'))).toBe(true);
+  });
+
+  it('agrees with ipaddr.js on random addresses in every textual form', () => {
+    // Runs of zero groups, so that '::' compression lands anywhere.
+    const group = fc.oneof(fc.constant(0), fc.constant(0), fc.integer({ min: 0, max: 0xffff }));
+    fc.assert(
+      fc.property(fc.array(group, { minLength: 8, maxLength: 8 }), fc.boolean(), (groups, upper) => {
+        const parsed = ipaddr.IPv6.parse(groups.map((g) => g.toString(16)).join(':'));
+        const forms = [
+          parsed.toString(),
+          parsed.toNormalizedString(),
+          groups.map((g) => g.toString(16).padStart(4, '0')).join(':'),
+        ];
+        // The last 32 bits as a dotted quad, compressed or not.
+        const quad = `${groups[6] >> 8}.${groups[6] & 255}.${groups[7] >> 8}.${groups[7] & 255}`;
+        forms.push(
+          `${groups
+            .slice(0, 6)
+            .map((g) => g.toString(16))
+            .join(':')}:${quad}`,
+        );
+        if (groups.slice(0, 6).every((g) => g === 0)) forms.push(`::${quad}`);
+        for (const form of forms.map((f) => (upper ? f.toUpperCase() : f))) {
+          expect(isIP(form)).toBe(6);
+          expect(v6Groups(form)).toEqual(groups);
+        }
+      }),
+      { numRuns: 2000 },
     );
   });
 });
