@@ -152,8 +152,8 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
 
   /**
    * Decides an invocation: returns when it may proceed; otherwise the context's adapter throws its denial
-   * (429, a GraphQL error, WsException, RpcException) or outage. Decides each invocation once, however many
-   * guards ask.
+   * (429, a GraphQL error, WsException, RpcException), its refusal (a deny list: 403 and the like) or
+   * outage. Decides each invocation once, however many guards ask.
    */
   async handle(ctx: ExecutionContext, point: DecisionPoint): Promise<void> {
     const type = ctx.getType<ContextType>();
