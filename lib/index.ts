@@ -10,6 +10,8 @@ export {
   type RateLimitDecision,
   type RateLimitKey,
   type RateLimitMode,
+  type RateLimitListEntry,
+  type RateLimitListFunction,
   type RateLimitPolicy,
   type RateLimitQuotaPolicy,
   type RateLimitWindowPolicy,
@@ -20,6 +22,7 @@ export { parseWindow } from './policy/window.js';
 export { RATE_LIMIT_CLOCK } from './rate-limit.constants.js';
 export { RateLimit, SkipRateLimit } from './rate-limit.decorator.js';
 export {
+  RateLimitDenyListException,
   RateLimitExceededException,
   RateLimitExceptionFilter,
   RateLimitUnavailableException,

@@ -67,6 +67,25 @@ export class RateLimitUnavailableException extends HttpException {
   }
 }
 
+/** The message of a request refused by a deny list, the same in every context. */
+export function denyListMessage(policy: string | undefined): string {
+  return policy === undefined ? 'Denied by the deny list' : `Denied by the deny list of policy "${policy}"`;
+}
+
+/**
+ * 403 Forbidden: a deny list (of the module or of a policy of the route) names the request; nothing was consumed.
+ * Body: `{ statusCode: 403, error: 'Forbidden', code: 'RATE_LIMIT_DENY_LIST', message }`, no Retry-After.
+ * @example throw new RateLimitDenyListException()
+ */
+export class RateLimitDenyListException extends HttpException {
+  constructor(message = denyListMessage(undefined)) {
+    super(
+      { statusCode: HttpStatus.FORBIDDEN, error: 'Forbidden', code: 'RATE_LIMIT_DENY_LIST', message },
+      HttpStatus.FORBIDDEN,
+    );
+  }
+}
+
 /**
  * Answers RateLimitExceededException and RateLimitUnavailableException with their status and body, and with
  * `Retry-After` — also when your own code throws them (after `RateLimitService.consume`, say) — and turns a

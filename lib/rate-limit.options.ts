@@ -3,7 +3,7 @@ import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { Pool } from 'pg';
 
 import type { RateLimitDecisionEvent } from './engine/decision-events.js';
-import type { FailMode, RateLimitMode, RateLimitPolicy } from './policy/policy.types.js';
+import type { FailMode, RateLimitListEntry, RateLimitMode, RateLimitPolicy } from './policy/policy.types.js';
 import type { RateLimitStore } from './stores/rate-limit-store.js';
 
 /** Which rate-limit header fields responses carry. See the README for every value. */
@@ -71,4 +71,11 @@ export interface RateLimitModuleOptions {
   user?: (ctx: ExecutionContext) => string | undefined;
   /** Called on every store failure (the alerting hook), with the policy's name. */
   onError?: (error: Error, policy: string) => void;
+  /**
+   * Requests no policy applies to (nothing is consumed): client addresses, CIDR ranges or functions of the
+   * request. Checked wherever at least one policy would run, after every deny list.
+   */
+  allow?: readonly RateLimitListEntry[];
+  /** Requests refused with 403 (`RATE_LIMIT_DENY_LIST`, and its equivalent in other contexts) wherever a policy would run. */
+  deny?: readonly RateLimitListEntry[];
 }

@@ -15,6 +15,8 @@ import { DecisionEngine, denies, type Evaluation, NOTHING, StoreUnavailable } fr
 import { DecisionEvents } from './engine/decision-events.js';
 import { mostRestrictive, rateLimitHeaders, toSeconds } from './headers/rate-limit-headers.js';
 import { compileTrust, isTrustAll, type TrustFn } from './keys/client-ip.js';
+import { compileList } from './lists/address-list.js';
+import { type ModuleLists, screen } from './lists/screening.js';
 import {
   attachEnhancers,
   DECIDED,
@@ -27,10 +29,10 @@ import {
   LIMITER,
   STATE,
 } from './planning/handler-enhancers.js';
-import { type PlanEntry, RoutePlanner } from './planning/route-planner.js';
+import { type PlanEntry, type RoutePlan, RoutePlanner } from './planning/route-planner.js';
 import type { FailMode, RateLimitMode } from './policy/policy.types.js';
 import { RATE_LIMIT_CLOCK, RATE_LIMIT_STORES } from './rate-limit.constants.js';
-import { deniedMessage, unavailableMessage } from './rate-limit.exception.js';
+import { deniedMessage, denyListMessage, unavailableMessage } from './rate-limit.exception.js';
 import { RATE_LIMIT_OPTIONS } from './rate-limit.module-definition.js';
 import type { RateLimitHeaders, RateLimitModuleOptions } from './rate-limit.options.js';
 import { RequestResolver } from './request/request-items.js';
@@ -41,6 +43,17 @@ const HEADER_SCHEMES: readonly RateLimitHeaders[] = ['ietf', 'legacy', 'both', '
 const option = (name: string, problem: string, value: unknown): never => {
   throw new TypeError(`nestjs-rate-limit: option "${name}" ${problem}, got ${JSON.stringify(value)}`);
 };
+
+const listOption = (name: 'allow' | 'deny', entries: unknown) =>
+  compileList(entries, (problem) => {
+    throw new TypeError(`nestjs-rate-limit: option "${name}": ${problem}`);
+  });
+
+/**
+ * The evaluation of an invocation the module's allow list let through: no policy runs, so nothing is
+ * consumed and no header is written; a later decision point only checks the remaining policies' deny lists.
+ */
+const ALLOWED: Evaluation = Object.freeze({ items: [], decisions: [] });
 
 /**
  * The request path, in order: the plan of the handler (made at start), the items of this invocation
@@ -59,6 +72,9 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
   private readonly trust: TrustFn;
   private readonly ipv6Prefix: number;
   private readonly contexts: ReadonlySet<ContextType>;
+  private readonly lists: ModuleLists;
+  /** Some microservice handler has policies (so the module's lists apply to messages, which have no address). */
+  private readonly rpcPolicies: boolean;
   private readonly adapters = new Map<ContextType, ContextAdapter>();
   private loading: Map<ContextType, Promise<ContextAdapter>> | undefined;
 
@@ -96,16 +112,24 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
           'Name your proxies instead (a hop count, CIDRs or "loopback").',
       );
     }
+    this.lists = { allow: listOption('allow', options.allow), deny: listOption('deny', options.deny) };
     this.engine = new DecisionEngine({ stores, clock, timeoutMs, logger: this.logger, onError: options.onError });
     this.events = new DecisionEvents(this.logger, clock, options.onDecision);
     this.resolver = new RequestResolver(this.engine, options.user);
     this.planner = new RoutePlanner(
-      { defaults: options.defaults ?? [], failMode, mode, hasUserOption: options.user !== undefined },
+      {
+        defaults: options.defaults ?? [],
+        failMode,
+        mode,
+        hasUserOption: options.user !== undefined,
+        moduleLists: this.lists.allow !== undefined || this.lists.deny !== undefined,
+      },
       reflector,
     );
     const application = this.planner.walk(discovery, scanner, moduleRef);
     if (options.global !== false) attachEnhancers(this, application.deferred, application.rpc);
     this.contexts = application.contexts;
+    this.rpcPolicies = application.rpc.length > 0;
   }
 
   /** Loads the adapters of the contexts the application has (and so their optional packages), and warns. */
@@ -117,6 +141,12 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
         `Quota policies (${quotas.map(({ policy }) => policy.name).join(', ')}) are kept in the rate-limit store: ` +
           'not billing-grade (the memory store forgets them on restart; Redis keeps only the current period). ' +
           'Set the `postgres` option for durable, exact quota usage.',
+      );
+    }
+    if (this.rpcPolicies && (this.lists.allow?.hasAddresses || this.lists.deny?.hasAddresses)) {
+      this.logger.warn(
+        "The module's allow or deny list names client addresses, which microservice messages do not have: " +
+          'there, only its functions can match.',
       );
     }
   }
@@ -132,8 +162,8 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
 
   /**
    * Decides an invocation: returns when it may proceed; otherwise the context's adapter throws its denial
-   * (429, a GraphQL error, WsException, RpcException) or outage. Decides each invocation once, however many
-   * guards ask.
+   * (429, a GraphQL error, WsException, RpcException), its refusal (a deny list: 403 and the like) or
+   * outage. Decides each invocation once, however many guards ask.
    */
   async handle(ctx: ExecutionContext, point: DecisionPoint): Promise<void> {
     const type = ctx.getType<ContextType>();
@@ -151,7 +181,7 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
     if (state === DEFERRED) {
       invocation[STATE] = DECIDED;
       const early = invocation[EARLY] ?? NOTHING;
-      const late = await this.evaluate(ctx, adapter, plan.late, early);
+      const late = await this.evaluate(ctx, adapter, plan, plan.late, early, false);
       if (denies(late)) await this.engine.compensate(early);
       this.conclude(ctx, adapter, [early, late]);
       return;
@@ -166,7 +196,7 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
     if (point === 'global-guard' && plan.deferred && this.resolver.userOf(ctx, adapter) === undefined) {
       invocation[STATE] = DEFERRED;
       invocation[LIMITER] = this;
-      const early = await this.evaluate(ctx, adapter, plan.early, NOTHING);
+      const early = await this.evaluate(ctx, adapter, plan, plan.early, NOTHING, true);
       invocation[EARLY] = early;
       if (denies(early)) {
         invocation[STATE] = DECIDED;
@@ -175,18 +205,29 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
       return;
     }
     invocation[STATE] = DECIDED;
-    this.conclude(ctx, adapter, [await this.evaluate(ctx, adapter, plan.policies, NOTHING)]);
+    this.conclude(ctx, adapter, [await this.evaluate(ctx, adapter, plan, plan.policies, NOTHING, true)]);
   }
 
-  /** Resolves the items of `entries` and decides them; an outage of a fail-closed policy stops here. */
+  /**
+   * Applies the lists (when the handler has any), resolves the items of `entries` left and decides them; a
+   * deny list or an outage of a fail-closed policy stops here. `before` is what an earlier decision point of
+   * the invocation decided; the module's lists are checked at the `first` one.
+   */
   private async evaluate(
     ctx: ExecutionContext,
     adapter: ContextAdapter,
+    plan: RoutePlan,
     entries: readonly PlanEntry[],
     before: Evaluation,
+    first: boolean,
   ): Promise<Evaluation> {
-    const { items, failures } = await this.resolver.resolve(entries, ctx, adapter);
     try {
+      if (plan.lists) {
+        const left = await this.screen(ctx, adapter, plan, entries, before, first);
+        if (left === undefined) return ALLOWED;
+        entries = left;
+      }
+      const { items, failures } = await this.resolver.resolve(entries, ctx, adapter);
       if (failures !== undefined) await this.engine.failed(failures, before);
       return await this.engine.decide(items, before);
     } catch (error) {
@@ -200,6 +241,39 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
         retryAfter,
       });
     }
+  }
+
+  /**
+   * The policies of `entries` left once the lists have spoken, or undefined when the module's allow list lets
+   * the invocation through. A deny list forbids (403 and its equivalents) after giving back what `before`
+   * consumed; failing list functions are reported, and a fail-closed policy's throws StoreUnavailable.
+   */
+  private async screen(
+    ctx: ExecutionContext,
+    adapter: ContextAdapter,
+    plan: RoutePlan,
+    entries: readonly PlanEntry[],
+    before: Evaluation,
+    first: boolean,
+  ): Promise<readonly PlanEntry[] | undefined> {
+    const screening = await screen(ctx, {
+      entries,
+      module: first ? this.lists : undefined,
+      scope: plan.policies,
+      denyOnly: before === ALLOWED,
+      address: () => adapter.clientAddress(ctx),
+    });
+    for (const { item, error } of screening.reported ?? []) this.engine.reporter.report(error, [item.policy.name]);
+    if (screening.outcome === 'deny') {
+      await this.engine.compensate(before);
+      adapter.forbid(ctx, {
+        code: 'RATE_LIMIT_DENY_LIST',
+        message: denyListMessage(screening.policy),
+        policy: screening.policy,
+      });
+    }
+    if (screening.failures !== undefined) await this.engine.failed(screening.failures, before);
+    return screening.outcome === 'allow' ? undefined : screening.entries;
   }
 
   /** Writes the rate-limit fields of every decision of the invocation; denies when one of them denies. */

@@ -17,6 +17,17 @@ export interface RateLimitDenial {
   readonly retryAfter?: number;
 }
 
+/**
+ * What a request refused by a deny list tells every kind of client: the body of 403s, GraphQL extensions,
+ * WS and RPC errors. Retrying cannot help, so there is no retryAfter.
+ */
+export interface RateLimitRefusal {
+  readonly code: 'RATE_LIMIT_DENY_LIST';
+  readonly message: string;
+  /** The policy whose deny list matched; undefined for the module's. Kept out of what clients receive. */
+  readonly policy: string | undefined;
+}
+
 /** What a fail-closed outage tells every kind of client. */
 export interface RateLimitUnavailable {
   readonly code: 'RATE_LIMIT_UNAVAILABLE';
@@ -44,6 +55,12 @@ export interface ContextAdapter {
   /** The client's address as `'ip'` keys see it (trustProxy and ipv6Prefix applied), or undefined. */
   clientIp(ctx: ExecutionContext): string | undefined;
 
+  /**
+   * The client's full address, from the same hop as `clientIp()` but not reduced to its IPv6 prefix (what
+   * allow and deny lists match: `clientAddress()` of keys/client-ip.ts), or undefined when there is none.
+   */
+  clientAddress(ctx: ExecutionContext): string | undefined;
+
   /** The authenticated user's id when the module's `user` option is not set. */
   defaultUser(ctx: ExecutionContext): string | undefined;
 
@@ -58,6 +75,9 @@ export interface ContextAdapter {
 
   /** Stops the invocation because a fail-closed policy's store is down (503 and its equivalents). */
   unavailable(ctx: ExecutionContext, outage: RateLimitUnavailable): never;
+
+  /** Stops the invocation because a deny list names it (403 and its equivalents). */
+  forbid(ctx: ExecutionContext, refusal: RateLimitRefusal): never;
 }
 
 /** What an adapter is made with: the module's settings that concern reading identities and answering. */
@@ -83,8 +103,11 @@ export type AdapterFactory = (settings: AdapterSettings) => ContextAdapter | Pro
  * exception filter turns it into an empty result (the event is dropped; the adapter logs drops itself).
  */
 export class RateLimitDroppedEvent extends Error {
-  constructor(readonly policy: string) {
-    super(`event dropped: rate limit "${policy}" exceeded`);
+  constructor(
+    readonly policy: string | undefined,
+    message = `event dropped: rate limit "${policy}" exceeded`,
+  ) {
+    super(message);
     this.name = 'RateLimitDroppedEvent';
   }
 }

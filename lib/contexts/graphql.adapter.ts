@@ -4,21 +4,23 @@ import { type ExecutionContext, IntrinsicException } from '@nestjs/common';
 import { GqlExecutionContext } from '@nestjs/graphql';
 import type { GraphQLResolveInfo } from 'graphql';
 
-import { clientIp, isTrustNone } from '../keys/client-ip.js';
+import { clientAddress, clientIp, isTrustNone } from '../keys/client-ip.js';
 import type { RateLimitDecision } from '../policy/policy.types.js';
 import type {
   AdapterFactory,
   AdapterSettings,
   ContextAdapter,
   RateLimitDenial,
+  RateLimitRefusal,
   RateLimitUnavailable,
 } from './context-adapter.js';
 import { userIdOf } from './http.adapter.js';
 
-/** What a denied or unavailable resolver's GraphQL error carries in `extensions`, exactly. */
+/** What a denied, unavailable or deny-listed resolver's GraphQL error carries in `extensions`, exactly. */
 export type RateLimitGraphQLExtensions =
   | { readonly code: 'RATE_LIMITED'; readonly policy: string; readonly retryAfter?: number }
-  | { readonly code: 'RATE_LIMIT_UNAVAILABLE'; readonly policy: string; readonly retryAfter: number };
+  | { readonly code: 'RATE_LIMIT_UNAVAILABLE'; readonly policy: string; readonly retryAfter: number }
+  | { readonly code: 'RATE_LIMIT_DENY_LIST' };
 
 /**
  * The error a denied (or fail-closed, store-down) resolver throws. graphql-js turns it into a GraphQLError
@@ -96,6 +98,8 @@ class GraphQLContextAdapter implements ContextAdapter {
   readonly type = 'graphql' as const;
   /** Client addresses per HTTP request: the resolvers of one operation share them. */
   private readonly addresses = new WeakMap<IncomingMessage, string>();
+  /** Full client addresses (what lists match) per HTTP request; null when it has none. */
+  private readonly fullAddresses = new WeakMap<IncomingMessage, string | null>();
   private warnedForwardedFor = false;
   private warnedNoRequest = false;
   private warnedNoResponse = false;
@@ -119,6 +123,29 @@ class GraphQLContextAdapter implements ContextAdapter {
   }
 
   clientIp(ctx: ExecutionContext): string | undefined {
+    const raw = this.requestOf(ctx);
+    if (raw === undefined) return undefined;
+    const known = this.addresses.get(raw);
+    if (known !== undefined) return known;
+    this.checkForwardedFor(raw);
+    const address = clientIp(raw, this.settings.trust, this.settings.ipv6Prefix);
+    this.addresses.set(raw, address);
+    return address;
+  }
+
+  clientAddress(ctx: ExecutionContext): string | undefined {
+    const raw = this.requestOf(ctx);
+    if (raw === undefined) return undefined;
+    const known = this.fullAddresses.get(raw);
+    if (known !== undefined) return known ?? undefined;
+    this.checkForwardedFor(raw);
+    const address = clientAddress(raw, this.settings.trust);
+    this.fullAddresses.set(raw, address ?? null);
+    return address;
+  }
+
+  /** The operation's HTTP request; warns once when there is none. */
+  private requestOf(ctx: ExecutionContext): IncomingMessage | undefined {
     const raw = this.incomingMessage(ctx);
     if (raw === undefined) {
       if (!this.warnedNoRequest) {
@@ -131,9 +158,12 @@ class GraphQLContextAdapter implements ContextAdapter {
       }
       return undefined;
     }
-    const known = this.addresses.get(raw);
-    if (known !== undefined) return known;
-    const { trust, ipv6Prefix, logger } = this.settings;
+    return raw;
+  }
+
+  /** Warns once about an X-Forwarded-For that no trusted proxy vouches for. */
+  private checkForwardedFor(raw: IncomingMessage): void {
+    const { trust, logger } = this.settings;
     if (isTrustNone(trust) && !this.warnedForwardedFor && raw.headers['x-forwarded-for'] !== undefined) {
       this.warnedForwardedFor = true;
       logger.warn(
@@ -141,9 +171,6 @@ class GraphQLContextAdapter implements ContextAdapter {
           'address. Behind a proxy, set trustProxy to it (a hop count, CIDRs or "loopback").',
       );
     }
-    const address = clientIp(raw, trust, ipv6Prefix);
-    this.addresses.set(raw, address);
-    return address;
   }
 
   /** `req.user?.id ?? req.user?.sub` of the context's request (Express or Fastify), as the HTTP adapter reads it. */
@@ -200,6 +227,11 @@ class GraphQLContextAdapter implements ContextAdapter {
       policy: outage.policy,
       retryAfter: outage.retryAfter,
     });
+  }
+
+  /** The field fails with RATE_LIMIT_DENY_LIST; no headers (retrying cannot help). */
+  forbid(_ctx: ExecutionContext, refusal: RateLimitRefusal): never {
+    throw new RateLimitGraphQLError(refusal.message, { code: refusal.code });
   }
 
   private contextValue(ctx: ExecutionContext): GraphQLContextValue | undefined {

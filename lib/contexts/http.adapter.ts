@@ -2,25 +2,33 @@ import type { IncomingMessage } from 'node:http';
 
 import type { ExecutionContext } from '@nestjs/common';
 
-import { clientIp, isTrustNone } from '../keys/client-ip.js';
+import { clientAddress, clientIp, isTrustNone } from '../keys/client-ip.js';
 import type { RateLimitDecision } from '../policy/policy.types.js';
-import { RateLimitExceededException, RateLimitUnavailableException } from '../rate-limit.exception.js';
+import {
+  RateLimitDenyListException,
+  RateLimitExceededException,
+  RateLimitUnavailableException,
+} from '../rate-limit.exception.js';
 import type {
   AdapterFactory,
   AdapterSettings,
   ContextAdapter,
   RateLimitDenial,
+  RateLimitRefusal,
   RateLimitUnavailable,
 } from './context-adapter.js';
 
 /** The client address of a request, once computed (several policies may be keyed by it). */
 const CLIENT_IP = Symbol('nestjs-rate-limit:client-ip');
+/** The client's full address (what lists match), once computed; null when the request has none. */
+const CLIENT_ADDRESS = Symbol('nestjs-rate-limit:client-address');
 
 /** An Express or Fastify request, as far as the limiter reads it. */
 interface HttpRequest {
   user?: { id?: unknown; sub?: unknown } | null;
   raw?: IncomingMessage;
   [CLIENT_IP]?: string;
+  [CLIENT_ADDRESS]?: string | null;
 }
 
 /** The user id at `req.user.id` (or `.sub`, as JWTs have it), if it is a string or a number. */
@@ -29,7 +37,7 @@ export function userIdOf(user: { id?: unknown; sub?: unknown } | null | undefine
   return typeof id === 'string' || typeof id === 'number' || typeof id === 'bigint' ? String(id) : undefined;
 }
 
-/** HTTP on Express or Fastify: headers on the response, 429 and 503 as HttpExceptions. */
+/** HTTP on Express or Fastify: headers on the response, 429, 503 and 403 as HttpExceptions. */
 class HttpContextAdapter implements ContextAdapter {
   readonly type = 'http';
   private warnedForwardedFor = false;
@@ -44,16 +52,33 @@ class HttpContextAdapter implements ContextAdapter {
     const req = ctx.switchToHttp().getRequest<HttpRequest>();
     const known = req[CLIENT_IP];
     if (known !== undefined) return known;
+    return (req[CLIENT_IP] = clientIp(this.incoming(req), this.settings.trust, this.settings.ipv6Prefix));
+  }
+
+  clientAddress(ctx: ExecutionContext): string | undefined {
+    const req = ctx.switchToHttp().getRequest<HttpRequest>();
+    const known = req[CLIENT_ADDRESS];
+    if (known !== undefined) return known ?? undefined;
+    const address = clientAddress(this.incoming(req), this.settings.trust);
+    req[CLIENT_ADDRESS] = address ?? null;
+    return address;
+  }
+
+  /** The Node request under an Express or Fastify one; warns once about an X-Forwarded-For nobody trusts. */
+  private incoming(req: HttpRequest): IncomingMessage {
     const raw = req.raw ?? (req as unknown as IncomingMessage);
-    const { trust, ipv6Prefix, logger } = this.settings;
-    if (isTrustNone(trust) && !this.warnedForwardedFor && raw.headers?.['x-forwarded-for'] !== undefined) {
+    if (
+      isTrustNone(this.settings.trust) &&
+      !this.warnedForwardedFor &&
+      raw.headers?.['x-forwarded-for'] !== undefined
+    ) {
       this.warnedForwardedFor = true;
-      logger.warn(
+      this.settings.logger.warn(
         'A request carried X-Forwarded-For but trustProxy is off, so clients are keyed by the socket address. ' +
           'Behind a proxy, set trustProxy to it (a hop count, CIDRs or "loopback").',
       );
     }
-    return (req[CLIENT_IP] = clientIp(raw, trust, ipv6Prefix));
+    return raw;
   }
 
   defaultUser(ctx: ExecutionContext): string | undefined {
@@ -72,6 +97,10 @@ class HttpContextAdapter implements ContextAdapter {
 
   unavailable(_ctx: ExecutionContext, outage: RateLimitUnavailable): never {
     throw new RateLimitUnavailableException(outage.policy, outage.retryAfter);
+  }
+
+  forbid(_ctx: ExecutionContext, refusal: RateLimitRefusal): never {
+    throw new RateLimitDenyListException(refusal.message);
   }
 }
 

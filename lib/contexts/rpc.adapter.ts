@@ -19,6 +19,7 @@ import {
   type ContextAdapter,
   type RateLimitDenial,
   RateLimitDroppedEvent,
+  type RateLimitRefusal,
   type RateLimitUnavailable,
 } from './context-adapter.js';
 
@@ -39,6 +40,13 @@ export const DROP_LOG_INTERVAL_MS = 60_000;
 export interface RpcRateLimitedError extends RateLimitDenial {
   /** As Nest's own RPC errors (`{ status: 'error', message }`), so clients that check it keep working. */
   readonly status: 'error';
+}
+
+/** What the client of a request-response message receives when a deny list names it. */
+export interface RpcDenyListError {
+  readonly status: 'error';
+  readonly code: 'RATE_LIMIT_DENY_LIST';
+  readonly message: string;
 }
 
 /** What the client of a request-response message receives when a fail-closed policy's store is down. */
@@ -161,6 +169,11 @@ export class RpcAdapter implements ContextAdapter {
     return undefined;
   }
 
+  /** No address either for lists: policies listing addresses are refused at start, the module's never match. */
+  clientAddress(): string | undefined {
+    return undefined;
+  }
+
   /** No conventional user on a message: the module's `user` option or key functions must name one. */
   defaultUser(): string | undefined {
     return undefined;
@@ -203,6 +216,23 @@ export class RpcAdapter implements ContextAdapter {
       throw new RateLimitDroppedEvent(outage.policy);
     }
     const error: RpcUnavailableError = { status: 'error', ...outage };
+    throw new RpcException(error);
+  }
+
+  /**
+   * A deny list names the message: `{ status: 'error', code: 'RATE_LIMIT_DENY_LIST', message }`; an event is
+   * dropped and logged like a denied one.
+   */
+  forbid(ctx: ExecutionContext, refusal: RateLimitRefusal): never {
+    if (rpcHandlerKind(ctx.getHandler()) === 'event') {
+      const list = refusal.policy === undefined ? 'the deny list' : `the deny list of policy "${refusal.policy}"`;
+      this.drops.note(
+        `deny-list:${refusal.policy ?? ''}`,
+        () => `Dropped an event of ${handlerName(ctx)}: ${list} names it`,
+      );
+      throw new RateLimitDroppedEvent(refusal.policy, `event dropped: ${list}`);
+    }
+    const error: RpcDenyListError = { status: 'error', code: refusal.code, message: refusal.message };
     throw new RpcException(error);
   }
 }

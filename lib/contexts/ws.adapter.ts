@@ -4,13 +4,14 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { ExecutionContext } from '@nestjs/common';
 import { WsException } from '@nestjs/websockets';
 
-import { clientIp, isTrustNone } from '../keys/client-ip.js';
+import { clientAddress, clientIp, isTrustNone } from '../keys/client-ip.js';
 import type { RateLimitDecision } from '../policy/policy.types.js';
 import type {
   AdapterFactory,
   AdapterSettings,
   ContextAdapter,
   RateLimitDenial,
+  RateLimitRefusal,
   RateLimitUnavailable,
 } from './context-adapter.js';
 import { userIdOf } from './http.adapter.js';
@@ -64,6 +65,8 @@ class WsContextAdapter implements ContextAdapter {
   readonly type = 'ws' as const;
   /** The client address of each connection: its handshake is fixed, so it is computed once per connection. */
   private readonly addresses = new WeakMap<object, string>();
+  /** The full address (what lists match) of each connection; null when it has none. */
+  private readonly fullAddresses = new WeakMap<object, string | null>();
   /**
    * The upgrade request of each socket upgraded by the application's HTTP server, which is where the `ws`
    * gateways that share the app's port take their connections from (see watchUpgrades).
@@ -116,6 +119,28 @@ class WsContextAdapter implements ContextAdapter {
     if (!isObject(client)) return undefined;
     const known = this.addresses.get(client);
     if (known !== undefined) return known;
+    const handshake = this.checkedHandshake(client);
+    if (handshake === undefined) return undefined;
+    // clientIp() reads only `headers` and `socket.remoteAddress` of the request it is given.
+    const address = clientIp(handshake as IncomingMessage, this.settings.trust, this.settings.ipv6Prefix);
+    this.addresses.set(client, address);
+    return address;
+  }
+
+  clientAddress(ctx: ExecutionContext): string | undefined {
+    const client: unknown = ctx.switchToWs().getClient();
+    if (!isObject(client)) return undefined;
+    const known = this.fullAddresses.get(client);
+    if (known !== undefined) return known ?? undefined;
+    const handshake = this.checkedHandshake(client);
+    if (handshake === undefined) return undefined;
+    const address = clientAddress(handshake as IncomingMessage, this.settings.trust);
+    this.fullAddresses.set(client, address ?? null);
+    return address;
+  }
+
+  /** The handshake of a connection; warns once about an X-Forwarded-For that no trusted proxy vouches for. */
+  private checkedHandshake(client: object): HandshakeLike | undefined {
     const handshake = this.handshakeOf(client);
     if (handshake === undefined) return undefined;
     if (
@@ -129,10 +154,7 @@ class WsContextAdapter implements ContextAdapter {
           'the socket address. Behind a proxy, set trustProxy to it (a hop count, CIDRs or "loopback").',
       );
     }
-    // clientIp() reads only `headers` and `socket.remoteAddress` of the request it is given.
-    const address = clientIp(handshake as IncomingMessage, this.settings.trust, this.settings.ipv6Prefix);
-    this.addresses.set(client, address);
-    return address;
+    return handshake;
   }
 
   /** The handshake of a connection, as `clientIp()` reads it; undefined for a client of an unknown library. */
@@ -184,6 +206,11 @@ class WsContextAdapter implements ContextAdapter {
 
   unavailable(_ctx: ExecutionContext, outage: RateLimitUnavailable): never {
     throw new WsException({ status: 'error', ...outage });
+  }
+
+  /** `{ status: 'error', code: 'RATE_LIMIT_DENY_LIST', message }` as the `exception` event; the connection stays open. */
+  forbid(_ctx: ExecutionContext, refusal: RateLimitRefusal): never {
+    throw new WsException({ status: 'error', code: refusal.code, message: refusal.message });
   }
 }
 

@@ -38,21 +38,20 @@ export function compileTrust(trust: TrustProxy | undefined): TrustFn {
   }
 }
 
-/**
- * Reduces an address to the identity of its client: IPv4 as it is (also when written IPv4-mapped, as
- * `::ffff:10.0.0.1`), IPv6 as its network of `ipv6Prefix` bits (`2001:db8:1:2::/64`), since one client often
- * holds a whole /64. Brackets, ports and zone ids are dropped. Returns undefined for anything that is not an IP.
- */
-export function normalizeIp(raw: string, ipv6Prefix: number): string | undefined {
+/** The address in `raw` without brackets, port or zone id, if it is an IP address; else undefined. */
+function bareIp(raw: string): string | undefined {
   let address = raw.trim();
   const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(address);
   if (bracketed !== null) address = bracketed[1];
   else if (/^\d{1,3}(?:\.\d{1,3}){3}:\d+$/.test(address)) address = address.slice(0, address.lastIndexOf(':'));
   const zone = address.indexOf('%');
   if (zone !== -1) address = address.slice(0, zone);
-  const family = isIP(address);
-  if (family === 4) return address;
-  if (family !== 6) return undefined;
+  return isIP(address) === 0 ? undefined : address;
+}
+
+/** The identity of a valid bare address: IPv4 as it is (also IPv4-mapped), IPv6 as its network of `ipv6Prefix` bits. */
+function identityOf(address: string, ipv6Prefix: number): string {
+  if (!address.includes(':')) return address;
   const v6 = ipaddr.IPv6.parse(address);
   if (v6.isIPv4MappedAddress()) return v6.toIPv4Address().toString();
   const bytes = v6.toByteArray();
@@ -61,17 +60,35 @@ export function normalizeIp(raw: string, ipv6Prefix: number): string | undefined
 }
 
 /**
- * The client of a request: the socket address, or, walking X-Forwarded-For from the socket outwards, the
- * first address not sent by a trusted proxy. An entry that is not an IP is never an identity: the nearest
- * valid address before it (towards the socket) is used, so garbage cannot mint fresh identities.
+ * Reduces an address to the identity of its client: IPv4 as it is (also when written IPv4-mapped, as
+ * `::ffff:10.0.0.1`), IPv6 as its network of `ipv6Prefix` bits (`2001:db8:1:2::/64`), since one client often
+ * holds a whole /64. Brackets, ports and zone ids are dropped. Returns undefined for anything that is not an IP.
  */
-export function clientIp(req: IncomingMessage, trust: TrustFn, ipv6Prefix: number): string {
+export function normalizeIp(raw: string, ipv6Prefix: number): string | undefined {
+  const address = bareIp(raw);
+  return address === undefined ? undefined : identityOf(address, ipv6Prefix);
+}
+
+/**
+ * The full address of the client of a request (allow and deny lists match it): the socket address, or,
+ * walking X-Forwarded-For from the socket outwards, the first address not sent by a trusted proxy — the hop
+ * `clientIp()` keys by, before any /64 reduction. Brackets, ports and zone ids are dropped; an IPv4-mapped
+ * address is left as written. An entry that is not an IP is never the client: the nearest valid address
+ * before it (towards the socket) is used, so garbage cannot mint fresh identities. Undefined when none is valid.
+ */
+export function clientAddress(req: IncomingMessage, trust: TrustFn): string | undefined {
   const chain = trust === trustNone ? [req.socket?.remoteAddress ?? ''] : proxyaddr.all(req, trust);
   for (let i = chain.length - 1; i >= 0; i--) {
-    const ip = normalizeIp(chain[i] ?? '', ipv6Prefix);
-    if (ip !== undefined) return ip;
+    const address = bareIp(chain[i] ?? '');
+    if (address !== undefined) return address;
   }
-  return 'unknown';
+  return undefined;
+}
+
+/** The client of a request as `'ip'` keys see it: the identity (see normalizeIp) of `clientAddress()`, or 'unknown'. */
+export function clientIp(req: IncomingMessage, trust: TrustFn, ipv6Prefix: number): string {
+  const address = clientAddress(req, trust);
+  return address === undefined ? 'unknown' : identityOf(address, ipv6Prefix);
 }
 
 export const isTrustNone = (trust: TrustFn): boolean => trust === trustNone;

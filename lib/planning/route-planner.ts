@@ -2,6 +2,7 @@ import type { ExecutionContext } from '@nestjs/common';
 import type { DiscoveryService, MetadataScanner, ModuleRef, Reflector } from '@nestjs/core';
 
 import type { ContextType } from '../contexts/context-adapter.js';
+import { type AccessList, compileList } from '../lists/address-list.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import type { FailMode, RateLimitKey, RateLimitMode, RateLimitPolicy, ResolvedPolicy } from '../policy/policy.types.js';
 import { validatePolicy } from '../policy/validate-policy.js';
@@ -21,6 +22,9 @@ export interface PlannedPolicy {
   /** Mode 'shadow' (the policy's, else the module's): decided and reported, never denying. */
   readonly shadow: boolean;
   readonly where: string;
+  /** The policy's allow and deny lists, compiled at start; undefined when it has none. */
+  readonly allow?: AccessList;
+  readonly deny?: AccessList;
 }
 
 /** A policy at its place in a route's plan (headers list policies in that order). */
@@ -44,6 +48,11 @@ export interface RoutePlan {
    * finds no user, the late policies wait for the interceptor the limiter attached to this handler.
    */
   readonly deferred: boolean;
+  /**
+   * Allow or deny lists apply to the handler (the module's, or those of its policies): it has policies and
+   * some list. False costs a request nothing.
+   */
+  readonly lists: boolean;
 }
 
 export interface RoutePlannerOptions {
@@ -52,6 +61,8 @@ export interface RoutePlannerOptions {
   readonly mode: RateLimitMode;
   /** Whether the module's `user` option is set (so `'user'` keys can be read in RPC contexts). */
   readonly hasUserOption: boolean;
+  /** Whether the module's options have an `allow` or a `deny` list. */
+  readonly moduleLists: boolean;
 }
 
 /** What the walk over the application found: the context types in use, and handlers needing deferral. */
@@ -69,6 +80,7 @@ const NO_POLICIES: RoutePlan = Object.freeze({
   early: [],
   late: [],
   deferred: false,
+  lists: false,
 });
 
 function sameLimits(a: ResolvedPolicy, b: ResolvedPolicy): boolean {
@@ -224,12 +236,24 @@ export class RoutePlanner {
       early: policies.filter((p) => p.planned.key !== 'user'),
       late,
       deferred: deferrable && late.length > 0 && routeGuards,
+      lists:
+        policies.length > 0 &&
+        (this.options.moduleLists ||
+          policies.some((p) => p.planned.allow !== undefined || p.planned.deny !== undefined)),
     };
   }
 
   /** A microservice message has no client address, and a user only where the `user` option reads one. */
   private checkRpcKeys(policies: readonly PlanEntry[], where: string): void {
     for (const { planned } of policies) {
+      for (const field of ['allow', 'deny'] as const) {
+        if (planned[field]?.hasAddresses !== true) continue;
+        throw new RateLimitPolicyError(
+          `lists client addresses on a microservice handler, which has no client address, so they could never match; use a function of the message (ctx.switchToRpc().getData())` +
+            (planned.where === 'RateLimitModule defaults' ? ', or skip the policy here with @SkipRateLimit(name)' : ''),
+          { policy: planned.policy.name, field, where },
+        );
+      }
       if (planned.key === 'ip') {
         throw new RateLimitPolicyError(
           "is keyed by 'ip' on a microservice handler, which has no client address; key it with a function of the message (ctx.switchToRpc().getData())",
@@ -274,6 +298,10 @@ export class RoutePlanner {
       const { algorithm, limit, windowMs, capacity } = resolved;
       resolved = Object.freeze({ ...resolved, id: `${resolved.name}~${algorithm}-${limit}-${windowMs}-${capacity}` });
     }
+    // Validated above; compiled once per list (the same array planned on many routes is compiled once).
+    const unexpected = (problem: string): never => {
+      throw new RateLimitPolicyError(problem, { policy: resolved.name, where });
+    };
     return {
       policy: resolved,
       limit: typeof policy.limit === 'function' ? policy.limit : undefined,
@@ -283,6 +311,8 @@ export class RoutePlanner {
       failMode: policy.failMode ?? this.options.failMode,
       shadow: (policy.mode ?? this.options.mode) === 'shadow',
       where,
+      allow: compileList(policy.allow, unexpected),
+      deny: compileList(policy.deny, unexpected),
     };
   }
 }

@@ -30,6 +30,16 @@ export type FailMode = 'open' | 'closed';
 export type RateLimitKey =
   'ip' | 'user' | ((ctx: ExecutionContext) => string | undefined | Promise<string | undefined>);
 
+/** A function of an allow or deny list: true when the request is on the list (may be async). */
+export type RateLimitListFunction = (ctx: ExecutionContext) => boolean | Promise<boolean>;
+
+/**
+ * An entry of an `allow` or `deny` list: a client address or CIDR range, IPv4 or IPv6, matched against the
+ * client's full address as `'ip'` keys read it (trustProxy applied; not reduced to its /64), or a function.
+ * @example ['10.0.0.0/8', '2001:db8::/32', '203.0.113.7', (ctx) => ctx.switchToHttp().getRequest().user?.role === 'admin']
+ */
+export type RateLimitListEntry = string | RateLimitListFunction;
+
 interface PolicyBase {
   /** Unique per route; default derived from algorithm, limit and window. Shown in headers and errors. */
   name?: string;
@@ -46,6 +56,10 @@ interface PolicyBase {
    * without extending it, and Retry-After counts it down.
    */
   block?: number | string;
+  /** Requests this policy does not apply to (it is skipped for them, nothing is consumed). */
+  allow?: readonly RateLimitListEntry[];
+  /** Requests refused with 403 (`RATE_LIMIT_DENY_LIST`) wherever this policy would run; checked before any allow. */
+  deny?: readonly RateLimitListEntry[];
 }
 
 /**

@@ -1,4 +1,5 @@
 import { checkTimeZone } from '../algorithms/quota/quota-period.js';
+import { compileList } from '../lists/address-list.js';
 import { RateLimitPolicyError } from './policy.errors.js';
 import { ALGORITHMS, type RateLimitPolicy, type RateLimitQuotaPolicy, type ResolvedPolicy } from './policy.types.js';
 import { parseWindow } from './window.js';
@@ -104,6 +105,8 @@ function checkCommon(policy: RateLimitPolicy, fail: Fail): void {
   if (policy.mode !== undefined && policy.mode !== 'enforce' && policy.mode !== 'shadow') {
     fail('mode', `must be 'enforce' or 'shadow', got ${describe(policy.mode)}`);
   }
+  compileList(policy.allow, (problem) => fail('allow', problem));
+  compileList(policy.deny, (problem) => fail('deny', problem));
 }
 
 /** The policy's `block` in milliseconds, as a field to spread into the resolved policy. */

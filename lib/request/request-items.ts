@@ -7,7 +7,7 @@ import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import { checkCost, checkQuotaLimit, checkRequestLimit } from '../policy/validate-policy.js';
 
 type MaybePromise<T> = T | Promise<T>;
-const isPromise = <T>(value: MaybePromise<T> | unknown): value is Promise<T> =>
+export const isPromise = <T>(value: MaybePromise<T> | unknown): value is Promise<T> =>
   typeof (value as { then?: unknown } | null)?.then === 'function';
 
 /** A policy whose key, cost or limit could not be resolved: its fail mode applies. */
