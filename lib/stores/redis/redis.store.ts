@@ -8,6 +8,7 @@ import type { RateLimitDecision, ResolvedPolicy } from '../../policy/policy.type
 import { decisionsFromReply } from '../engine.js';
 import type { RateLimitStore, RateLimitStoreItem } from '../rate-limit-store.js';
 import { checkKeyPrefix, storageKey } from '../storage-key.js';
+import { acrossSlots, consumeAcrossSlots, type RunInSlot, type SlotItem } from './across-slots.js';
 import { RATE_LIMIT_FUNCTION, RATE_LIMIT_LIBRARY, RATE_LIMIT_SCRIPT, RATE_LIMIT_SCRIPT_SHA } from './rate-limit.lua.js';
 
 /** Options of the Redis store. */
@@ -23,7 +24,7 @@ export interface RedisRateLimitStoreOptions {
 }
 
 type Operation = 'consume' | 'check' | 'peek' | 'refund' | 'reset' | 'block' | 'unblock';
-type Item = Pick<RateLimitStoreItem, 'policy' | 'key' | 'shadow'> & { cost?: number };
+type Item = SlotItem;
 
 /**
  * The production store: state in Redis, shared by every process. Each operation is ONE EVALSHA of one Lua
@@ -109,13 +110,15 @@ export class RedisRateLimitStore implements RateLimitStore {
   private async decide(op: 'consume' | 'peek' | 'refund', items: readonly Item[]): Promise<RateLimitDecision[]> {
     if (items.length === 0) return [];
     const groups = this.client.isCluster ? this.bySlot(items) : [items.map((_, i) => i)];
-    if (groups.length === 1) return this.decisions(op, items, await this.run(op, items));
-    return op === 'consume' ? this.consumeAcrossSlots(items, groups) : this.acrossSlots(op, items, groups);
+    if (groups.length === 1) return this.inSlot(op, items);
+    return op === 'consume'
+      ? consumeAcrossSlots(items, groups, this.inSlot)
+      : acrossSlots(op, items, groups, this.inSlot);
   }
 
-  private decisions(op: 'consume' | 'peek' | 'refund', items: readonly Item[], reply: unknown): RateLimitDecision[] {
-    return decisionsFromReply(op, items, reply, 'the Redis script');
-  }
+  /** The decisions of one call on items of one slot ('check' replies as a denied consume would). */
+  private readonly inSlot: RunInSlot = async (op, part) =>
+    decisionsFromReply(op === 'check' ? 'consume' : op, part, await this.run(op, part), 'the Redis script');
 
   /** Indexes of the items grouped by the Cluster slot of their keys (one script may touch one slot only). */
   private bySlot(items: readonly Item[]): number[][] {
@@ -127,94 +130,6 @@ export class RedisRateLimitStore implements RateLimitStore {
       else group.push(i);
     });
     return [...groups.values()];
-  }
-
-  private async acrossSlots(
-    op: 'peek' | 'refund',
-    items: readonly Item[],
-    groups: number[][],
-  ): Promise<RateLimitDecision[]> {
-    const out: RateLimitDecision[] = new Array(items.length);
-    await Promise.all(
-      groups.map(async (group) => {
-        const part = group.map((i) => items[i]);
-        this.decisions(op, part, await this.run(op, part)).forEach((d, j) => (out[group[j]] = d));
-      }),
-    );
-    return out;
-  }
-
-  /**
-   * A consume whose keys span several Cluster slots: first every slot checks its items (deciding as a consume
-   * would, writing nothing), all at once; when one denies, nothing was written anywhere — all-or-nothing as in
-   * one script, whatever the clocks. Otherwise every slot consumes its items; when a concurrent request took
-   * units meanwhile and a slot denies, what the others consumed is refunded: the cluster can under-admit while
-   * a refund is on its way, never over-admit. Two round trips for a request whose policies span slots.
-   */
-  private async consumeAcrossSlots(items: readonly Item[], groups: number[][]): Promise<RateLimitDecision[]> {
-    const parts = groups.map((group) => group.map((i) => items[i]));
-    const place = (decided: RateLimitDecision[][]): RateLimitDecision[] => {
-      const out: RateLimitDecision[] = new Array(items.length);
-      decided.forEach((decisions, g) => decisions.forEach((d, j) => (out[groups[g][j]] = d)));
-      return out;
-    };
-    const checked = await Promise.all(
-      parts.map(async (part) => this.decisions('consume', part, await this.run('check', part))),
-    );
-    if (checked.some((decisions, g) => denied(parts[g], decisions)))
-      return this.blockAcrossSlots(parts, checked, place);
-    const decided = await Promise.all(
-      parts.map(async (part) => this.decisions('consume', part, await this.run('consume', part))),
-    );
-    const out = place(decided);
-    if (!decided.some((decisions, g) => denied(parts[g], decisions))) return out;
-    const consumed = decided.map((decisions, g) => (denied(parts[g], decisions) ? -1 : g)).filter((g) => g >= 0);
-    await Promise.all(
-      consumed.map(async (g) => {
-        // A shadow item that would have denied consumed nothing: nothing to give back.
-        const taken = groups[g].filter((_, j) => decided[g][j].allowed);
-        const part = taken.map((i) => items[i]);
-        let reply: unknown;
-        try {
-          reply = await this.run('refund', part);
-        } catch {
-          return; // the request stays denied; the units stay taken until they expire (under-admission only)
-        }
-        this.decisions('refund', part, reply).forEach((d, j) => {
-          out[taken[j]] = { ...d, allowed: true, retryAfterMs: 0 };
-        });
-      }),
-    );
-    return out;
-  }
-
-  /**
-   * A request that the check across slots denied: nothing was written, but a denial of a policy with a block
-   * must start its block. Each slot with such a denial consumes its items, which denies again and writes the
-   * block (or, if units came free meanwhile, consumes, and is given back at once).
-   */
-  private async blockAcrossSlots(
-    parts: readonly Item[][],
-    checked: RateLimitDecision[][],
-    place: (decided: RateLimitDecision[][]) => RateLimitDecision[],
-  ): Promise<RateLimitDecision[]> {
-    const blocking = (part: readonly Item[], decisions: readonly RateLimitDecision[]) =>
-      decisions.some(
-        (d, j) => !d.allowed && d.blocked !== true && part[j].shadow !== true && part[j].policy.blockMs !== undefined,
-      );
-    await Promise.all(
-      parts.map(async (part, g) => {
-        if (!blocking(part, checked[g])) return;
-        const decided = this.decisions('consume', part, await this.run('consume', part));
-        if (denied(part, decided)) checked[g] = decided;
-        else
-          await this.run(
-            'refund',
-            part.filter((_, j) => decided[j].allowed),
-          );
-      }),
-    );
-    return place(checked);
   }
 
   async block(items: readonly Omit<RateLimitStoreItem, 'cost'>[], durationMs: number): Promise<void> {
@@ -301,10 +216,6 @@ function argsOf(policy: ResolvedPolicy, clock: Clock): PolicyArgs {
   }
   return args;
 }
-
-/** Whether a slot's decisions deny the request: one of its enforced items was denied. */
-const denied = (part: readonly Item[], decisions: readonly RateLimitDecision[]): boolean =>
-  decisions.some((d, j) => !d.allowed && part[j].shadow !== true);
 
 /** The script's code of a policy's algorithm, with 16 added when the policy blocks after a denial. */
 const codeOf = (policy: ResolvedPolicy): string =>
