@@ -1,5 +1,6 @@
 import type { RateLimitAlgorithm } from '../policy/policy.types.js';
 import type { Algorithm } from './algorithm.js';
+import { concurrency } from './concurrency/concurrency.js';
 import { fixedWindow } from './fixed-window/fixed-window.js';
 import { gcra } from './gcra/gcra.js';
 import { quota } from './quota/quota.js';
@@ -17,6 +18,7 @@ export const ALGORITHM_STEPS: Readonly<Record<RateLimitAlgorithm, Algorithm<unkn
   'token-bucket': tokenBucket as Algorithm<unknown>,
   gcra: gcra as Algorithm<unknown>,
   quota: quota as Algorithm<unknown>,
+  concurrency: concurrency as Algorithm<unknown>,
 };
 
 /** The number by which the Redis script picks each algorithm's Lua twin (its position in ALGORITHMS_LUA). */
@@ -27,4 +29,5 @@ export const ALGORITHM_CODES: Readonly<Record<RateLimitAlgorithm, number>> = {
   'token-bucket': 4,
   gcra: 5,
   quota: 6,
+  concurrency: 7,
 };

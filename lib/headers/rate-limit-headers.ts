@@ -13,13 +13,17 @@ function secondsUntilAvailable(d: RateLimitDecision): number {
 /**
  * `RateLimit-Policy` items: `"name";q=<capacity>;w=<seconds>`, where w is the time the policy takes to go
  * from empty to full. For the window algorithms that is the window; for token bucket and GCRA it is
- * burst × window / limit, so that q / w is always the sustained rate and q the largest burst.
+ * burst × window / limit, so that q / w is always the sustained rate and q the largest burst. A concurrency
+ * limit has no window: `"name";q=<limit>;qu="concurrent-requests"`.
  */
 export function policyItem(policy: ResolvedPolicy): string {
   let item = policyItems.get(policy);
   if (item === undefined) {
     const fullMs = (policy.capacity * policy.windowMs) / policy.limit;
-    item = `"${policy.name}";q=${policy.capacity};w=${Math.max(1, toSeconds(fullMs))}`;
+    item =
+      policy.algorithm === 'concurrency'
+        ? `"${policy.name}";q=${policy.capacity};qu="concurrent-requests"`
+        : `"${policy.name}";q=${policy.capacity};w=${Math.max(1, toSeconds(fullMs))}`;
     policyItems.set(policy, item);
   }
   return item;

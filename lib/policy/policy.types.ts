@@ -4,7 +4,7 @@ import type { QuotaPeriod } from '../algorithms/quota/quota-period.js';
 
 /** The five rate-limit algorithms, and calendar quotas. */
 export type RateLimitAlgorithm =
-  'fixed-window' | 'sliding-window-log' | 'sliding-window-counter' | 'token-bucket' | 'gcra' | 'quota';
+  'fixed-window' | 'sliding-window-log' | 'sliding-window-counter' | 'token-bucket' | 'gcra' | 'quota' | 'concurrency';
 
 /** The five rate-limit algorithms (quotas aside). */
 export const ALGORITHMS: readonly Exclude<RateLimitAlgorithm, 'quota'>[] = [
@@ -63,8 +63,12 @@ interface PolicyBase {
 }
 
 /**
- * One rate limit: `limit` requests (or cost units) per `window`.
+ * One rate limit: `limit` requests (or cost units) per `window`. With `algorithm: 'concurrency'`, `limit` is
+ * the number of requests (or units) of a key in flight at once, and `window` the lease time after which the
+ * lease of a request whose process never gave it back (a crash) expires; a lease is given back when the
+ * response is finished, the handler throws or the client goes away.
  * @example { name: 'login-ip', algorithm: 'sliding-window-log', limit: 5, window: '1m', key: 'ip', failMode: 'closed' }
+ * @example { name: 'ai-generations', algorithm: 'concurrency', limit: 2, window: '5m' }
  */
 export interface RateLimitWindowPolicy extends PolicyBase {
   algorithm: Exclude<RateLimitAlgorithm, 'quota'>;

@@ -45,8 +45,11 @@ export function validatePolicy(policy: RateLimitPolicy, where?: string): Resolve
     fail('name', `must be 1-64 characters of A-Z a-z 0-9 _ . -, got ${describe(policy.name)}`);
   }
   if (policy.algorithm === 'quota') return validateQuota(policy, name, fail);
-  if (!ALGORITHMS.includes(policy.algorithm)) {
-    fail('algorithm', `must be one of ${[...ALGORITHMS, 'quota'].join(', ')}, got ${describe(policy.algorithm)}`);
+  if (!ALGORITHMS.includes(policy.algorithm) && policy.algorithm !== 'concurrency') {
+    fail(
+      'algorithm',
+      `must be one of ${[...ALGORITHMS, 'quota', 'concurrency'].join(', ')}, got ${describe(policy.algorithm)}`,
+    );
   }
   const { limit, burst } = policy;
   if (typeof limit !== 'function' && (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1)) {

@@ -17,7 +17,7 @@ import { type StoreTarget } from '../support/store-targets.js';
 const windowPolicyArb = (i: number) =>
   fc
     .record({
-      algorithm: fc.constantFrom(...ALGORITHMS),
+      algorithm: fc.constantFrom(...ALGORITHMS, 'concurrency' as const),
       limit: fc.integer({ min: 1, max: 8 }),
       window: fc.integer({ min: 1, max: 4000 }),
       burst: fc.option(fc.integer({ min: 1, max: 10 }), { nil: undefined }),
@@ -36,7 +36,7 @@ const windowPolicyArb = (i: number) =>
 const largePolicyArb = (i: number) =>
   fc
     .record({
-      algorithm: fc.constantFrom(...ALGORITHMS),
+      algorithm: fc.constantFrom(...ALGORITHMS, 'concurrency' as const),
       limit: fc.oneof(fc.integer({ min: 1, max: 2 ** 26 }), fc.integer({ min: 1, max: 100 })),
       burst: fc.option(fc.integer({ min: 1, max: 2 ** 26 }), { nil: undefined }),
       below: fc.integer({ min: 0, max: 3 }),

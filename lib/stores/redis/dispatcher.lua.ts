@@ -11,7 +11,8 @@ export const dispatcherSetup = `
 -- ARGV[3]          milliseconds added to every key's TTL (tolerance for clocks of several app instances)
 -- ARGV[4...]       then 5 fields per item (6 for a quota), in the order of KEYS:
 --   algorithm      1 fixed window, 2 sliding log, 3 sliding counter, 4 token bucket, 5 gcra,
---                  6 quota (its window and capacity fields carry the period's start and end, in ms);
+--                  6 quota (its window and capacity fields carry the period's start and end, in ms),
+--                  7 concurrency;
 --                  16 added for a policy with a block (its length follows the item's other fields);
 --                  negated for a shadow item, which never denies the others and is written only when
 --                  it is allowed itself

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 
 import { NEVER_FITS } from '../engine.js';
 
+import { concurrencyLua } from '../../algorithms/concurrency/concurrency.lua.js';
 import { fixedWindowLua } from '../../algorithms/fixed-window/fixed-window.lua.js';
 import { periodCounterLua } from '../../algorithms/period-counter.js';
 import { gcraLua } from '../../algorithms/gcra/gcra.lua.js';
@@ -42,8 +43,9 @@ const definitions = [
   maker('TB', tokenBucketLua),
   maker('GCRA', gcraLua),
   maker('QUOTA', quotaLua),
+  maker('CONC', concurrencyLua),
   // in the order of ALGORITHM_CODES
-  'local MAKERS = { make_FW, make_SWL, make_SWC, make_TB, make_GCRA, make_QUOTA }',
+  'local MAKERS = { make_FW, make_SWL, make_SWC, make_TB, make_GCRA, make_QUOTA, make_CONC }',
   dispatcherSetup,
 ].join('\n');
 

@@ -1,0 +1,32 @@
+import { type Algorithm } from '../algorithm.js';
+import { slidingWindowLog, type SlidingWindowLogState } from '../sliding-window-log/sliding-window-log.js';
+
+/** Leases `[acquiredMs, cost]` of a key, oldest first: each lives `windowMs` unless given back before. */
+export type ConcurrencyState = SlidingWindowLogState;
+
+/**
+ * Concurrency limit: at most `limit` units of a key in flight at once. A request takes a lease when it is
+ * admitted and gives it back (refund) when it ends; a lease its process never gave back (a crash) expires
+ * `windowMs` after it was taken. Decided as the sliding window log decides the leases of the last `windowMs`;
+ * a release gives back the oldest lease first, so the leases left never expire earlier than those released:
+ * a release never lets more in than are in flight.
+ */
+export const concurrency: Algorithm<ConcurrencyState> = {
+  step: slidingWindowLog.step,
+
+  refund(state, policy, nowMs, amount) {
+    const newest = state === undefined || state.length === 0 ? nowMs : state[state.length - 1][0];
+    const atMs = Math.max(newest, nowMs);
+    const entries = (state ?? [])
+      .filter(([timeMs]) => timeMs + policy.windowMs > atMs)
+      .map(([t, c]) => [t, c] as [number, number]);
+    let left = amount;
+    for (let i = 0; i < entries.length && left > 0; i++) {
+      const take = Math.min(entries[i][1], left);
+      entries[i][1] -= take;
+      left -= take;
+    }
+    const kept = entries.filter(([, c]) => c > 0);
+    return kept.length > 0 ? kept : undefined;
+  },
+};
