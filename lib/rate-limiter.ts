@@ -16,6 +16,7 @@ import { mostRestrictive, rateLimitHeaders, toSeconds } from './headers/rate-lim
 import { compileTrust, isTrustAll, type TrustFn } from './keys/client-ip.js';
 import {
   attachEnhancers,
+  attachOutcomeObserver,
   DECIDED,
   type Decider,
   type DecisionPoint,
@@ -32,6 +33,7 @@ import { RATE_LIMIT_CLOCK, RATE_LIMIT_STORES } from './rate-limit.constants.js';
 import { deniedMessage, unavailableMessage } from './rate-limit.exception.js';
 import { RATE_LIMIT_OPTIONS } from './rate-limit.module-definition.js';
 import type { RateLimitHeaders, RateLimitModuleOptions } from './rate-limit.options.js';
+import { OutcomeRefunds } from './request/outcome.js';
 import { RequestResolver } from './request/request-items.js';
 import type { RateLimitStores } from './stores/rate-limit-stores.js';
 
@@ -52,6 +54,7 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
   readonly planner: RoutePlanner;
   private readonly logger = new Logger('RateLimit');
   private readonly resolver: RequestResolver;
+  private readonly outcomes: OutcomeRefunds;
   private readonly headers: RateLimitHeaders;
   private readonly trust: TrustFn;
   private readonly ipv6Prefix: number;
@@ -90,12 +93,14 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
     }
     this.engine = new DecisionEngine({ stores, clock, timeoutMs, logger: this.logger, onError: options.onError });
     this.resolver = new RequestResolver(this.engine, options.user);
+    this.outcomes = new OutcomeRefunds(this.engine);
     this.planner = new RoutePlanner(
       { defaults: options.defaults ?? [], failMode, hasUserOption: options.user !== undefined },
       reflector,
     );
     const application = this.planner.walk(discovery, scanner, moduleRef);
     if (options.global !== false) attachEnhancers(this, application.deferred, application.rpc);
+    attachOutcomeObserver(application.counted);
     this.contexts = application.contexts;
   }
 
@@ -112,8 +117,15 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
     }
   }
 
-  onModuleDestroy(): void {
+  /** Lets the refunds of ended invocations reach the store before the module closes its connections. */
+  async onModuleDestroy(): Promise<void> {
+    await this.outcomes.settled();
     this.engine.dispose();
+  }
+
+  /** Resolves once the refunds of invocations that have ended (counting by outcome) have reached the store. */
+  refundsSettled(): Promise<void> {
+    return this.outcomes.settled();
   }
 
   /** True when there is nothing left to decide for this invocation (the interceptor's fast path). */
@@ -145,6 +157,7 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
       const late = await this.evaluate(ctx, adapter, plan.late, early);
       if (late.decisions.some((d) => !d.allowed)) await this.engine.compensate(early);
       this.conclude(ctx, adapter, [early, late]);
+      if (plan.counted) this.outcomes.track(ctx, adapter, invocation, late);
       return;
     }
     if (plan.policies.length === 0) {
@@ -163,10 +176,14 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
         invocation[STATE] = DECIDED;
         this.conclude(ctx, adapter, [early]);
       }
+      // Watched from now on: a refusal of the route's own guards is an outcome too (HTTP sees its status).
+      if (plan.counted) this.outcomes.track(ctx, adapter, invocation, early);
       return;
     }
     invocation[STATE] = DECIDED;
-    this.conclude(ctx, adapter, [await this.evaluate(ctx, adapter, plan.policies, NOTHING)]);
+    const evaluation = await this.evaluate(ctx, adapter, plan.policies, NOTHING);
+    this.conclude(ctx, adapter, [evaluation]);
+    if (plan.counted) this.outcomes.track(ctx, adapter, invocation, evaluation);
   }
 
   /** Resolves the items of `entries` and decides them; an outage of a fail-closed policy stops here. */

@@ -1,7 +1,7 @@
 import type { Logger } from '@nestjs/common';
 
 import type { Clock } from '../clock.js';
-import type { FailMode, RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
+import type { FailMode, RateLimitCount, RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 import { MemoryRateLimitStore } from '../stores/memory/memory.store.js';
 import type { RateLimitStore, RateLimitStoreItem } from '../stores/rate-limit-store.js';
 import type { RateLimitStores } from '../stores/rate-limit-stores.js';
@@ -18,12 +18,16 @@ export interface EngineItem extends RateLimitStoreItem {
   readonly failMode: FailMode;
   /** The policy's position in its route's plan: headers list policies in that order. */
   readonly order: number;
+  /** Which outcomes count, for the request path's refunds (lib/request/outcome.ts); every item is charged alike. */
+  readonly count?: Exclude<RateLimitCount, 'all'>;
 }
 
 /** Items consumed together and what was decided for each, in the same order. */
 export interface Evaluation {
   readonly items: readonly EngineItem[];
   decisions: RateLimitDecision[];
+  /** Set by compensate(): given back already (or tried), so an outcome must not refund it again. */
+  compensated?: true;
 }
 
 export const NOTHING: Evaluation = Object.freeze({ items: [], decisions: [] });
@@ -165,6 +169,7 @@ export class DecisionEngine {
    */
   async compensate(evaluation: Evaluation): Promise<void> {
     if (evaluation.items.length === 0 || !evaluation.decisions.every((d) => d.allowed)) return;
+    evaluation.compensated = true;
     try {
       const decisions = [...evaluation.decisions];
       for (const store of new Set(evaluation.items.map((i) => this.storeOf(i.policy)))) {

@@ -3,7 +3,13 @@ import type { DiscoveryService, MetadataScanner, ModuleRef, Reflector } from '@n
 
 import type { ContextType } from '../contexts/context-adapter.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
-import type { FailMode, RateLimitKey, RateLimitPolicy, ResolvedPolicy } from '../policy/policy.types.js';
+import type {
+  FailMode,
+  RateLimitCount,
+  RateLimitKey,
+  RateLimitPolicy,
+  ResolvedPolicy,
+} from '../policy/policy.types.js';
 import { validatePolicy } from '../policy/validate-policy.js';
 import { RATE_LIMIT_POLICIES, RATE_LIMIT_SKIP } from '../rate-limit.constants.js';
 import { contextOf, GUARDS_METADATA_KEY, type HandlerKind, handlerKindOf } from './handler-kinds.js';
@@ -16,6 +22,8 @@ export interface PlannedPolicy {
   readonly key: RateLimitKey;
   readonly cost: RateLimitPolicy['cost'];
   readonly failMode: FailMode;
+  /** Which outcomes count; undefined for 'all' (nothing to watch). */
+  readonly count: Exclude<RateLimitCount, 'all'> | undefined;
   readonly where: string;
 }
 
@@ -40,6 +48,8 @@ export interface RoutePlan {
    * finds no user, the late policies wait for the interceptor the limiter attached to this handler.
    */
   readonly deferred: boolean;
+  /** Some policy counts by outcome: allowed invocations are watched until they end. */
+  readonly counted: boolean;
 }
 
 export interface RoutePlannerOptions {
@@ -55,6 +65,8 @@ export interface PlannedApplication {
   readonly deferred: readonly { readonly prototype: object; readonly method: string }[];
   /** Microservice handlers with policies (a hybrid app's microservice may not get the global guard). */
   readonly rpc: readonly { readonly classRef: object; readonly prototype: object; readonly method: string }[];
+  /** Handlers with `count` policies, whose results the outcome interceptor shows to the outcome watch. */
+  readonly counted: readonly { readonly prototype: object; readonly method: string }[];
 }
 
 const NO_POLICIES: RoutePlan = Object.freeze({
@@ -64,6 +76,7 @@ const NO_POLICIES: RoutePlan = Object.freeze({
   early: [],
   late: [],
   deferred: false,
+  counted: false,
 });
 
 function sameLimits(a: ResolvedPolicy, b: ResolvedPolicy): boolean {
@@ -109,6 +122,7 @@ export class RoutePlanner {
     const contexts = new Set<ContextType>();
     const deferred: { prototype: object; method: string }[] = [];
     const rpc: { classRef: object; prototype: object; method: string }[] = [];
+    const counted: { prototype: object; method: string }[] = [];
     const seen = new Set<unknown>();
     const controllers = discovery.getControllers();
     const classes = [
@@ -131,6 +145,7 @@ export class RoutePlanner {
         contexts.add(contextOf(kind));
         if (kind === 'graphql-field' && plan.policies.length > 0) this.checkFieldEnhancers(plan, moduleRef);
         if (plan.deferred) deferred.push({ prototype, method });
+        if (plan.counted) counted.push({ prototype, method });
         if ((kind === 'rpc' || kind === 'rpc-event') && plan.policies.length > 0) {
           rpc.push({ classRef: metatype, prototype, method });
         }
@@ -144,7 +159,7 @@ export class RoutePlanner {
       }
     }
     if (controllers.length > 0) contexts.add('http');
-    return { contexts, deferred, rpc };
+    return { contexts, deferred, rpc, counted };
   }
 
   /**
@@ -219,6 +234,7 @@ export class RoutePlanner {
       early: policies.filter((p) => p.planned.key !== 'user'),
       late,
       deferred: deferrable && late.length > 0 && routeGuards,
+      counted: policies.some((p) => p.planned.count !== undefined),
     };
   }
 
@@ -241,7 +257,7 @@ export class RoutePlanner {
     }
   }
 
-  /** Nest runs guards on GraphQL field resolvers only when the GraphQL module says so. */
+  /** Nest runs guards (and interceptors, which see outcomes) on GraphQL field resolvers only when told to. */
   private checkFieldEnhancers(plan: RoutePlan, moduleRef: ModuleRef): void {
     let enhancers: unknown;
     try {
@@ -252,11 +268,20 @@ export class RoutePlanner {
     } catch {
       enhancers = undefined;
     }
-    if (Array.isArray(enhancers) && enhancers.includes('guards')) return;
-    throw new RateLimitPolicyError(
-      "is declared on a GraphQL field resolver, but Nest runs guards on field resolvers only with GraphQLModule's `fieldResolverEnhancers: ['guards']`; without it the policy would never apply",
-      { policy: plan.policies[0]?.planned.policy.name, where: plan.where },
-    );
+    const has = (enhancer: string): boolean => Array.isArray(enhancers) && enhancers.includes(enhancer);
+    if (!has('guards')) {
+      throw new RateLimitPolicyError(
+        "is declared on a GraphQL field resolver, but Nest runs guards on field resolvers only with GraphQLModule's `fieldResolverEnhancers: ['guards']`; without it the policy would never apply",
+        { policy: plan.policies[0]?.planned.policy.name, where: plan.where },
+      );
+    }
+    const counted = plan.policies.find((p) => p.planned.count !== undefined);
+    if (counted !== undefined && !has('interceptors')) {
+      throw new RateLimitPolicyError(
+        "counts by outcome on a GraphQL field resolver, but Nest runs interceptors (which see the resolver's outcome) on field resolvers only with GraphQLModule's `fieldResolverEnhancers: ['guards', 'interceptors']`; without it nothing would ever be refunded",
+        { policy: counted.planned.policy.name, field: 'count', where: plan.where },
+      );
+    }
   }
 
   private plan(policy: RateLimitPolicy, where: string): PlannedPolicy {
@@ -275,6 +300,7 @@ export class RoutePlanner {
       key: policy.key ?? 'user',
       cost: policy.cost,
       failMode: policy.failMode ?? this.options.failMode,
+      count: policy.count === undefined || policy.count === 'all' ? undefined : policy.count,
       where,
     };
   }

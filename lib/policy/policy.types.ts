@@ -22,6 +22,26 @@ export type FailMode = 'open' | 'closed';
 export type RateLimitKey =
   'ip' | 'user' | ((ctx: ExecutionContext) => string | undefined | Promise<string | undefined>);
 
+/**
+ * How an invocation ended, for a `count` function: `status` is the HTTP status sent (HTTP routes only),
+ * `error` what the handler threw (present only when it threw), `context` the invocation's ExecutionContext.
+ * @example (outcome) => outcome.status === 401
+ */
+export interface RateLimitOutcome {
+  readonly status?: number;
+  readonly error?: unknown;
+  readonly context: ExecutionContext;
+}
+
+/**
+ * Which invocations a policy counts. Every invocation is charged when it is decided, so concurrent ones cannot
+ * slip through; when its outcome is known, the charge is refunded unless the invocation counts. `'all'` (the
+ * default) counts every one; `'failed'` those that fail (HTTP: status >= 400 or an exception; other contexts:
+ * an exception); `'succeeded'` the others; a function returns true to count, false to refund.
+ * @example count: 'failed' // 5 failed logins per account: successful ones are given back
+ */
+export type RateLimitCount = 'all' | 'failed' | 'succeeded' | ((outcome: RateLimitOutcome) => boolean);
+
 interface PolicyBase {
   /** Unique per route; default derived from algorithm, limit and window. Shown in headers and errors. */
   name?: string;
@@ -30,6 +50,12 @@ interface PolicyBase {
   /** Units one request consumes, a non-negative integer; default 1. */
   cost?: number | ((ctx: ExecutionContext) => number | Promise<number>);
   failMode?: FailMode;
+  /**
+   * Which invocations count, judged by their outcome; default 'all'. Others are charged at admission and
+   * refunded when they end (one store call per refunded invocation). See RateLimitCount.
+   * @example { name: 'login', algorithm: 'sliding-window-log', limit: 5, window: '15m', key: accountOf, count: 'failed' }
+   */
+  count?: RateLimitCount;
 }
 
 /**

@@ -99,7 +99,13 @@ function checkCommon(policy: RateLimitPolicy, fail: Fail): void {
   if (policy.failMode !== undefined && policy.failMode !== 'open' && policy.failMode !== 'closed') {
     fail('failMode', `must be 'open' or 'closed', got ${describe(policy.failMode)}`);
   }
+  const { count } = policy;
+  if (count !== undefined && typeof count !== 'function' && !COUNTS.includes(count)) {
+    fail('count', `must be 'all', 'failed', 'succeeded' or a function of the outcome, got ${describe(count)}`);
+  }
 }
+
+const COUNTS: readonly unknown[] = ['all', 'failed', 'succeeded'];
 
 /** Nominal period lengths, for headers and bounds; the real periods follow the calendar. */
 const PERIOD_MS = { day: 86_400_000, month: 31 * 86_400_000 } as const;

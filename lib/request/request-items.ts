@@ -50,7 +50,7 @@ export class RequestResolver {
           if (isPromise(limit)) limit = await limit;
           policy = this.engine.withLimit(policy, limit);
         }
-        items.push({ policy, key, cost, failMode: planned.failMode, order });
+        items.push({ policy, key, cost, failMode: planned.failMode, order, count: planned.count });
       } catch (error) {
         (failures ??= []).push({ item: planned, error });
       }
