@@ -394,3 +394,23 @@ describe('count through layering (defaults, replacement by name, stacked decorat
     expect([await left('failures'), await left('stacked-ok'), await left('stacked-all')]).toEqual([8, 9, 9]);
   });
 });
+
+@Controller('bad')
+class BadCountController {
+  @Post('login')
+  @RateLimit({ ...DEFAULT_FAILURES, name: 'bad-count', count: 'failures' as 'failed' })
+  login() {
+    return 'never';
+  }
+}
+
+describe('start-up validation of count', () => {
+  it('a count that is not a rule stops the start, naming Controller.handler, the policy and the field', async () => {
+    await expect(
+      createApp('express', { imports: [RateLimitModule.forRoot({})], controllers: [BadCountController] }),
+    ).rejects.toThrow(
+      'Invalid rate-limit policy "bad-count" (declared on BadCountController.login), field "count": ' +
+        `must be 'all', 'failed', 'succeeded' or a function of the outcome, got "failures"`,
+    );
+  });
+});
