@@ -9,7 +9,7 @@ import {
   UseGuards,
   UseInterceptors,
 } from '@nestjs/common';
-import { EMPTY, from, type Observable, switchMap } from 'rxjs';
+import { EMPTY, from, switchMap, tap } from 'rxjs';
 
 import { RateLimitDroppedEvent } from '../contexts/context-adapter.js';
 import type { Evaluation } from '../engine/decision-engine.js';
@@ -33,9 +33,14 @@ export interface Decider {
   handle(ctx: ExecutionContext, point: DecisionPoint): Promise<void>;
 }
 
-/** What waits for an invocation's outcome (lib/request/outcome.ts): shown the handler's result. */
+/** What waits for an invocation's outcome (lib/request/outcome.ts): told how the handler's result settled. */
 export interface OutcomeWatch {
-  observe(result: Observable<unknown>): Observable<unknown>;
+  /** The handler threw, its promise rejected or its Observable errored. */
+  threw(error: unknown): void;
+  /** The handler's result completed. */
+  completed(): void;
+  /** The result was unsubscribed from before it settled. */
+  abandoned(): void;
 }
 
 /** The limiter's marks on an invocation object. */
@@ -69,14 +74,20 @@ const DEFERRED_DECISIONS: NestInterceptor = {
 };
 
 /**
- * The interceptor the limiter attaches to handlers with `count` policies: shows the handler's result (what
- * it threw, or that it completed) to the invocation's outcome watch, when the invocation was charged. After
- * the deferral interceptor, so that the user-keyed policies it charges are watched too.
+ * The interceptor the limiter attaches to handlers with `count` policies: tells the invocation's outcome
+ * watch, when the invocation was charged, how the handler's result settled. The watch is looked up then, not
+ * before: a decision of an interceptor inside this one (the deferral's) may start it.
  */
 const OUTCOME_OBSERVER: NestInterceptor = {
   intercept(ctx, next) {
-    const watch = invocationOf(ctx)[OUTCOME];
-    return watch === undefined ? next.handle() : watch.observe(next.handle());
+    const invocation = invocationOf(ctx);
+    return next.handle().pipe(
+      tap({
+        error: (error: unknown) => invocation[OUTCOME]?.threw(error),
+        complete: () => invocation[OUTCOME]?.completed(),
+        unsubscribe: () => invocation[OUTCOME]?.abandoned(),
+      }),
+    );
   },
 };
 
@@ -153,8 +164,8 @@ export function attachEnhancers(
 
 /**
  * Puts the outcome interceptor on the handlers with `count` policies, whoever decides them (the global guard,
- * or your RateLimitGuard or RateLimitInterceptor with `global: false`). Call after attachEnhancers, so that it
- * runs inside the deferral interceptor. Handlers without such policies pay for nothing.
+ * or your RateLimitGuard or RateLimitInterceptor with `global: false`). Handlers without such policies pay
+ * for nothing.
  */
 export function attachOutcomeObserver(counted: readonly { prototype: object; method: string }[]): void {
   for (const { prototype, method } of counted) decorateHandler(prototype, method, withOutcomeObserver);

@@ -1,5 +1,4 @@
 import type { ExecutionContext } from '@nestjs/common';
-import { type Observable, tap } from 'rxjs';
 
 import { quotaPeriodAt } from '../algorithms/quota/quota-period.js';
 import type { ContextAdapter } from '../contexts/context-adapter.js';
@@ -172,8 +171,9 @@ export class OutcomeRefunds {
 
 /**
  * The outcome watch of one invocation: the charges of its decisions, what its handler threw, and the end.
- * HTTP ends with the response (the status, whoever wrote it); other contexts end with the handler's result:
- * an error is a failure, completion a success, an unsubscription before either an outcome not seen.
+ * HTTP ends with the response (the status, whoever wrote it; the handler's error is kept for the outcome);
+ * other contexts end with the handler's result: an error is a failure, completion a success, an
+ * unsubscription before either an outcome not seen.
  */
 class PendingOutcome implements OutcomeWatch {
   private readonly charges: Charge[] = [];
@@ -190,21 +190,17 @@ class PendingOutcome implements OutcomeWatch {
     this.charges.push(charge);
   }
 
-  observe(result: Observable<unknown>): Observable<unknown> {
-    return result.pipe(
-      tap({
-        error: (error: unknown) => {
-          this.thrown = { error };
-          if (!this.endsOnItsOwn) this.end(this.outcome(undefined));
-        },
-        complete: () => {
-          if (!this.endsOnItsOwn) this.end(this.outcome(undefined));
-        },
-        unsubscribe: () => {
-          if (!this.endsOnItsOwn) this.end(undefined);
-        },
-      }),
-    );
+  threw(error: unknown): void {
+    this.thrown = { error };
+    if (!this.endsOnItsOwn) this.end(this.outcome(undefined));
+  }
+
+  completed(): void {
+    if (!this.endsOnItsOwn) this.end(this.outcome(undefined));
+  }
+
+  abandoned(): void {
+    if (!this.endsOnItsOwn) this.end(undefined);
   }
 
   /** The end of an HTTP response: its status, or undefined when the client left before it was ended. */

@@ -1,11 +1,12 @@
 import { request as httpRequest } from 'node:http';
 import type { Server } from 'node:net';
 
-import { Controller, type INestApplication, Post } from '@nestjs/common';
+import { Body, Controller, type INestApplication, Post, UseGuards } from '@nestjs/common';
 import request from 'supertest';
 
 import {
   RateLimit,
+  RateLimitGuard,
   RateLimitModule,
   type RateLimitModuleOptions,
   type RateLimitPolicy,
@@ -16,7 +17,15 @@ import { FakeClock } from '../support/fake-clock.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
 import { createTestSchema, type TestSchema } from '../support/postgres.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
-import { AuthController, FIFTEEN_MINUTES_MS, holds, observed } from './fixtures.js';
+import {
+  AuthController,
+  checkCredentials,
+  type Credentials,
+  FIFTEEN_MINUTES_MS,
+  holds,
+  LOGIN,
+  observed,
+} from './fixtures.js';
 
 type StoreName = 'memory' | 'redis' | 'postgres';
 const STORES: StoreName[] = ['memory', 'redis', 'postgres'];
@@ -412,5 +421,32 @@ describe('start-up validation of count', () => {
       'Invalid rate-limit policy "bad-count" (declared on BadCountController.login), field "count": ' +
         `must be 'all', 'failed', 'succeeded' or a function of the outcome, got "failures"`,
     );
+  });
+});
+
+@Controller('own-guard')
+@UseGuards(RateLimitGuard)
+class OwnGuardController {
+  @Post('login')
+  @RateLimit(LOGIN)
+  login(@Body() credentials: Credentials) {
+    return checkCredentials(credentials);
+  }
+}
+
+describe('with global: false and RateLimitGuard placed by the application', () => {
+  let app: INestApplication;
+  beforeAll(async () => {
+    ({ app } = await createApp('express', {
+      imports: [RateLimitModule.forRoot({ global: false })],
+      controllers: [OwnGuardController],
+    }));
+  });
+  afterAll(() => app.close());
+
+  it('counts by outcome all the same', async () => {
+    const account = newAccount();
+    expect(await attempts(app, '/own-guard/login', account, ['wrong', 'right', 'crash'])).toEqual([401, 201, 500]);
+    expect(await remaining(app, 'login', account)).toBe(3);
   });
 });
