@@ -104,8 +104,21 @@ function measure(variant, redis) {
   });
 }
 
+const OUR_ALGORITHMS = ['fixed-window', 'sliding-window-log', 'sliding-window-counter', 'token-bucket', 'gcra'];
+
+/** MEMORY USAGE per key of every algorithm after one consume (bench/redis-memory.mjs, on the same Redis). */
+function redisMemory(redis) {
+  const result = spawnSync(
+    process.execPath,
+    ['--import', join(BENCH, 'peers.mjs'), join(BENCH, 'redis-memory.mjs'), redis.url],
+    { cwd: ROOT, encoding: 'utf8', timeout: 300_000 },
+  );
+  if (result.status !== 0) throw new Error(`redis-memory.mjs failed: ${result.stderr}`);
+  return JSON.parse(result.stdout.trim().split('\n').at(-1)).filter((r) => OUR_ALGORITHMS.includes(r.name));
+}
+
 /** The targets of the speed issue, each met or missed on this run's medians. */
-function targets(m) {
+function targets(m, memory) {
   const added = (name) => m[name]?.addedCpuUs ?? null;
   const bestPeer = Math.min(added('throttler-redis') ?? Infinity, added('flexible-redis') ?? Infinity);
   const rows = [];
@@ -136,6 +149,9 @@ function targets(m) {
     m['throttler-redis']?.wallUs,
     'µs',
   );
+  for (const { name, bytesPerKeyMemoryUsage } of memory) {
+    row(`Redis memory per tracked key (MEMORY USAGE), ${name} ≤ 100 bytes`, bytesPerKeyMemoryUsage, 100, 'B');
+  }
   return rows;
 }
 
@@ -181,6 +197,7 @@ async function main() {
     }
     rounds.push(results);
   }
+  const memory = redisMemory(redis);
   redis.stop();
 
   const m = {};
@@ -210,7 +227,7 @@ async function main() {
       return `| \`${v.name}\`: ${v.what} | ${fmt(x.appCpuUs)}${range(x.appCpuSpread)} | ${v.name === 'none' ? '—' : fmt(x.addedCpuUs) + range(x.addedCpuSpread)} | ${fmt(x.redisCpuUs)}${range(x.redisCpuSpread)} | ${fmt(x.wallUs)} | ${fmt(x.decisionsPerSecond, 0)} |`;
     }),
   ];
-  const goals = targets(m).map(
+  const goals = targets(m, memory).map(
     (t) => `| ${t.what} | ${fmt(t.value)} ${t.unit} | ${fmt(t.bound)} ${t.unit} | ${t.met ? 'met' : '**missed**'} |`,
   );
   const problems = VARIANTS.filter((v) => m[v.name].failed > 0 || m[v.name].storeFailures > 0).map(

@@ -19,6 +19,7 @@ import { compileList } from './lists/address-list.js';
 import { type ModuleLists, screen } from './lists/screening.js';
 import {
   attachEnhancers,
+  attachOutcomeObserver,
   DECIDED,
   type Decider,
   type DecisionPoint,
@@ -35,6 +36,7 @@ import { RATE_LIMIT_CLOCK, RATE_LIMIT_STORES } from './rate-limit.constants.js';
 import { deniedMessage, denyListMessage, unavailableMessage } from './rate-limit.exception.js';
 import { RATE_LIMIT_OPTIONS } from './rate-limit.module-definition.js';
 import type { RateLimitHeaders, RateLimitModuleOptions } from './rate-limit.options.js';
+import { OutcomeRefunds } from './request/outcome.js';
 import { RequestResolver } from './request/request-items.js';
 import type { RateLimitStores } from './stores/rate-limit-stores.js';
 
@@ -68,6 +70,7 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
   readonly events: DecisionEvents;
   private readonly logger = new Logger('RateLimit');
   private readonly resolver: RequestResolver;
+  private readonly outcomes: OutcomeRefunds;
   private readonly headers: RateLimitHeaders;
   private readonly trust: TrustFn;
   private readonly ipv6Prefix: number;
@@ -116,6 +119,7 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
     this.engine = new DecisionEngine({ stores, clock, timeoutMs, logger: this.logger, onError: options.onError });
     this.events = new DecisionEvents(this.logger, clock, options.onDecision);
     this.resolver = new RequestResolver(this.engine, options.user);
+    this.outcomes = new OutcomeRefunds(this.engine);
     this.planner = new RoutePlanner(
       {
         defaults: options.defaults ?? [],
@@ -128,6 +132,7 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
     );
     const application = this.planner.walk(discovery, scanner, moduleRef);
     if (options.global !== false) attachEnhancers(this, application.deferred, application.rpc);
+    attachOutcomeObserver(application.counted);
     this.contexts = application.contexts;
     this.rpcPolicies = application.rpc.length > 0;
   }
@@ -151,8 +156,15 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
     }
   }
 
-  onModuleDestroy(): void {
+  /** Lets the refunds of ended invocations reach the store before the module closes its connections. */
+  async onModuleDestroy(): Promise<void> {
+    await this.outcomes.settled();
     this.engine.dispose();
+  }
+
+  /** Resolves once the refunds of invocations that have ended (counting by outcome) have reached the store. */
+  refundsSettled(): Promise<void> {
+    return this.outcomes.settled();
   }
 
   /** True when there is nothing left to decide for this invocation (the interceptor's fast path). */
@@ -184,6 +196,7 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
       const late = await this.evaluate(ctx, adapter, plan, plan.late, early, false);
       if (denies(late)) await this.engine.compensate(early);
       this.conclude(ctx, adapter, [early, late]);
+      if (plan.counted) this.outcomes.track(ctx, adapter, invocation, late);
       return;
     }
     if (plan.policies.length === 0) {
@@ -202,10 +215,14 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
         invocation[STATE] = DECIDED;
         this.conclude(ctx, adapter, [early]);
       }
+      // Watched from now on: a refusal of the route's own guards is an outcome too (HTTP sees its status).
+      if (plan.counted) this.outcomes.track(ctx, adapter, invocation, early);
       return;
     }
     invocation[STATE] = DECIDED;
-    this.conclude(ctx, adapter, [await this.evaluate(ctx, adapter, plan, plan.policies, NOTHING, true)]);
+    const evaluation = await this.evaluate(ctx, adapter, plan, plan.policies, NOTHING, true);
+    this.conclude(ctx, adapter, [evaluation]);
+    if (plan.counted) this.outcomes.track(ctx, adapter, invocation, evaluation);
   }
 
   /**

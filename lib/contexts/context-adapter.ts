@@ -78,6 +78,13 @@ export interface ContextAdapter {
 
   /** Stops the invocation because a deny list names it (403 and its equivalents). */
   forbid(ctx: ExecutionContext, refusal: RateLimitRefusal): never;
+  /**
+   * For contexts whose invocations end on their own (HTTP: the response), calls `end` once when the
+   * invocation is over: with the status sent, or with undefined when it ended unseen (the client left before
+   * the response was finished). The limiter asks only for invocations charged under a `count` policy.
+   * Absent: the outcome is the handler's alone, as the limiter's interceptor sees it (GraphQL, WebSocket, RPC).
+   */
+  watchEnd?(ctx: ExecutionContext, end: (status: number | undefined) => void): void;
 }
 
 /** What an adapter is made with: the module's settings that concern reading identities and answering. */

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 
 import type { ExecutionContext } from '@nestjs/common';
 
@@ -101,6 +101,27 @@ class HttpContextAdapter implements ContextAdapter {
 
   forbid(_ctx: ExecutionContext, refusal: RateLimitRefusal): never {
     throw new RateLimitDenyListException(refusal.message);
+  }
+
+  /**
+   * The end of the Node response (Express's own, Fastify's `reply.raw`), with the status it was ended with,
+   * whoever wrote it (the handler, an exception filter, a later guard's refusal). A connection that closes
+   * before the response was ended (the client left while the handler ran) gives undefined.
+   */
+  watchEnd(ctx: ExecutionContext, end: (status: number | undefined) => void): void {
+    const reply = ctx.switchToHttp().getResponse<{ raw?: ServerResponse }>();
+    const res = reply.raw ?? (reply as ServerResponse);
+    let done = false;
+    const onEnd = (): void => {
+      if (done) return;
+      done = true;
+      res.removeListener('finish', onEnd);
+      res.removeListener('close', onEnd);
+      // Ended by the server: its status is final, even if the client did not stay to read all of it.
+      end(res.writableEnded ? res.statusCode : undefined);
+    };
+    res.once('finish', onEnd);
+    res.once('close', onEnd);
   }
 }
 

@@ -1,7 +1,7 @@
 import type { Logger } from '@nestjs/common';
 
 import type { Clock } from '../clock.js';
-import type { FailMode, RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
+import type { FailMode, RateLimitCount, RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 import { MemoryRateLimitStore } from '../stores/memory/memory.store.js';
 import type { RateLimitStore, RateLimitStoreItem } from '../stores/rate-limit-store.js';
 import type { RateLimitStores } from '../stores/rate-limit-stores.js';
@@ -18,12 +18,19 @@ export interface EngineItem extends RateLimitStoreItem {
   readonly failMode: FailMode;
   /** The policy's position in its route's plan: headers list policies in that order. */
   readonly order: number;
+  /**
+   * Which outcomes count, for the request path's refunds (lib/request/outcome.ts); every item is charged
+   * alike. 'release': a concurrency lease, given back at the end whatever the outcome.
+   */
+  readonly count?: Exclude<RateLimitCount, 'all'> | 'release';
 }
 
 /** Items consumed together and what was decided for each, in the same order. */
 export interface Evaluation {
   readonly items: readonly EngineItem[];
   decisions: RateLimitDecision[];
+  /** Set by compensate(): given back already (or tried), so an outcome must not refund it again. */
+  compensated?: true;
 }
 
 export const NOTHING: Evaluation = Object.freeze({ items: [], decisions: [] });
@@ -176,6 +183,7 @@ export class DecisionEngine {
    */
   async compensate(evaluation: Evaluation): Promise<void> {
     if (evaluation.items.length === 0 || denies(evaluation)) return;
+    evaluation.compensated = true;
     // What the evaluation consumed: every item but the shadow ones that would have denied.
     const consumed = evaluation.items.filter((_, i) => evaluation.decisions[i].allowed);
     try {

@@ -9,7 +9,7 @@ import {
   UseGuards,
   UseInterceptors,
 } from '@nestjs/common';
-import { EMPTY, from, switchMap } from 'rxjs';
+import { EMPTY, from, switchMap, tap } from 'rxjs';
 
 import { RateLimitDroppedEvent } from '../contexts/context-adapter.js';
 import type { Evaluation } from '../engine/decision-engine.js';
@@ -20,6 +20,8 @@ export const STATE = Symbol('nestjs-rate-limit:state');
 export const LIMITER = Symbol('nestjs-rate-limit:limiter');
 /** What the global guard decided before authentication, for the interceptor to complete. */
 export const EARLY = Symbol('nestjs-rate-limit:early-decisions');
+/** The watch of an invocation charged under `count` policies, waiting for its outcome. */
+export const OUTCOME = Symbol('nestjs-rate-limit:outcome');
 export const DECIDED = 1;
 export const DEFERRED = 2;
 
@@ -31,11 +33,22 @@ export interface Decider {
   handle(ctx: ExecutionContext, point: DecisionPoint): Promise<void>;
 }
 
+/** What waits for an invocation's outcome (lib/request/outcome.ts): told how the handler's result settled. */
+export interface OutcomeWatch {
+  /** The handler threw, its promise rejected or its Observable errored. */
+  threw(error: unknown): void;
+  /** The handler's result completed. */
+  completed(): void;
+  /** The result was unsubscribed from before it settled. */
+  abandoned(): void;
+}
+
 /** The limiter's marks on an invocation object. */
 export interface Invocation {
   [STATE]?: number;
   [LIMITER]?: Decider;
   [EARLY]?: Evaluation;
+  [OUTCOME]?: OutcomeWatch;
 }
 
 /**
@@ -57,6 +70,24 @@ const DEFERRED_DECISIONS: NestInterceptor = {
     const limiter = invocation[LIMITER];
     if (invocation[STATE] !== DEFERRED || limiter === undefined) return next.handle();
     return from(limiter.handle(ctx, 'interceptor')).pipe(switchMap(() => next.handle()));
+  },
+};
+
+/**
+ * The interceptor the limiter attaches to handlers with `count` policies: tells the invocation's outcome
+ * watch, when the invocation was charged, how the handler's result settled. The watch is looked up then, not
+ * before: a decision of an interceptor inside this one (the deferral's) may start it.
+ */
+const OUTCOME_OBSERVER: NestInterceptor = {
+  intercept(ctx, next) {
+    const invocation = invocationOf(ctx);
+    return next.handle().pipe(
+      tap({
+        error: (error: unknown) => invocation[OUTCOME]?.threw(error),
+        complete: () => invocation[OUTCOME]?.completed(),
+        unsubscribe: () => invocation[OUTCOME]?.abandoned(),
+      }),
+    );
   },
 };
 
@@ -106,6 +137,8 @@ function decorateHandler(prototype: object, method: string, decorate: HandlerDec
 
 const withDeferredDecisions: HandlerDecorator = (owner, method, descriptor) =>
   UseInterceptors(DEFERRED_DECISIONS)(owner, method, descriptor);
+const withOutcomeObserver: HandlerDecorator = (owner, method, descriptor) =>
+  UseInterceptors(OUTCOME_OBSERVER)(owner, method, descriptor);
 const withRpcGuard: HandlerDecorator = (owner, method, descriptor) => {
   UseGuards(RPC_GUARD)(owner, method, descriptor);
   UseFilters(new DroppedEventFilter())(owner, method, descriptor);
@@ -127,4 +160,13 @@ export function attachEnhancers(
     RPC_LIMITERS.set(classRef, limiter);
     decorateHandler(prototype, method, withRpcGuard);
   }
+}
+
+/**
+ * Puts the outcome interceptor on the handlers with `count` policies, whoever decides them (the global guard,
+ * or your RateLimitGuard or RateLimitInterceptor with `global: false`). Handlers without such policies pay
+ * for nothing.
+ */
+export function attachOutcomeObserver(counted: readonly { prototype: object; method: string }[]): void {
+  for (const { prototype, method } of counted) decorateHandler(prototype, method, withOutcomeObserver);
 }

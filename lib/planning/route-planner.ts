@@ -5,6 +5,7 @@ import type { ContextType } from '../contexts/context-adapter.js';
 import { type AccessList, compileList } from '../lists/address-list.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import type { FailMode, RateLimitKey, RateLimitMode, RateLimitPolicy, ResolvedPolicy } from '../policy/policy.types.js';
+import type { OutcomeRule } from '../request/outcome.js';
 import { validatePolicy } from '../policy/validate-policy.js';
 import { RATE_LIMIT_POLICIES, RATE_LIMIT_SKIP } from '../rate-limit.constants.js';
 import { contextOf, GUARDS_METADATA_KEY, type HandlerKind, handlerKindOf } from './handler-kinds.js';
@@ -21,6 +22,11 @@ export interface PlannedPolicy {
   readonly failMode: FailMode;
   /** Mode 'shadow' (the policy's, else the module's): decided and reported, never denying. */
   readonly shadow: boolean;
+  /**
+   * Which outcomes count; undefined for 'all' (nothing to watch). 'release' for a concurrency limit: its lease
+   * is given back whatever the outcome, also when it is not seen (the client left).
+   */
+  readonly count: OutcomeRule | undefined;
   readonly where: string;
   /** The policy's allow and deny lists, compiled at start; undefined when it has none. */
   readonly allow?: AccessList;
@@ -53,6 +59,8 @@ export interface RoutePlan {
    * some list. False costs a request nothing.
    */
   readonly lists: boolean;
+  /** Some policy counts by outcome: allowed invocations are watched until they end. */
+  readonly counted: boolean;
 }
 
 export interface RoutePlannerOptions {
@@ -71,6 +79,8 @@ export interface PlannedApplication {
   readonly deferred: readonly { readonly prototype: object; readonly method: string }[];
   /** Microservice handlers with policies (a hybrid app's microservice may not get the global guard). */
   readonly rpc: readonly { readonly classRef: object; readonly prototype: object; readonly method: string }[];
+  /** Handlers with `count` policies, whose results the outcome interceptor shows to the outcome watch. */
+  readonly counted: readonly { readonly prototype: object; readonly method: string }[];
 }
 
 const NO_POLICIES: RoutePlan = Object.freeze({
@@ -81,6 +91,7 @@ const NO_POLICIES: RoutePlan = Object.freeze({
   late: [],
   deferred: false,
   lists: false,
+  counted: false,
 });
 
 function sameLimits(a: ResolvedPolicy, b: ResolvedPolicy): boolean {
@@ -126,6 +137,7 @@ export class RoutePlanner {
     const contexts = new Set<ContextType>();
     const deferred: { prototype: object; method: string }[] = [];
     const rpc: { classRef: object; prototype: object; method: string }[] = [];
+    const counted: { prototype: object; method: string }[] = [];
     const seen = new Set<unknown>();
     const controllers = discovery.getControllers();
     const classes = [
@@ -148,6 +160,7 @@ export class RoutePlanner {
         contexts.add(contextOf(kind));
         if (kind === 'graphql-field' && plan.policies.length > 0) this.checkFieldEnhancers(plan, moduleRef);
         if (plan.deferred) deferred.push({ prototype, method });
+        if (plan.counted) counted.push({ prototype, method });
         if ((kind === 'rpc' || kind === 'rpc-event') && plan.policies.length > 0) {
           rpc.push({ classRef: metatype, prototype, method });
         }
@@ -161,7 +174,7 @@ export class RoutePlanner {
       }
     }
     if (controllers.length > 0) contexts.add('http');
-    return { contexts, deferred, rpc };
+    return { contexts, deferred, rpc, counted };
   }
 
   /**
@@ -240,6 +253,7 @@ export class RoutePlanner {
         policies.length > 0 &&
         (this.options.moduleLists ||
           policies.some((p) => p.planned.allow !== undefined || p.planned.deny !== undefined)),
+      counted: policies.some((p) => p.planned.count !== undefined),
     };
   }
 
@@ -270,7 +284,7 @@ export class RoutePlanner {
     }
   }
 
-  /** Nest runs guards on GraphQL field resolvers only when the GraphQL module says so. */
+  /** Nest runs guards (and interceptors, which see outcomes) on GraphQL field resolvers only when told to. */
   private checkFieldEnhancers(plan: RoutePlan, moduleRef: ModuleRef): void {
     let enhancers: unknown;
     try {
@@ -281,11 +295,24 @@ export class RoutePlanner {
     } catch {
       enhancers = undefined;
     }
-    if (Array.isArray(enhancers) && enhancers.includes('guards')) return;
-    throw new RateLimitPolicyError(
-      "is declared on a GraphQL field resolver, but Nest runs guards on field resolvers only with GraphQLModule's `fieldResolverEnhancers: ['guards']`; without it the policy would never apply",
-      { policy: plan.policies[0]?.planned.policy.name, where: plan.where },
-    );
+    const has = (enhancer: string): boolean => Array.isArray(enhancers) && enhancers.includes(enhancer);
+    if (!has('guards')) {
+      throw new RateLimitPolicyError(
+        "is declared on a GraphQL field resolver, but Nest runs guards on field resolvers only with GraphQLModule's `fieldResolverEnhancers: ['guards']`; without it the policy would never apply",
+        { policy: plan.policies[0]?.planned.policy.name, where: plan.where },
+      );
+    }
+    const counted = plan.policies.find((p) => p.planned.count !== undefined);
+    if (counted !== undefined && !has('interceptors')) {
+      throw new RateLimitPolicyError(
+        `${counted.planned.count === 'release' ? 'limits concurrency' : 'counts by outcome'} on a GraphQL field resolver, but Nest runs interceptors (which see the resolver's outcome) on field resolvers only with GraphQLModule's \`fieldResolverEnhancers: ['guards', 'interceptors']\`; without it nothing would ever be ${counted.planned.count === 'release' ? 'released' : 'refunded'}`,
+        {
+          policy: counted.planned.policy.name,
+          field: counted.planned.count === 'release' ? 'algorithm' : 'count',
+          where: plan.where,
+        },
+      );
+    }
   }
 
   private plan(policy: RateLimitPolicy, where: string): PlannedPolicy {
@@ -310,6 +337,12 @@ export class RoutePlanner {
       cost: policy.cost,
       failMode: policy.failMode ?? this.options.failMode,
       shadow: (policy.mode ?? this.options.mode) === 'shadow',
+      count:
+        policy.algorithm === 'concurrency'
+          ? 'release'
+          : policy.count === undefined || policy.count === 'all'
+            ? undefined
+            : policy.count,
       where,
       allow: compileList(policy.allow, unexpected),
       deny: compileList(policy.deny, unexpected),

@@ -39,6 +39,25 @@ export type RateLimitListFunction = (ctx: ExecutionContext) => boolean | Promise
  * @example ['10.0.0.0/8', '2001:db8::/32', '203.0.113.7', (ctx) => ctx.switchToHttp().getRequest().user?.role === 'admin']
  */
 export type RateLimitListEntry = string | RateLimitListFunction;
+/**
+ * How an invocation ended, for a `count` function: `status` is the HTTP status sent (HTTP routes only),
+ * `error` what the handler threw (present only when it threw), `context` the invocation's ExecutionContext.
+ * @example (outcome) => outcome.status === 401
+ */
+export interface RateLimitOutcome {
+  readonly status?: number;
+  readonly error?: unknown;
+  readonly context: ExecutionContext;
+}
+
+/**
+ * Which invocations a policy counts. Every invocation is charged when it is decided, so concurrent ones cannot
+ * slip through; when its outcome is known, the charge is refunded unless the invocation counts. `'all'` (the
+ * default) counts every one; `'failed'` those that fail (HTTP: status >= 400 or an exception; other contexts:
+ * an exception); `'succeeded'` the others; a function returns true to count, false to refund.
+ * @example count: 'failed' // 5 failed logins per account: successful ones are given back
+ */
+export type RateLimitCount = 'all' | 'failed' | 'succeeded' | ((outcome: RateLimitOutcome) => boolean);
 
 interface PolicyBase {
   /** Unique per route; default derived from algorithm, limit and window. Shown in headers and errors. */
@@ -60,6 +79,12 @@ interface PolicyBase {
   allow?: readonly RateLimitListEntry[];
   /** Requests refused with 403 (`RATE_LIMIT_DENY_LIST`) wherever this policy would run; checked before any allow. */
   deny?: readonly RateLimitListEntry[];
+  /**
+   * Which invocations count, judged by their outcome; default 'all'. Others are charged at admission and
+   * refunded when they end (one store call per refunded invocation). See RateLimitCount.
+   * @example { name: 'login', algorithm: 'sliding-window-log', limit: 5, window: '15m', key: accountOf, count: 'failed' }
+   */
+  count?: RateLimitCount;
 }
 
 /**

@@ -110,6 +110,13 @@ function checkCommon(policy: RateLimitPolicy, fail: Fail): void {
   }
   compileList(policy.allow, (problem) => fail('allow', problem));
   compileList(policy.deny, (problem) => fail('deny', problem));
+  const { count } = policy;
+  if (count !== undefined && policy.algorithm === 'concurrency') {
+    fail('count', 'does not apply to concurrency: a lease is given back at the end of every request');
+  }
+  if (count !== undefined && typeof count !== 'function' && !COUNTS.includes(count)) {
+    fail('count', `must be 'all', 'failed', 'succeeded' or a function of the outcome, got ${describe(count)}`);
+  }
 }
 
 /** The policy's `block` in milliseconds, as a field to spread into the resolved policy. */
@@ -124,6 +131,8 @@ function blockOf(policy: RateLimitPolicy, fail: Fail): { blockMs?: number } {
   }
   return { blockMs };
 }
+
+const COUNTS: readonly unknown[] = ['all', 'failed', 'succeeded'];
 
 /** Nominal period lengths, for headers and bounds; the real periods follow the calendar. */
 const PERIOD_MS = { day: 86_400_000, month: 31 * 86_400_000 } as const;

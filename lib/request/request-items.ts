@@ -52,7 +52,15 @@ export class RequestResolver {
           if (isPromise(burst)) burst = await burst;
           policy = this.engine.withLimit(policy, limit, burst);
         }
-        items.push({ policy, key, cost, failMode: planned.failMode, shadow: planned.shadow, order });
+        items.push({
+          policy,
+          key,
+          cost,
+          failMode: planned.failMode,
+          shadow: planned.shadow,
+          order,
+          count: planned.count,
+        });
       } catch (error) {
         (failures ??= []).push({ item: planned, error });
       }
