@@ -1,0 +1,200 @@
+import { request as httpRequest } from 'node:http';
+import type { AddressInfo, Server } from 'node:net';
+
+import { Controller, type INestApplication, Post } from '@nestjs/common';
+import { Query, Resolver } from '@nestjs/graphql';
+
+import { RateLimit, RateLimitModule, type RateLimitModuleOptions, RateLimitService } from '../../lib/index.js';
+import { RateLimiter } from '../../lib/rate-limiter.js';
+import { startGraphQLApp } from '../support/graphql-app.js';
+import { ADAPTERS, createApp } from '../support/nest-app.js';
+import { startRedis, type TestRedis } from '../support/redis-server.js';
+
+/** Handlers that wait until the test lets them go, counting how many run at once. */
+class Gate {
+  inFlight = 0;
+  most = 0;
+  private waiting: (() => void)[] = [];
+
+  async pass(): Promise<void> {
+    this.inFlight++;
+    this.most = Math.max(this.most, this.inFlight);
+    try {
+      await new Promise<void>((resolve) => this.waiting.push(resolve));
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  get held(): number {
+    return this.waiting.length;
+  }
+
+  open(): void {
+    for (const go of this.waiting.splice(0)) go();
+  }
+}
+
+const gate = new Gate();
+const AI = { name: 'ai-concurrent', algorithm: 'concurrency', limit: 2, window: '5m', key: 'ip' } as const;
+
+@Controller('ai')
+class CompletionsController {
+  @Post('complete')
+  @RateLimit(AI)
+  async complete() {
+    await gate.pass();
+    return { text: 'done' };
+  }
+
+  @Post('fail')
+  @RateLimit({ ...AI, name: 'ai-failing' })
+  async fail() {
+    await gate.pass();
+    throw new Error('provider down');
+  }
+}
+
+let redis: TestRedis;
+beforeAll(async () => {
+  redis = await startRedis();
+});
+afterAll(() => redis.stop());
+
+const storeOptions = (store: string): Partial<RateLimitModuleOptions> =>
+  store === 'redis' ? { redis: { url: `redis://127.0.0.1:${redis.port}` }, keyPrefix: `conc${Math.random()}:` } : {};
+
+/** A POST over a socket of its own; resolves with the status, or undefined when the test destroys it. */
+function post(server: Server, path: string): { status: Promise<number | undefined>; abort: () => void } {
+  const { port } = server.address() as AddressInfo;
+  const req = httpRequest({ host: '127.0.0.1', port, path, method: 'POST' });
+  const status = new Promise<number | undefined>((resolve) => {
+    req.on('response', (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode));
+    });
+    req.on('error', () => resolve(undefined));
+    req.on('close', () => resolve(undefined));
+  });
+  req.end();
+  return { status, abort: () => req.destroy() };
+}
+
+const until = async (condition: () => boolean): Promise<void> => {
+  for (let i = 0; i < 500 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 5));
+  if (!condition()) throw new Error('timed out waiting');
+};
+
+describe.each(ADAPTERS)('concurrency limits over HTTP (%s)', (adapter) => {
+  describe.each(['memory', 'redis'])('on the %s store', (store) => {
+    let app: INestApplication;
+    let server: Server;
+    beforeEach(async () => {
+      ({ app } = await createApp(adapter, {
+        imports: [RateLimitModule.forRoot(storeOptions(store))],
+        controllers: [CompletionsController],
+      }));
+      await app.listen(0, '127.0.0.1');
+      server = app.getHttpServer() as Server;
+    });
+    afterEach(async () => {
+      gate.open();
+      await app.close();
+      gate.most = 0;
+    });
+    const leasesFree = async (policy: string) => {
+      await app.get(RateLimiter).refundsSettled();
+      return (await app.get(RateLimitService).peek(policy, 'ip:127.0.0.1')).remaining;
+    };
+
+    it('never runs more than 2 of 50 concurrent requests at once, and gives the leases back when they end', async () => {
+      const requests = Array.from({ length: 50 }, () => post(server, '/ai/complete'));
+      const answered: (number | undefined)[] = [];
+      requests.forEach((r, i) => void r.status.then((status) => (answered[i] = status)));
+      // Two run and hold their leases; the 48 others are refused while they do.
+      await until(() => answered.filter((s) => s === 429).length === 48);
+      expect(gate.held).toBe(2);
+      gate.open();
+      const statuses = await Promise.all(requests.map((r) => r.status));
+      expect(statuses.filter((s) => s === 201)).toHaveLength(2);
+      expect(gate.most).toBe(2);
+      expect(await leasesFree('ai-concurrent')).toBe(2);
+      // Free again: the next two run.
+      const next = [post(server, '/ai/complete'), post(server, '/ai/complete')];
+      await until(() => gate.held === 2);
+      gate.open();
+      expect(await Promise.all(next.map((r) => r.status))).toEqual([201, 201]);
+    });
+
+    it('gives a lease back when the handler throws', async () => {
+      const failing = [post(server, '/ai/fail'), post(server, '/ai/fail')];
+      await until(() => gate.held === 2);
+      expect(await post(server, '/ai/fail').status).toBe(429);
+      gate.open();
+      expect(await Promise.all(failing.map((r) => r.status))).toEqual([500, 500]);
+      expect(await leasesFree('ai-failing')).toBe(2);
+    });
+
+    it('gives a lease back when the client goes away', async () => {
+      const first = post(server, '/ai/complete');
+      const second = post(server, '/ai/complete');
+      await until(() => gate.held === 2);
+      expect(await leasesFree('ai-concurrent')).toBe(0);
+      first.abort();
+      second.abort();
+      await first.status;
+      await second.status;
+      // The response closes with the socket; the lease goes back then, before the handler ends.
+      for (let i = 0; i < 200 && (await leasesFree('ai-concurrent')) < 2; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      expect(await leasesFree('ai-concurrent')).toBe(2);
+      expect(gate.held).toBe(2); // the handlers still wait: the leases went back with the clients
+    });
+
+    it('says qu="concurrent-requests" in RateLimit-Policy', async () => {
+      const { port } = server.address() as AddressInfo;
+      const pending = fetch(`http://127.0.0.1:${port}/ai/complete`, { method: 'POST' });
+      await until(() => gate.held === 1);
+      gate.open();
+      const res = await pending;
+      expect(res.headers.get('ratelimit-policy')).toBe('"ai-concurrent";q=2;qu="concurrent-requests"');
+      expect(res.headers.get('ratelimit')).toBe('"ai-concurrent";r=1;t=300');
+    });
+  });
+});
+
+const gqlGate = new Gate();
+
+@Resolver()
+class GenerateResolver {
+  @Query(() => String, { nullable: true })
+  @RateLimit({ ...AI, name: 'gql-concurrent', limit: 1 })
+  async generate(): Promise<string> {
+    await gqlGate.pass();
+    return 'generated';
+  }
+}
+
+describe('concurrency limits in GraphQL', () => {
+  it('runs one operation at a time for a key, and frees the lease when the resolver returns', async () => {
+    const gql = await startGraphQLApp('apollo', { resolvers: [GenerateResolver], rateLimit: {} });
+    try {
+      const first = gql.gql('{ generate }');
+      await until(() => gqlGate.held === 1);
+      const second = await gql.gql('{ generate }');
+      expect(second.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED' });
+      gqlGate.open();
+      expect((await first).data).toEqual({ generate: 'generated' });
+      await gql.app.get(RateLimiter).refundsSettled();
+      const third = gql.gql('{ generate }');
+      await until(() => gqlGate.held === 1);
+      gqlGate.open();
+      expect((await third).data).toEqual({ generate: 'generated' });
+      expect(gqlGate.most).toBe(1);
+    } finally {
+      gqlGate.open();
+      await gql.close();
+    }
+  });
+});
