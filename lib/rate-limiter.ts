@@ -9,13 +9,12 @@ import {
 import { DiscoveryService, HttpAdapterHost, MetadataScanner, ModuleRef, Reflector } from '@nestjs/core';
 
 import type { Clock } from './clock.js';
-import type { AdapterSettings, ContextAdapter, ContextType } from './contexts/context-adapter.js';
-import { ADAPTER_FACTORIES } from './contexts/index.js';
+import { AdapterRegistry } from './contexts/adapter-registry.js';
+import type { ContextAdapter, ContextType } from './contexts/context-adapter.js';
 import { DecisionEngine, denies, type Evaluation, NOTHING, StoreUnavailable } from './engine/decision-engine.js';
 import { DecisionEvents } from './engine/decision-events.js';
-import { mostRestrictive, rateLimitHeaders, toSeconds } from './headers/rate-limit-headers.js';
-import { compileTrust, isTrustAll, type TrustFn } from './keys/client-ip.js';
-import { compileList } from './lists/address-list.js';
+import { toSeconds } from './headers/rate-limit-headers.js';
+import { limiterSettings } from './limiter-settings.js';
 import { type ModuleLists, screen } from './lists/screening.js';
 import {
   attachEnhancers,
@@ -31,25 +30,14 @@ import {
   STATE,
 } from './planning/handler-enhancers.js';
 import { type PlanEntry, type RoutePlan, RoutePlanner } from './planning/route-planner.js';
-import type { FailMode, RateLimitMode } from './policy/policy.types.js';
 import { RATE_LIMIT_CLOCK, RATE_LIMIT_STORES } from './rate-limit.constants.js';
-import { deniedMessage, denyListMessage, unavailableMessage } from './rate-limit.exception.js';
+import { denyListMessage, unavailableMessage } from './rate-limit.exception.js';
 import { RATE_LIMIT_OPTIONS } from './rate-limit.module-definition.js';
 import type { RateLimitHeaders, RateLimitModuleOptions } from './rate-limit.options.js';
+import { conclude } from './request/conclusion.js';
 import { OutcomeRefunds } from './request/outcome.js';
 import { RequestResolver } from './request/request-items.js';
 import type { RateLimitStores } from './stores/rate-limit-stores.js';
-
-const HEADER_SCHEMES: readonly RateLimitHeaders[] = ['ietf', 'legacy', 'both', 'none'];
-
-const option = (name: string, problem: string, value: unknown): never => {
-  throw new TypeError(`nestjs-rate-limit: option "${name}" ${problem}, got ${JSON.stringify(value)}`);
-};
-
-const listOption = (name: 'allow' | 'deny', entries: unknown) =>
-  compileList(entries, (problem) => {
-    throw new TypeError(`nestjs-rate-limit: option "${name}": ${problem}`);
-  });
 
 /**
  * The evaluation of an invocation the module's allow list let through: no policy runs, so nothing is
@@ -72,14 +60,11 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
   private readonly resolver: RequestResolver;
   private readonly outcomes: OutcomeRefunds;
   private readonly headers: RateLimitHeaders;
-  private readonly trust: TrustFn;
-  private readonly ipv6Prefix: number;
   private readonly contexts: ReadonlySet<ContextType>;
   private readonly lists: ModuleLists;
   /** Some microservice handler has policies (so the module's lists apply to messages, which have no address). */
   private readonly rpcPolicies: boolean;
-  private readonly adapters = new Map<ContextType, ContextAdapter>();
-  private loading: Map<ContextType, Promise<ContextAdapter>> | undefined;
+  private readonly adapters: AdapterRegistry;
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) readonly options: RateLimitModuleOptions,
@@ -88,34 +73,13 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
     reflector: Reflector,
     discovery: DiscoveryService,
     scanner: MetadataScanner,
-    private readonly adapterHost: HttpAdapterHost,
-    private readonly moduleRef: ModuleRef,
+    httpAdapterHost: HttpAdapterHost,
+    moduleRef: ModuleRef,
   ) {
-    this.headers = options.headers ?? 'ietf';
-    if (!HEADER_SCHEMES.includes(this.headers)) {
-      option('headers', "must be 'ietf', 'legacy', 'both' or 'none'", this.headers);
-    }
-    const failMode: FailMode = options.failMode ?? 'open';
-    if (failMode !== 'open' && failMode !== 'closed') option('failMode', "must be 'open' or 'closed'", failMode);
-    const mode: RateLimitMode = options.mode ?? 'enforce';
-    if (mode !== 'enforce' && mode !== 'shadow') option('mode', "must be 'enforce' or 'shadow'", mode);
-    if (options.onDecision !== undefined && typeof options.onDecision !== 'function') {
-      option('onDecision', 'must be a function', typeof options.onDecision);
-    }
-    const timeoutMs = options.timeout ?? 100;
-    if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) option('timeout', 'must be an integer >= 1 (ms)', timeoutMs);
-    this.ipv6Prefix = options.ipv6Prefix ?? 64;
-    if (!Number.isInteger(this.ipv6Prefix) || this.ipv6Prefix < 1 || this.ipv6Prefix > 128) {
-      option('ipv6Prefix', 'must be an integer from 1 to 128', this.ipv6Prefix);
-    }
-    this.trust = compileTrust(options.trustProxy);
-    if (isTrustAll(this.trust)) {
-      this.logger.warn(
-        'trustProxy is true: every X-Forwarded-For hop is believed, so any client can claim any address. ' +
-          'Name your proxies instead (a hop count, CIDRs or "loopback").',
-      );
-    }
-    this.lists = { allow: listOption('allow', options.allow), deny: listOption('deny', options.deny) };
+    const { headers, failMode, mode, timeoutMs, ipv6Prefix, trust, lists } = limiterSettings(options, this.logger);
+    this.headers = headers;
+    this.lists = lists;
+    this.adapters = new AdapterRegistry({ trust, ipv6Prefix, logger: this.logger, httpAdapterHost, moduleRef });
     this.engine = new DecisionEngine({ stores, clock, timeoutMs, logger: this.logger, onError: options.onError });
     this.events = new DecisionEvents(this.logger, clock, options.onDecision);
     this.resolver = new RequestResolver(this.engine, options.user);
@@ -139,7 +103,7 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
 
   /** Loads the adapters of the contexts the application has (and so their optional packages), and warns. */
   async onModuleInit(): Promise<void> {
-    await Promise.all(['http' as const, ...this.contexts].map((type) => this.adapterFor(type)));
+    await Promise.all(['http' as const, ...this.contexts].map((type) => this.adapters.load(type)));
     const quotas = [...this.planner.declared()].filter(({ policy }) => policy.quota !== undefined);
     if (quotas.length > 0 && this.options.postgres === undefined) {
       this.logger.warn(
@@ -183,8 +147,8 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
     if (adapter === undefined) {
       // A context of a third-party transport (not http, graphql, ws or rpc): no handler of it was planned,
       // and a @RateLimit on one stopped the start; nothing to decide here.
-      if (!Object.hasOwn(ADAPTER_FACTORIES, type)) return;
-      adapter = await this.adapterFor(type);
+      if (!this.adapters.knows(type)) return;
+      adapter = await this.adapters.load(type);
     }
     const invocation = adapter.invocation(ctx) as Invocation;
     const state = invocation[STATE];
@@ -195,7 +159,7 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
       const early = invocation[EARLY] ?? NOTHING;
       const late = await this.evaluate(ctx, adapter, plan, plan.late, early, false);
       if (denies(late)) await this.engine.compensate(early);
-      this.conclude(ctx, adapter, [early, late]);
+      conclude(ctx, adapter, this.headers, this.events, [early, late]);
       if (plan.counted) this.outcomes.track(ctx, adapter, invocation, late);
       return;
     }
@@ -213,7 +177,7 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
       invocation[EARLY] = early;
       if (denies(early)) {
         invocation[STATE] = DECIDED;
-        this.conclude(ctx, adapter, [early]);
+        conclude(ctx, adapter, this.headers, this.events, [early]);
       }
       // Watched from now on: a refusal of the route's own guards is an outcome too (HTTP sees its status).
       if (plan.counted) this.outcomes.track(ctx, adapter, invocation, early);
@@ -221,7 +185,7 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
     }
     invocation[STATE] = DECIDED;
     const evaluation = await this.evaluate(ctx, adapter, plan, plan.policies, NOTHING, true);
-    this.conclude(ctx, adapter, [evaluation]);
+    conclude(ctx, adapter, this.headers, this.events, [evaluation]);
     if (plan.counted) this.outcomes.track(ctx, adapter, invocation, evaluation);
   }
 
@@ -291,65 +255,5 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
     }
     if (screening.failures !== undefined) await this.engine.failed(screening.failures, before);
     return screening.outcome === 'allow' ? undefined : screening.entries;
-  }
-
-  /** Writes the rate-limit fields of every decision of the invocation; denies when one of them denies. */
-  private conclude(ctx: ExecutionContext, adapter: ContextAdapter, evaluations: readonly Evaluation[]): void {
-    let pairs = evaluations.flatMap((e) => e.items.map((item, i) => [item, e.decisions[i]] as const));
-    this.events.report(pairs, ctx);
-    // Shadow policies never deny and are not shown.
-    if (pairs.some(([item]) => item.shadow === true)) pairs = pairs.filter(([item]) => item.shadow !== true);
-    // Policies in the route's order, also when the guard and the interceptor each decided some.
-    if (evaluations.length > 1) pairs = pairs.sort(([a], [b]) => a.order - b.order);
-    const decisions = pairs.map(([, decision]) => decision);
-    const headers = rateLimitHeaders(
-      this.headers,
-      pairs.map(([item]) => item.policy),
-      decisions,
-    );
-    const denied = decisions.filter((d) => !d.allowed);
-    if (denied.length === 0) {
-      if (headers.length > 0) adapter.setHeaders(ctx, headers);
-      return;
-    }
-    const worst = mostRestrictive(denied);
-    const retryAfter = Number.isFinite(worst.retryAfterMs) ? Math.max(1, toSeconds(worst.retryAfterMs)) : null;
-    if (retryAfter !== null) headers.push(['Retry-After', String(retryAfter)]);
-    adapter.setHeaders(ctx, headers);
-    adapter.deny(
-      ctx,
-      {
-        code: 'RATE_LIMITED',
-        message: deniedMessage(worst, retryAfter),
-        policy: worst.policy,
-        ...(retryAfter === null ? {} : { retryAfter }),
-      },
-      worst,
-    );
-  }
-
-  /** The adapter of a context type, made once (its file, and the optional package it needs, loaded then). */
-  private async adapterFor(type: ContextType): Promise<ContextAdapter> {
-    const known = this.adapters.get(type);
-    if (known !== undefined) return known;
-    this.loading ??= new Map();
-    let pending = this.loading.get(type);
-    if (pending === undefined) {
-      const factory = ADAPTER_FACTORIES[type];
-      const settings: AdapterSettings = {
-        trust: this.trust,
-        ipv6Prefix: this.ipv6Prefix,
-        logger: this.logger,
-        httpAdapterHost: this.adapterHost,
-        moduleRef: this.moduleRef,
-      };
-      pending = factory().then(async (make) => {
-        const adapter = await make(settings);
-        this.adapters.set(type, adapter);
-        return adapter;
-      });
-      this.loading.set(type, pending);
-    }
-    return pending;
   }
 }

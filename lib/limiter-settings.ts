@@ -1,0 +1,60 @@
+import type { Logger } from '@nestjs/common';
+
+import { compileTrust, isTrustAll, type TrustFn } from './keys/client-ip.js';
+import { compileList } from './lists/address-list.js';
+import type { ModuleLists } from './lists/screening.js';
+import type { FailMode, RateLimitMode } from './policy/policy.types.js';
+import type { RateLimitHeaders, RateLimitModuleOptions } from './rate-limit.options.js';
+
+const HEADER_SCHEMES: readonly RateLimitHeaders[] = ['ietf', 'legacy', 'both', 'none'];
+
+/** The module's options the limiter works with, checked, with their defaults. */
+export interface LimiterSettings {
+  readonly headers: RateLimitHeaders;
+  readonly failMode: FailMode;
+  readonly mode: RateLimitMode;
+  readonly timeoutMs: number;
+  readonly ipv6Prefix: number;
+  readonly trust: TrustFn;
+  readonly lists: ModuleLists;
+}
+
+const option = (name: string, problem: string, value: unknown): never => {
+  throw new TypeError(`nestjs-rate-limit: option "${name}" ${problem}, got ${JSON.stringify(value)}`);
+};
+
+const listOption = (name: 'allow' | 'deny', entries: unknown) =>
+  compileList(entries, (problem) => {
+    throw new TypeError(`nestjs-rate-limit: option "${name}": ${problem}`);
+  });
+
+/**
+ * Checks the module's options at start: a bad value stops the application with an error naming the option.
+ * Warns about `trustProxy: true`.
+ */
+export function limiterSettings(options: RateLimitModuleOptions, logger: Logger): LimiterSettings {
+  const headers = options.headers ?? 'ietf';
+  if (!HEADER_SCHEMES.includes(headers)) option('headers', "must be 'ietf', 'legacy', 'both' or 'none'", headers);
+  const failMode: FailMode = options.failMode ?? 'open';
+  if (failMode !== 'open' && failMode !== 'closed') option('failMode', "must be 'open' or 'closed'", failMode);
+  const mode: RateLimitMode = options.mode ?? 'enforce';
+  if (mode !== 'enforce' && mode !== 'shadow') option('mode', "must be 'enforce' or 'shadow'", mode);
+  if (options.onDecision !== undefined && typeof options.onDecision !== 'function') {
+    option('onDecision', 'must be a function', typeof options.onDecision);
+  }
+  const timeoutMs = options.timeout ?? 100;
+  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) option('timeout', 'must be an integer >= 1 (ms)', timeoutMs);
+  const ipv6Prefix = options.ipv6Prefix ?? 64;
+  if (!Number.isInteger(ipv6Prefix) || ipv6Prefix < 1 || ipv6Prefix > 128) {
+    option('ipv6Prefix', 'must be an integer from 1 to 128', ipv6Prefix);
+  }
+  const trust = compileTrust(options.trustProxy);
+  if (isTrustAll(trust)) {
+    logger.warn(
+      'trustProxy is true: every X-Forwarded-For hop is believed, so any client can claim any address. ' +
+        'Name your proxies instead (a hop count, CIDRs or "loopback").',
+    );
+  }
+  const lists = { allow: listOption('allow', options.allow), deny: listOption('deny', options.deny) };
+  return { headers, failMode, mode, timeoutMs, ipv6Prefix, trust, lists };
+}

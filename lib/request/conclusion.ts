@@ -1,0 +1,53 @@
+import type { ExecutionContext } from '@nestjs/common';
+
+import type { ContextAdapter } from '../contexts/context-adapter.js';
+import type { Evaluation } from '../engine/decision-engine.js';
+import type { DecisionEvents } from '../engine/decision-events.js';
+import { mostRestrictive, rateLimitHeaders, toSeconds } from '../headers/rate-limit-headers.js';
+import { deniedMessage } from '../rate-limit.exception.js';
+import type { RateLimitHeaders } from '../rate-limit.options.js';
+
+/**
+ * The last step of the request path: reports every decision of the invocation (onDecision, shadow denials),
+ * writes the rate-limit fields of the enforced ones, in the route's order, and denies through the context's
+ * adapter when one of them denies.
+ */
+export function conclude(
+  ctx: ExecutionContext,
+  adapter: ContextAdapter,
+  scheme: RateLimitHeaders,
+  events: DecisionEvents,
+  evaluations: readonly Evaluation[],
+): void {
+  let pairs = evaluations.flatMap((e) => e.items.map((item, i) => [item, e.decisions[i]] as const));
+  events.report(pairs, ctx);
+  // Shadow policies never deny and are not shown.
+  if (pairs.some(([item]) => item.shadow === true)) pairs = pairs.filter(([item]) => item.shadow !== true);
+  // Policies in the route's order, also when the guard and the interceptor each decided some.
+  if (evaluations.length > 1) pairs = pairs.sort(([a], [b]) => a.order - b.order);
+  const decisions = pairs.map(([, decision]) => decision);
+  const headers = rateLimitHeaders(
+    scheme,
+    pairs.map(([item]) => item.policy),
+    decisions,
+  );
+  const denied = decisions.filter((d) => !d.allowed);
+  if (denied.length === 0) {
+    if (headers.length > 0) adapter.setHeaders(ctx, headers);
+    return;
+  }
+  const worst = mostRestrictive(denied);
+  const retryAfter = Number.isFinite(worst.retryAfterMs) ? Math.max(1, toSeconds(worst.retryAfterMs)) : null;
+  if (retryAfter !== null) headers.push(['Retry-After', String(retryAfter)]);
+  adapter.setHeaders(ctx, headers);
+  adapter.deny(
+    ctx,
+    {
+      code: 'RATE_LIMITED',
+      message: deniedMessage(worst, retryAfter),
+      policy: worst.policy,
+      ...(retryAfter === null ? {} : { retryAfter }),
+    },
+    worst,
+  );
+}
