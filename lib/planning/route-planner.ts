@@ -1,101 +1,31 @@
-import type { ExecutionContext } from '@nestjs/common';
 import type { DiscoveryService, MetadataScanner, ModuleRef, Reflector } from '@nestjs/core';
 
 import type { ContextType } from '../contexts/context-adapter.js';
-import { type AccessList, compileList } from '../lists/address-list.js';
+import { compileList } from '../lists/address-list.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
-import type { FailMode, RateLimitKey, RateLimitMode, RateLimitPolicy, ResolvedPolicy } from '../policy/policy.types.js';
-import type { OutcomeRule } from '../request/outcome.js';
+import type { RateLimitPolicy, ResolvedPolicy } from '../policy/policy.types.js';
 import { validatePolicy } from '../policy/validate-policy.js';
 import { RATE_LIMIT_POLICIES, RATE_LIMIT_SKIP } from '../rate-limit.constants.js';
 import { contextOf, GUARDS_METADATA_KEY, type HandlerKind, handlerKindOf } from './handler-kinds.js';
+import { checkFieldEnhancers, checkRpcKeys } from './context-checks.js';
+import {
+  NO_POLICIES,
+  type PlannedApplication,
+  type PlannedPolicy,
+  type RoutePlan,
+  type RoutePlannerOptions,
+} from './route-plan.js';
 
-/** A policy of a route, with what the request-time work needs. */
-export interface PlannedPolicy {
-  readonly policy: ResolvedPolicy;
-  /** A limit that depends on the request (the caller's plan). */
-  readonly limit?: (ctx: ExecutionContext) => number | Promise<number>;
-  /** A token-bucket or GCRA burst that depends on the request. */
-  readonly burst?: (ctx: ExecutionContext) => number | Promise<number>;
-  readonly key: RateLimitKey;
-  readonly cost: RateLimitPolicy['cost'];
-  readonly failMode: FailMode;
-  /** Mode 'shadow' (the policy's, else the module's): decided and reported, never denying. */
-  readonly shadow: boolean;
-  /**
-   * Which outcomes count; undefined for 'all' (nothing to watch). 'release' for a concurrency limit: its lease
-   * is given back whatever the outcome, also when it is not seen (the client left).
-   */
-  readonly count: OutcomeRule | undefined;
-  readonly where: string;
-  /** The policy's allow and deny lists, compiled at start; undefined when it has none. */
-  readonly allow?: AccessList;
-  readonly deny?: AccessList;
-}
+export type { PlanEntry, PlannedApplication, PlannedPolicy, RoutePlan, RoutePlannerOptions } from './route-plan.js';
 
-/** A policy at its place in a route's plan (headers list policies in that order). */
-export interface PlanEntry {
-  readonly planned: PlannedPolicy;
-  readonly order: number;
-}
-
-/** The policies of one handler of one class, merged and validated once, at start. */
-export interface RoutePlan {
-  /** `Class.method`, for errors. */
-  readonly where: string;
-  readonly kind: HandlerKind;
-  readonly policies: readonly PlanEntry[];
-  /** The policies not keyed by the user, which the global guard decides before authentication. */
-  readonly early: readonly PlanEntry[];
-  /** The user-keyed policies, decided after every guard when the global guard finds no user yet. */
-  readonly late: readonly PlanEntry[];
-  /**
-   * The route has user-keyed policies and guards of its own (which may authenticate): when the global guard
-   * finds no user, the late policies wait for the interceptor the limiter attached to this handler.
-   */
-  readonly deferred: boolean;
-  /**
-   * Allow or deny lists apply to the handler (the module's, or those of its policies): it has policies and
-   * some list. False costs a request nothing.
-   */
-  readonly lists: boolean;
-  /** Some policy counts by outcome: allowed invocations are watched until they end. */
-  readonly counted: boolean;
-}
-
-export interface RoutePlannerOptions {
-  readonly defaults: readonly RateLimitPolicy[];
-  readonly failMode: FailMode;
-  readonly mode: RateLimitMode;
-  /** Whether the module's `user` option is set (so `'user'` keys can be read in RPC contexts). */
-  readonly hasUserOption: boolean;
-  /** Whether the module's options have an `allow` or a `deny` list. */
-  readonly moduleLists: boolean;
-}
-
-/** What the walk over the application found: the context types in use, and handlers needing deferral. */
-export interface PlannedApplication {
-  readonly contexts: ReadonlySet<ContextType>;
-  readonly deferred: readonly { readonly prototype: object; readonly method: string }[];
-  /** Microservice handlers with policies (a hybrid app's microservice may not get the global guard). */
-  readonly rpc: readonly { readonly classRef: object; readonly prototype: object; readonly method: string }[];
-  /** Handlers with `count` policies, whose results the outcome interceptor shows to the outcome watch. */
-  readonly counted: readonly { readonly prototype: object; readonly method: string }[];
-}
-
-const NO_POLICIES: RoutePlan = Object.freeze({
-  where: '',
-  kind: 'none',
-  policies: [],
-  early: [],
-  late: [],
-  deferred: false,
-  lists: false,
-  counted: false,
-});
-
+/** Same limits: a limit that is a function of the request (NaN here) is the same as another such. */
 function sameLimits(a: ResolvedPolicy, b: ResolvedPolicy): boolean {
-  return a.algorithm === b.algorithm && a.limit === b.limit && a.windowMs === b.windowMs && a.capacity === b.capacity;
+  return (
+    a.algorithm === b.algorithm &&
+    Object.is(a.limit, b.limit) &&
+    a.windowMs === b.windowMs &&
+    Object.is(a.capacity, b.capacity)
+  );
 }
 
 const nameOf = (target: object, fallback: string): string => (target as { name?: string }).name || fallback;
@@ -158,7 +88,7 @@ export class RoutePlanner {
         if (kind === 'none') continue;
         handlers++;
         contexts.add(contextOf(kind));
-        if (kind === 'graphql-field' && plan.policies.length > 0) this.checkFieldEnhancers(plan, moduleRef);
+        if (kind === 'graphql-field' && plan.policies.length > 0) checkFieldEnhancers(plan, moduleRef);
         if (plan.deferred) deferred.push({ prototype, method });
         if (plan.counted) counted.push({ prototype, method });
         if ((kind === 'rpc' || kind === 'rpc-event') && plan.policies.length > 0) {
@@ -235,7 +165,7 @@ export class RoutePlanner {
       byName.delete(name);
     }
     const policies = [...byName.values()].map((planned, order) => ({ planned, order }));
-    if (kind === 'rpc' || kind === 'rpc-event') this.checkRpcKeys(policies, where);
+    if (kind === 'rpc' || kind === 'rpc-event') checkRpcKeys(policies, where, this.options.hasUserOption);
     const late = policies.filter((p) => p.planned.key === 'user');
     const deferrable = kind === 'http' || kind === 'graphql' || kind === 'ws';
     const routeGuards = [classRef, handler].some(
@@ -258,63 +188,6 @@ export class RoutePlanner {
   }
 
   /** A microservice message has no client address, and a user only where the `user` option reads one. */
-  private checkRpcKeys(policies: readonly PlanEntry[], where: string): void {
-    for (const { planned } of policies) {
-      for (const field of ['allow', 'deny'] as const) {
-        if (planned[field]?.hasAddresses !== true) continue;
-        throw new RateLimitPolicyError(
-          `lists client addresses on a microservice handler, which has no client address, so they could never match; use a function of the message (ctx.switchToRpc().getData())` +
-            (planned.where === 'RateLimitModule defaults' ? ', or skip the policy here with @SkipRateLimit(name)' : ''),
-          { policy: planned.policy.name, field, where },
-        );
-      }
-      if (planned.key === 'ip') {
-        throw new RateLimitPolicyError(
-          "is keyed by 'ip' on a microservice handler, which has no client address; key it with a function of the message (ctx.switchToRpc().getData())",
-          { policy: planned.policy.name, field: 'key', where },
-        );
-      }
-      if (planned.key === 'user' && !this.options.hasUserOption) {
-        throw new RateLimitPolicyError(
-          "is keyed by 'user' (the default key) on a microservice handler: set the module's `user` option to read the user of RPC contexts, or key the policy with a function of the message" +
-            (planned.where === 'RateLimitModule defaults' ? ', or skip it here with @SkipRateLimit(name)' : ''),
-          { policy: planned.policy.name, field: 'key', where },
-        );
-      }
-    }
-  }
-
-  /** Nest runs guards (and interceptors, which see outcomes) on GraphQL field resolvers only when told to. */
-  private checkFieldEnhancers(plan: RoutePlan, moduleRef: ModuleRef): void {
-    let enhancers: unknown;
-    try {
-      // The token under which @nestjs/graphql provides its module options.
-      enhancers = moduleRef.get<{ fieldResolverEnhancers?: unknown }>('GqlModuleOptions', {
-        strict: false,
-      })?.fieldResolverEnhancers;
-    } catch {
-      enhancers = undefined;
-    }
-    const has = (enhancer: string): boolean => Array.isArray(enhancers) && enhancers.includes(enhancer);
-    if (!has('guards')) {
-      throw new RateLimitPolicyError(
-        "is declared on a GraphQL field resolver, but Nest runs guards on field resolvers only with GraphQLModule's `fieldResolverEnhancers: ['guards']`; without it the policy would never apply",
-        { policy: plan.policies[0]?.planned.policy.name, where: plan.where },
-      );
-    }
-    const counted = plan.policies.find((p) => p.planned.count !== undefined);
-    if (counted !== undefined && !has('interceptors')) {
-      throw new RateLimitPolicyError(
-        `${counted.planned.count === 'release' ? 'limits concurrency' : 'counts by outcome'} on a GraphQL field resolver, but Nest runs interceptors (which see the resolver's outcome) on field resolvers only with GraphQLModule's \`fieldResolverEnhancers: ['guards', 'interceptors']\`; without it nothing would ever be ${counted.planned.count === 'release' ? 'released' : 'refunded'}`,
-        {
-          policy: counted.planned.policy.name,
-          field: counted.planned.count === 'release' ? 'algorithm' : 'count',
-          where: plan.where,
-        },
-      );
-    }
-  }
-
   private plan(policy: RateLimitPolicy, where: string): PlannedPolicy {
     let resolved = validatePolicy(policy, where);
     const known = this.named.get(resolved.name);

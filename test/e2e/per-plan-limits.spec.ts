@@ -146,3 +146,38 @@ describe('limits per plan in GraphQL', () => {
     }
   });
 });
+
+const SHARED = { name: 'shared-plan', algorithm: 'fixed-window', limit: httpPlan, window: '1h', key: 'ip' } as const;
+
+@Controller('shared')
+class SharedPlanController {
+  @Get('a')
+  @RateLimit(SHARED)
+  a() {
+    return 'ok';
+  }
+
+  @Get('b')
+  @RateLimit(SHARED)
+  b() {
+    return 'ok';
+  }
+}
+
+// Regression: two declarations of one policy whose limit is a function were taken for "other limits" (NaN is
+// not NaN), so the second route got a state of its own and a client had the budget twice.
+it('a per-plan policy declared on two routes keeps one state', async () => {
+  const { app } = await createApp('express', {
+    imports: [RateLimitModule.forRoot({})],
+    controllers: [SharedPlanController],
+  });
+  try {
+    for (let i = 0; i < 10; i++) {
+      expect((await request(app.getHttpServer()).get(i % 2 === 0 ? '/shared/a' : '/shared/b')).status).toBe(200);
+    }
+    expect((await request(app.getHttpServer()).get('/shared/b')).status).toBe(429);
+    expect((await request(app.getHttpServer()).get('/shared/a')).status).toBe(429);
+  } finally {
+    await app.close();
+  }
+});

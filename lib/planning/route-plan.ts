@@ -1,0 +1,91 @@
+import type { ExecutionContext } from '@nestjs/common';
+
+import type { ContextType } from '../contexts/context-adapter.js';
+import type { AccessList } from '../lists/address-list.js';
+import type { FailMode, RateLimitKey, RateLimitMode, RateLimitPolicy, ResolvedPolicy } from '../policy/policy.types.js';
+import type { OutcomeRule } from '../request/outcome.js';
+import type { HandlerKind } from './handler-kinds.js';
+
+/** A policy of a route, with what the request-time work needs. */
+export interface PlannedPolicy {
+  readonly policy: ResolvedPolicy;
+  /** A limit that depends on the request (the caller's plan). */
+  readonly limit?: (ctx: ExecutionContext) => number | Promise<number>;
+  /** A token-bucket or GCRA burst that depends on the request. */
+  readonly burst?: (ctx: ExecutionContext) => number | Promise<number>;
+  readonly key: RateLimitKey;
+  readonly cost: RateLimitPolicy['cost'];
+  readonly failMode: FailMode;
+  /** Mode 'shadow' (the policy's, else the module's): decided and reported, never denying. */
+  readonly shadow: boolean;
+  /**
+   * Which outcomes count; undefined for 'all' (nothing to watch). 'release' for a concurrency limit: its lease
+   * is given back whatever the outcome, also when it is not seen (the client left).
+   */
+  readonly count: OutcomeRule | undefined;
+  readonly where: string;
+  /** The policy's allow and deny lists, compiled at start; undefined when it has none. */
+  readonly allow?: AccessList;
+  readonly deny?: AccessList;
+}
+
+/** A policy at its place in a route's plan (headers list policies in that order). */
+export interface PlanEntry {
+  readonly planned: PlannedPolicy;
+  readonly order: number;
+}
+
+/** The policies of one handler of one class, merged and validated once, at start. */
+export interface RoutePlan {
+  /** `Class.method`, for errors. */
+  readonly where: string;
+  readonly kind: HandlerKind;
+  readonly policies: readonly PlanEntry[];
+  /** The policies not keyed by the user, which the global guard decides before authentication. */
+  readonly early: readonly PlanEntry[];
+  /** The user-keyed policies, decided after every guard when the global guard finds no user yet. */
+  readonly late: readonly PlanEntry[];
+  /**
+   * The route has user-keyed policies and guards of its own (which may authenticate): when the global guard
+   * finds no user, the late policies wait for the interceptor the limiter attached to this handler.
+   */
+  readonly deferred: boolean;
+  /**
+   * Allow or deny lists apply to the handler (the module's, or those of its policies): it has policies and
+   * some list. False costs a request nothing.
+   */
+  readonly lists: boolean;
+  /** Some policy counts by outcome: allowed invocations are watched until they end. */
+  readonly counted: boolean;
+}
+
+export interface RoutePlannerOptions {
+  readonly defaults: readonly RateLimitPolicy[];
+  readonly failMode: FailMode;
+  readonly mode: RateLimitMode;
+  /** Whether the module's `user` option is set (so `'user'` keys can be read in RPC contexts). */
+  readonly hasUserOption: boolean;
+  /** Whether the module's options have an `allow` or a `deny` list. */
+  readonly moduleLists: boolean;
+}
+
+/** What the walk over the application found: the context types in use, and handlers needing deferral. */
+export interface PlannedApplication {
+  readonly contexts: ReadonlySet<ContextType>;
+  readonly deferred: readonly { readonly prototype: object; readonly method: string }[];
+  /** Microservice handlers with policies (a hybrid app's microservice may not get the global guard). */
+  readonly rpc: readonly { readonly classRef: object; readonly prototype: object; readonly method: string }[];
+  /** Handlers with `count` policies, whose results the outcome interceptor shows to the outcome watch. */
+  readonly counted: readonly { readonly prototype: object; readonly method: string }[];
+}
+
+export const NO_POLICIES: RoutePlan = Object.freeze({
+  where: '',
+  kind: 'none',
+  policies: [],
+  early: [],
+  late: [],
+  deferred: false,
+  lists: false,
+  counted: false,
+});
