@@ -2,12 +2,11 @@ import { Injectable, type OnModuleDestroy } from '@nestjs/common';
 
 import { quotaPeriodAt } from './algorithms/quota/quota-period.js';
 
-import type { RateLimitDecision, RateLimitPolicy, ResolvedPolicy } from './policy/policy.types.js';
-import { checkCost, validatePolicy } from './policy/validate-policy.js';
 import { RateLimitPolicyError } from './policy/policy.errors.js';
+import type { RateLimitDecision, RateLimitPolicy } from './policy/policy.types.js';
 import { RateLimiter } from './rate-limiter.js';
 import { AcquireQueues, checkAcquireOptions } from './service/acquire-queue.js';
-import type { RateLimitStore } from './stores/rate-limit-store.js';
+import { blockOn, ServiceArguments } from './service/service-arguments.js';
 
 /** A quota limit no usage reaches, to read usage through peek: 2^52. */
 const USAGE_PROBE_LIMIT = 2 ** 52;
@@ -21,7 +20,6 @@ const USAGE_PROBE_LIMIT = 2 ** 52;
  */
 @Injectable()
 export class RateLimitService implements OnModuleDestroy {
-  private readonly resolved = new WeakMap<RateLimitPolicy, ResolvedPolicy>();
   /** The waiters of acquire(): they consume and give back on the same path as consume() and refund(). */
   private readonly waiting = new AcquireQueues({
     consume: async (item) => {
@@ -37,7 +35,11 @@ export class RateLimitService implements OnModuleDestroy {
     },
   });
 
-  constructor(private readonly limiter: RateLimiter) {}
+  private readonly args: ServiceArguments;
+
+  constructor(private readonly limiter: RateLimiter) {
+    this.args = new ServiceArguments(limiter.planner);
+  }
 
   /** Consumes `cost` (default 1) units of `policy` for `key`. */
   async consume(
@@ -56,9 +58,9 @@ export class RateLimitService implements OnModuleDestroy {
     items: { policy: RateLimitPolicy | string; key: string; cost?: number }[],
   ): Promise<RateLimitDecision[]> {
     const resolved = items.map(({ policy, key, cost }) => {
-      const p = this.resolve(policy);
+      const p = this.args.policy(policy);
       const shadow = (p.mode ?? this.limiter.options.mode) === 'shadow';
-      return { policy: p, key: this.checkKey(key, p), cost: this.checkAmount(cost ?? 1, p, 'cost'), shadow };
+      return { policy: p, key: this.args.key(key, p), cost: this.args.amount(cost ?? 1, p, 'cost'), shadow };
     });
     const decisions = await this.limiter.engine.call(
       resolved.map((i) => i.policy.name),
@@ -88,12 +90,12 @@ export class RateLimitService implements OnModuleDestroy {
     key: string,
     opts: { cost?: number; maxWaitMs: number; signal?: AbortSignal },
   ): Promise<RateLimitDecision> {
-    const p = this.resolve(policy);
-    const checked = this.checkKey(key, p);
+    const p = this.args.policy(policy);
+    const checked = this.args.key(key, p);
     const { maxWaitMs, signal } = checkAcquireOptions(opts, (field, problem) => {
       throw new RateLimitPolicyError(problem, { policy: p.name, field, where: 'RateLimitService' });
     });
-    const cost = this.checkAmount(opts.cost ?? 1, p, 'cost');
+    const cost = this.args.amount(opts.cost ?? 1, p, 'cost');
     return this.waiting.acquire({ policy: p, key: checked, cost, maxWaitMs, signal });
   }
 
@@ -104,16 +106,16 @@ export class RateLimitService implements OnModuleDestroy {
 
   /** How `key` stands under `policy`, consuming nothing. */
   async peek(policy: RateLimitPolicy | string, key: string): Promise<RateLimitDecision> {
-    const p = this.resolve(policy);
-    const item = { policy: p, key: this.checkKey(key, p) };
+    const p = this.args.policy(policy);
+    const item = { policy: p, key: this.args.key(key, p) };
     const [decision] = await this.limiter.engine.call([p.name], (store) => store.peek([item]), p);
     return decision;
   }
 
   /** Gives `amount` units back to `key` (never beyond the policy's capacity). */
   async refund(policy: RateLimitPolicy | string, key: string, amount: number): Promise<RateLimitDecision> {
-    const p = this.resolve(policy);
-    const item = { policy: p, key: this.checkKey(key, p), cost: this.checkAmount(amount, p, 'amount') };
+    const p = this.args.policy(policy);
+    const item = { policy: p, key: this.args.key(key, p), cost: this.args.amount(amount, p, 'amount') };
     this.limiter.engine.denyCache?.forget(p, item.key);
     const [decision] = await this.limiter.engine.call([p.name], (store) => store.refund([item]), p);
     return decision;
@@ -125,8 +127,8 @@ export class RateLimitService implements OnModuleDestroy {
    * @example await rateLimits.block('login-per-ip', 'ip:203.0.113.9', 3_600_000);
    */
   async block(policy: RateLimitPolicy | string, key: string, durationMs: number): Promise<void> {
-    const p = this.lookup(policy);
-    const item = { policy: p, key: this.checkKey(key, p) };
+    const p = this.args.lookup(policy);
+    const item = { policy: p, key: this.args.key(key, p) };
     if (!Number.isSafeInteger(durationMs) || durationMs < 1) {
       throw new RateLimitPolicyError(
         `durationMs must be a whole number of milliseconds >= 1, got ${JSON.stringify(durationMs)}`,
@@ -138,17 +140,17 @@ export class RateLimitService implements OnModuleDestroy {
 
   /** Lifts a block of `key` under `policy`, set by the policy's `block` or by block(). */
   async unblock(policy: RateLimitPolicy | string, key: string): Promise<void> {
-    const p = this.lookup(policy);
-    const item = { policy: p, key: this.checkKey(key, p) };
+    const p = this.args.lookup(policy);
+    const item = { policy: p, key: this.args.key(key, p) };
     this.limiter.engine.denyCache?.forget(p, item.key);
     await this.limiter.engine.call([p.name], (store) => blockOn(store, p).unblock([item]), p);
   }
 
   /** Forgets everything `key` has consumed under `policy`. */
   async reset(policy: RateLimitPolicy | string, key: string): Promise<void> {
-    const p = this.resolve(policy);
+    const p = this.args.policy(policy);
     this.limiter.engine.denyCache?.forget(p, key);
-    const item = { policy: p, key: this.checkKey(key, p) };
+    const item = { policy: p, key: this.args.key(key, p) };
     await this.limiter.engine.call([p.name], (store) => store.reset([item]), p);
   }
 
@@ -165,7 +167,7 @@ export class RateLimitService implements OnModuleDestroy {
     key: string,
     at?: Date,
   ): Promise<{ used: number; limit: number | undefined; periodStart: Date; periodEnd: Date }> {
-    const p = this.resolve(policy, true);
+    const p = this.args.policy(policy, true);
     if (p.quota === undefined) {
       throw new RateLimitPolicyError('usage() is for quota policies (algorithm: "quota")', {
         policy: p.name,
@@ -173,7 +175,7 @@ export class RateLimitService implements OnModuleDestroy {
         where: 'RateLimitService',
       });
     }
-    const checked = this.checkKey(key, p);
+    const checked = this.args.key(key, p);
     const nowMs = this.limiter.engine.now();
     const atMs = at?.getTime() ?? nowMs;
     if (!Number.isFinite(atMs)) {
@@ -203,70 +205,4 @@ export class RateLimitService implements OnModuleDestroy {
     const [decision] = await this.limiter.engine.call([p.name], (s) => s.peek([{ policy: probe, key: checked }]), p);
     return { used: USAGE_PROBE_LIMIT - decision.remaining, limit: declared, ...period };
   }
-
-  private resolve(policy: RateLimitPolicy | string, forUsage = false): ResolvedPolicy {
-    const resolved = this.lookup(policy);
-    if (!forUsage && (Number.isNaN(resolved.limit) || Number.isNaN(resolved.capacity))) {
-      const field = Number.isNaN(resolved.limit) ? 'limit' : 'burst';
-      throw new RateLimitPolicyError(
-        `has a ${field} that depends on the request; RateLimitService needs a number: pass the policy object with a numeric ${field} (the same name shares the state)`,
-        { policy: resolved.name, field, where: 'RateLimitService' },
-      );
-    }
-    return resolved;
-  }
-
-  private lookup(policy: RateLimitPolicy | string): ResolvedPolicy {
-    if (typeof policy === 'string') {
-      const named = this.limiter.planner.policyNamed(policy);
-      if (named === undefined) {
-        throw new RateLimitPolicyError(
-          'no policy of that name is declared in `defaults` or any @RateLimit; pass the policy object instead',
-          { policy, where: 'RateLimitService' },
-        );
-      }
-      return named;
-    }
-    let resolved = this.resolved.get(policy);
-    if (resolved === undefined) {
-      resolved = validatePolicy(policy, 'RateLimitService');
-      this.resolved.set(policy, resolved);
-    }
-    return resolved;
-  }
-
-  private checkKey(key: unknown, policy: ResolvedPolicy): string {
-    if (typeof key !== 'string' || key === '') {
-      throw new RateLimitPolicyError(`key must be a non-empty string, got ${JSON.stringify(key)}`, {
-        policy: policy.name,
-        field: 'key',
-        where: 'RateLimitService',
-      });
-    }
-    return key;
-  }
-
-  private checkAmount(amount: unknown, policy: ResolvedPolicy, field: string): number {
-    return checkCost(amount, (problem) => {
-      throw new RateLimitPolicyError(problem.replace('cost', field), {
-        policy: policy.name,
-        field,
-        where: 'RateLimitService',
-      });
-    });
-  }
-}
-
-/** A store's block and unblock, or an error naming the store that has none (a custom store). */
-function blockOn(store: RateLimitStore, policy: ResolvedPolicy): Required<Pick<RateLimitStore, 'block' | 'unblock'>> {
-  if (store.block === undefined || store.unblock === undefined) {
-    throw new RateLimitPolicyError(
-      `the store (${store.constructor.name}) cannot block keys: it has no block()/unblock()`,
-      {
-        policy: policy.name,
-        where: 'RateLimitService',
-      },
-    );
-  }
-  return { block: store.block.bind(store), unblock: store.unblock.bind(store) };
 }

@@ -1,0 +1,85 @@
+import type { RoutePlanner } from '../planning/route-planner.js';
+import { RateLimitPolicyError } from '../policy/policy.errors.js';
+import type { RateLimitPolicy, ResolvedPolicy } from '../policy/policy.types.js';
+import { checkCost, validatePolicy } from '../policy/validate-policy.js';
+import type { RateLimitStore } from '../stores/rate-limit-store.js';
+
+/** The arguments of RateLimitService's methods, checked: a bad one is a RateLimitPolicyError that says what. */
+export class ServiceArguments {
+  private readonly resolved = new WeakMap<RateLimitPolicy, ResolvedPolicy>();
+
+  constructor(private readonly planner: RoutePlanner) {}
+
+  /** A policy given to the service; a limit that is a function of the request is refused (but for usage). */
+  policy(policy: RateLimitPolicy | string, forUsage = false): ResolvedPolicy {
+    const resolved = this.lookup(policy);
+    if (!forUsage && (Number.isNaN(resolved.limit) || Number.isNaN(resolved.capacity))) {
+      const field = Number.isNaN(resolved.limit) ? 'limit' : 'burst';
+      throw new RateLimitPolicyError(
+        `has a ${field} that depends on the request; RateLimitService needs a number: pass the policy object with a numeric ${field} (the same name shares the state)`,
+        { policy: resolved.name, field, where: 'RateLimitService' },
+      );
+    }
+    return resolved;
+  }
+
+  /** A policy by name (declared in `defaults` or any @RateLimit) or as an object, validated once. */
+  lookup(policy: RateLimitPolicy | string): ResolvedPolicy {
+    if (typeof policy === 'string') {
+      const named = this.planner.policyNamed(policy);
+      if (named === undefined) {
+        throw new RateLimitPolicyError(
+          'no policy of that name is declared in `defaults` or any @RateLimit; pass the policy object instead',
+          { policy, where: 'RateLimitService' },
+        );
+      }
+      return named;
+    }
+    let resolved = this.resolved.get(policy);
+    if (resolved === undefined) {
+      resolved = validatePolicy(policy, 'RateLimitService');
+      this.resolved.set(policy, resolved);
+    }
+    return resolved;
+  }
+
+  /** A key: a non-empty string. */
+  key(key: unknown, policy: ResolvedPolicy): string {
+    if (typeof key !== 'string' || key === '') {
+      throw new RateLimitPolicyError(`key must be a non-empty string, got ${JSON.stringify(key)}`, {
+        policy: policy.name,
+        field: 'key',
+        where: 'RateLimitService',
+      });
+    }
+    return key;
+  }
+
+  /** A cost or an amount: a non-negative integer. */
+  amount(amount: unknown, policy: ResolvedPolicy, field: string): number {
+    return checkCost(amount, (problem) => {
+      throw new RateLimitPolicyError(problem.replace('cost', field), {
+        policy: policy.name,
+        field,
+        where: 'RateLimitService',
+      });
+    });
+  }
+}
+
+/** A store's block and unblock, or an error naming the store that has none (a custom store). */
+export function blockOn(
+  store: RateLimitStore,
+  policy: ResolvedPolicy,
+): Required<Pick<RateLimitStore, 'block' | 'unblock'>> {
+  if (store.block === undefined || store.unblock === undefined) {
+    throw new RateLimitPolicyError(
+      `the store (${store.constructor.name}) cannot block keys: it has no block()/unblock()`,
+      {
+        policy: policy.name,
+        where: 'RateLimitService',
+      },
+    );
+  }
+  return { block: store.block.bind(store), unblock: store.unblock.bind(store) };
+}
