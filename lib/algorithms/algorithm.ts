@@ -29,3 +29,11 @@ export function ceilDiv(a: number, b: number): number {
   const q = Math.floor(a / b);
   return q * b < a ? q + 1 : q;
 }
+
+/**
+ * The columns of an SQL twin's decision: StepResult as SQL (new_st NULL for undefined, allowed 0/1, retry_ms -1
+ * for Infinity), and how the key stands before the step: the remaining and reset_ms of a cost of 0, which a
+ * request denied by another of its items reports for this one.
+ */
+export const SQL_DECISION =
+  'new_st text, allowed int, remaining bigint, reset_ms bigint, retry_ms bigint, remaining_now bigint, reset_now bigint';

@@ -1,4 +1,4 @@
-import type { StepResult } from './algorithm.js';
+import { SQL_DECISION, type StepResult } from './algorithm.js';
 
 /** Units counted in one period: the period's key (a window index, or a quota period's start) and the count. */
 export interface PeriodCount {
@@ -93,40 +93,40 @@ local function period_refund(st, period, amount)
 end
 `;
 
-/** PL/pgSQL twin of newestPeriod, stepPeriod and refundPeriod, on the state string "<period>:<count>". */
+/**
+ * SQL twin of newestPeriod, stepPeriod and refundPeriod, on the state string "<period>:<count>". Inlinable SQL
+ * functions: the planner expands them into the statement that calls them, which is planned once per connection
+ * with them. A decoded value sits in a subquery with OFFSET 0, computed once rather than once per use. States
+ * are checked with `~` and split apart without the regular expression: regexp_match with capture groups
+ * costs some 30 µs a call, `~` under 1 µs.
+ */
 export const periodCounterSql = (S: string): string => `
 CREATE OR REPLACE FUNCTION ${S}.rl_period_newest(st text, period bigint) RETURNS bigint
 LANGUAGE sql IMMUTABLE AS $fn$
-  SELECT CASE WHEN st ~ '^-?[0-9]+:[0-9]+$' AND split_part(st, ':', 1)::bigint > period
-    THEN split_part(st, ':', 1)::bigint ELSE period END
+  SELECT CASE WHEN st ~ '^-?[0-9]+:[0-9]+$' THEN greatest(period, split_part(st, ':', 1)::bigint) ELSE period END
 $fn$;
 
-CREATE OR REPLACE FUNCTION ${S}.rl_period_step(st text, period bigint, period_end bigint, lim bigint, cost bigint,
-  OUT new_st text, OUT allowed int, OUT remaining bigint, OUT reset_ms bigint, OUT retry_ms bigint)
-LANGUAGE plpgsql IMMUTABLE AS $fn$
-DECLARE
-  cnt bigint := 0;
-BEGIN
-  IF st ~ '^-?[0-9]+:[0-9]+$' AND split_part(st, ':', 1)::bigint = period THEN cnt := split_part(st, ':', 2)::bigint; END IF;
-  IF cost > lim THEN
-    new_st := st; allowed := 0; remaining := greatest(0, lim - cnt);
-    reset_ms := CASE WHEN cnt > 0 THEN period_end ELSE 0 END; retry_ms := -1; RETURN;
-  END IF;
-  IF cnt + cost <= lim THEN
-    IF cnt + cost = 0 THEN new_st := NULL; allowed := 1; remaining := lim; reset_ms := 0; retry_ms := 0; RETURN; END IF;
-    new_st := period || ':' || (cnt + cost); allowed := 1; remaining := lim - cnt - cost; reset_ms := period_end; retry_ms := 0;
-    RETURN;
-  END IF;
-  new_st := st; allowed := 0; remaining := greatest(0, lim - cnt); reset_ms := period_end; retry_ms := period_end;
-END $fn$;
+-- at most lim units in the period "period", which ends period_end ms from now
+CREATE OR REPLACE FUNCTION ${S}.rl_period_decision(st text, period bigint, period_end bigint, lim bigint, cost bigint)
+RETURNS TABLE (${SQL_DECISION})
+LANGUAGE sql IMMUTABLE AS $fn$
+  SELECT
+    CASE WHEN NOT c.ok THEN st WHEN c.n + cost > 0 THEN period::text || ':' || (c.n + cost)::text END,
+    c.ok::int,
+    CASE WHEN c.ok THEN lim - c.n - cost ELSE greatest(0, lim - c.n) END,
+    CASE WHEN c.ok AND c.n + cost = 0 OR NOT c.ok AND c.n = 0 THEN 0 ELSE period_end END,
+    CASE WHEN c.ok THEN 0 WHEN cost > lim THEN -1 ELSE period_end END,
+    greatest(0, lim - c.n),
+    CASE WHEN c.n > 0 THEN period_end ELSE 0 END
+  FROM (SELECT d.n, cost <= lim AND d.n + cost <= lim AS ok FROM (
+    SELECT CASE WHEN r.v[1] = period THEN r.v[2] ELSE 0 END AS n
+    FROM (SELECT CASE WHEN st ~ '^-?[0-9]+:[0-9]+$' THEN string_to_array(st, ':')::bigint[] END AS v OFFSET 0) r
+    OFFSET 0) d) c
+$fn$;
 
-CREATE OR REPLACE FUNCTION ${S}.rl_period_refund(st text, period bigint, amount bigint) RETURNS text
-LANGUAGE plpgsql IMMUTABLE AS $fn$
-DECLARE
-  cnt bigint;
-BEGIN
-  IF st IS NULL OR st !~ '^-?[0-9]+:[0-9]+$' OR split_part(st, ':', 1)::bigint <> period THEN RETURN NULL; END IF;
-  cnt := greatest(0, split_part(st, ':', 2)::bigint - amount);
-  RETURN CASE WHEN cnt > 0 THEN period || ':' || cnt END;
-END $fn$;
+CREATE OR REPLACE FUNCTION ${S}.rl_period_refunded(st text, period bigint, amount bigint) RETURNS TABLE (new_st text)
+LANGUAGE sql IMMUTABLE AS $fn$
+  SELECT CASE WHEN r.v[1] = period AND r.v[2] - amount > 0 THEN period::text || ':' || (r.v[2] - amount)::text END
+  FROM (SELECT CASE WHEN st ~ '^-?[0-9]+:[0-9]+$' THEN string_to_array(st, ':')::bigint[] END AS v OFFSET 0) r
+$fn$;
 `;

@@ -1,11 +1,17 @@
+import { request as httpRequest } from 'node:http';
+import type { AddressInfo, Server } from 'node:net';
+
 import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 
-import { RateLimitStore } from '../../lib/index.js';
+import { RateLimitService, RateLimitStore } from '../../lib/index.js';
+import { RateLimiter } from '../../lib/rate-limiter.js';
+import { PROVIDER_KEY, PROVIDER_RPM } from '../../sample-app/ai-provider.service.js';
 import { AppModule, rateLimitOptions } from '../../sample-app/app.module.js';
 import { FakeClock } from '../support/fake-clock.js';
-import { ADAPTERS, createApp } from '../support/nest-app.js';
+import { ADAPTERS } from '../support/nest-app.js';
+import { startSampleApp, TestNetwork, until } from './harness.js';
 
 /** A multiple of 60 000 ms, so the sliding-window-counter's `t` is exact. */
 const MINUTE_START = 1_699_999_980_000;
@@ -31,8 +37,15 @@ describe('rateLimitOptions', () => {
 describe.each(ADAPTERS)('the sample app on %s (the README walkthrough)', (adapter) => {
   let app: INestApplication;
   let clock: FakeClock;
+  let network: TestNetwork;
   const savedRedisUrl = process.env.REDIS_URL;
   const http = () => request(app.getHttpServer());
+  /** Once the refunds of the responses already sent (count: 'failed', concurrency leases) are in the store. */
+  const refundsSettled = () => app.get(RateLimiter).refundsSettled();
+  const remaining = async (policy: string, key: string) => {
+    await refundsSettled();
+    return (await app.get(RateLimitService).peek(policy, key)).remaining;
+  };
   const login = (username: string, password: string, forwardedFor?: string) => {
     const req = http().post('/auth/login').send({ username, password });
     return forwardedFor === undefined ? req : req.set('X-Forwarded-For', forwardedFor);
@@ -49,9 +62,12 @@ describe.each(ADAPTERS)('the sample app on %s (the README walkthrough)', (adapte
 
   beforeEach(async () => {
     delete process.env.REDIS_URL; // the in-memory store, whatever the environment
-    ({ app, clock } = await createApp(adapter, { imports: [AppModule] }, new FakeClock(MINUTE_START)));
+    clock = new FakeClock(MINUTE_START);
+    network = new TestNetwork();
+    app = await startSampleApp(adapter, clock, network);
   });
   afterEach(async () => {
+    network.release();
     await app.close();
     if (savedRedisUrl !== undefined) process.env.REDIS_URL = savedRedisUrl;
   });
@@ -65,7 +81,7 @@ describe.each(ADAPTERS)('the sample app on %s (the README walkthrough)', (adapte
     }
   });
 
-  it('POST /auth/login: 5 attempts per account, then 429 with Retry-After; other accounts still log in', async () => {
+  it('POST /auth/login: 5 failed attempts per account, then 429 with Retry-After; other accounts still log in', async () => {
     for (let i = 1; i <= 5; i++) {
       const res = await login('alice', 'wrong');
       expect(res.status).toBe(401);
@@ -101,7 +117,37 @@ describe.each(ADAPTERS)('the sample app on %s (the README walkthrough)', (adapte
     expect((await login('alice', 'correct-horse')).status).toBe(200);
   });
 
+  it('POST /auth/login: counts failed logins only: successful ones give their unit back, the 6th failure is 429', async () => {
+    // Each success is charged while it runs (r=4) and refunded once answered: ten of them never exhaust 5.
+    for (let i = 0; i < 10; i++) {
+      const res = await login('alice', 'correct-horse');
+      expect(res.status).toBe(200);
+      expect(item(res, 'login-account')).toBe('"login-account";r=4;t=900');
+      await refundsSettled();
+    }
+    // Failures stay counted, successes between them still cost nothing.
+    for (let i = 1; i <= 5; i++) {
+      const failed = await login('alice', 'wrong');
+      expect(failed.status).toBe(401);
+      expect(item(failed, 'login-account')).toBe(`"login-account";r=${5 - i};t=900`);
+      if (i < 5) expect((await login('alice', 'correct-horse')).status).toBe(200);
+      await refundsSettled();
+    }
+    expect(await remaining('login-account', 'account:alice')).toBe(0);
+    const sixth = await login('alice', 'wrong');
+    expect(sixth.status).toBe(429);
+    expect(sixth.headers['retry-after']).toBe('900');
+    expect(sixth.body).toMatchObject({ code: 'RATE_LIMITED', policy: 'login-account', retryAfter: 900 });
+    // Per account: bob's budget is whole.
+    expect(item(await login('bob', 'wrong'), 'login-account')).toBe('"login-account";r=4;t=900');
+  });
+
   it('POST /auth/login: 20 attempts per client IP, X-Forwarded-For believed from loopback', async () => {
+    // Successful logins from one address (an office behind NAT) are given back: 25 of them do not reach 20.
+    for (let i = 0; i < 25; i++) {
+      expect((await login(`member${i}`, 'correct-horse')).status).toBe(200);
+      await refundsSettled();
+    }
     for (let i = 0; i < 20; i++) expect((await login(`user${i}`, 'wrong')).status).toBe(401);
     const blocked = await login('carol', 'correct-horse');
     expect(blocked.status).toBe(429);
@@ -129,11 +175,13 @@ describe.each(ADAPTERS)('the sample app on %s (the README walkthrough)', (adapte
     const res = await complete('demo-key-alice', { prompt: 'Hello', maxTokens: 16 });
     expect(res.status).toBe(200);
     expect(res.headers['ratelimit-policy']).toBe(
-      '"per-user";q=100;w=60, "ai-tokens";q=20000;w=120, "ai-monthly";q=50000;w=2678400',
+      '"per-user";q=100;w=60, "ai-concurrent";q=2;qu="concurrent-requests", "ai-tokens";q=20000;w=120, "ai-monthly";q=50000;w=2678400',
     );
-    // per-user is keyed by alice (not the IP) because ApiKeyGuard ran first; the AI policies as they stood
-    // before the handler's charge.
-    expect(res.headers['ratelimit']).toBe('"per-user";r=99;t=120, "ai-tokens";r=20000;t=0, "ai-monthly";r=50000;t=0');
+    // per-user is keyed by alice (not the IP) because ApiKeyGuard ran first; this call holds one of alice's 2
+    // leases; the token policies as they stood before the handler's charge.
+    expect(res.headers['ratelimit']).toBe(
+      '"per-user";r=99;t=120, "ai-concurrent";r=1;t=300, "ai-tokens";r=20000;t=0, "ai-monthly";r=50000;t=0',
+    );
     expect(res.body).toEqual({
       completion: '(fake completion: 8 tokens for a 2-token prompt)',
       usage: { promptTokens: 2, completionTokens: 8, totalTokens: 10 },
@@ -200,6 +248,83 @@ describe.each(ADAPTERS)('the sample app on %s (the README walkthrough)', (adapte
     expect((await complete('demo-key-alice', huge)).status).toBe(429);
     clock.advance(1);
     expect((await complete('demo-key-alice', huge)).status).toBe(200);
+  });
+
+  it('POST /ai/complete: 2 completions of a user run at once; a third is refused while they run; the leases come back', async () => {
+    const hello = { prompt: 'Hello', maxTokens: 16 };
+    network.holding = true;
+    const running = Promise.all([complete('demo-key-alice', hello), complete('demo-key-alice', hello)]);
+    await until(() => network.inFlight === 2);
+    expect(await remaining('ai-concurrent', 'user:alice')).toBe(0);
+
+    const third = await complete('demo-key-alice', hello);
+    expect(third.status).toBe(429);
+    expect(third.body).toMatchObject({ statusCode: 429, code: 'RATE_LIMITED', policy: 'ai-concurrent' });
+    expect(item(third, 'ai-concurrent')).toBe('"ai-concurrent";r=0;t=300');
+    expect(network.roundTrips).toBe(2); // refused before the handler: no model call, no tokens charged
+    // Per user: bob's completion runs beside alice's two.
+    const bobs = complete('demo-key-bob', hello).then((res) => res);
+    await until(() => network.inFlight === 3);
+
+    network.release();
+    expect((await running).map((res) => res.status)).toEqual([200, 200]);
+    expect((await bobs).status).toBe(200);
+    expect(await remaining('ai-concurrent', 'user:alice')).toBe(2);
+    expect(await remaining('ai-tokens', 'user:alice')).toBe(20_000 - 2 * 10); // the refused third paid nothing
+    clock.advance(2_000); // a slot of the provider's budget (3 at once, then one every 2 s), for the next call
+    const next = await complete('demo-key-alice', hello);
+    expect(next.status).toBe(200);
+    expect(item(next, 'ai-concurrent')).toBe('"ai-concurrent";r=1;t=300');
+  });
+
+  it("POST /ai/complete: 429 with the provider's Retry-After when its budget has no slot in time; nothing charged", async () => {
+    // The provider's budget is out for a minute, far past the 5 s a completion may wait for it.
+    await app.get(RateLimitService).block(PROVIDER_RPM, PROVIDER_KEY, 60_000);
+    const res = await complete('demo-key-alice', { prompt: 'Hello', maxTokens: 16 });
+    expect(res.status).toBe(429);
+    expect(res.headers['retry-after']).toBe('60');
+    expect(res.body).toEqual({
+      statusCode: 429,
+      error: 'Too Many Requests',
+      code: 'RATE_LIMITED',
+      message: 'The AI provider is at its limit of 30 requests per minute for this service; retry in 60 s',
+      policy: 'provider-rpm',
+      retryAfter: 60,
+    });
+    expect(network.roundTrips).toBe(0);
+    // The estimate went back to alice's bucket and month, and her lease came back with the response.
+    expect(await remaining('ai-tokens', 'user:alice')).toBe(20_000);
+    expect((await http().get('/ai/usage').set('x-api-key', 'demo-key-alice')).body.used).toBe(0);
+    expect(await remaining('ai-concurrent', 'user:alice')).toBe(2);
+
+    clock.advance(60_000);
+    expect((await complete('demo-key-alice', { prompt: 'Hello', maxTokens: 16 })).status).toBe(200);
+    expect(network.roundTrips).toBe(1);
+  });
+
+  it('POST /ai/complete: a client that goes away stops its model call and is charged nothing', async () => {
+    await app.listen(0, '127.0.0.1');
+    const { port } = (app.getHttpServer() as Server).address() as AddressInfo;
+    network.holding = true;
+    const req = httpRequest({
+      host: '127.0.0.1',
+      port,
+      path: '/ai/complete',
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': 'demo-key-alice' },
+    });
+    const closed = new Promise((resolve) => req.once('close', resolve));
+    req.on('error', () => undefined); // the socket is destroyed on purpose
+    req.end(JSON.stringify({ prompt: 'Hello', maxTokens: 16 }));
+    await until(() => network.inFlight === 1);
+    req.destroy();
+    await closed;
+
+    await until(() => network.aborted === 1); // the provider's round trip was aborted, not awaited to its end
+    await until(async () => (await remaining('ai-tokens', 'user:alice')) === 20_000);
+    expect((await http().get('/ai/usage').set('x-api-key', 'demo-key-alice')).body.used).toBe(0);
+    expect(await remaining('ai-concurrent', 'user:alice')).toBe(2);
+    expect(network.roundTrips).toBe(1);
   });
 
   it('GET /reports/export: rows=40000 twice, the second gets 429 with Retry-After', async () => {

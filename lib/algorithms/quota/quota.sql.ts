@@ -1,17 +1,20 @@
+import { SQL_DECISION } from '../algorithm.js';
+
 /**
- * PL/pgSQL twin of quota.ts: the period counter with the period's start as its key. Its state is a row of the
- * durable table rate_limit_quota_usage (key, period), presented as "<period start ms>:<used>"; w carries the
- * period's start and cap its end, in ms since the epoch.
+ * SQL twin of quota.ts: the period counter with the period's start as its key. Its state is a row of the
+ * durable table rate_limit_quota_usage (key, period), presented as "<period start ms>:<used>"; the caller
+ * reads the key's newest period that is not older than this instance's and passes its edges, start_ms and
+ * end_ms, in ms since the epoch (a clock ahead may have begun the next period, which then counts).
  */
 export const quotaSql = (S: string): string => `
-CREATE OR REPLACE FUNCTION ${S}.rl_quota_step(st text, lim bigint, w bigint, cap bigint, now_ms bigint, cost bigint,
-  OUT new_st text, OUT allowed int, OUT remaining bigint, OUT reset_ms bigint, OUT retry_ms bigint)
+CREATE OR REPLACE FUNCTION ${S}.rl_quota_decision(st text, lim bigint, start_ms bigint, end_ms bigint, now_ms bigint,
+  cost bigint) RETURNS TABLE (${SQL_DECISION})
 LANGUAGE sql IMMUTABLE AS $fn$
-  SELECT * FROM ${S}.rl_period_step(st, w, cap - now_ms, lim, cost)
+  SELECT * FROM ${S}.rl_period_decision(st, start_ms, end_ms - now_ms, lim, cost)
 $fn$;
 
-CREATE OR REPLACE FUNCTION ${S}.rl_quota_refund(st text, lim bigint, w bigint, cap bigint, now_ms bigint, amount bigint)
-RETURNS text LANGUAGE sql IMMUTABLE AS $fn$
-  SELECT ${S}.rl_period_refund(st, w, amount)
+CREATE OR REPLACE FUNCTION ${S}.rl_quota_refunded(st text, start_ms bigint, amount bigint) RETURNS TABLE (new_st text)
+LANGUAGE sql IMMUTABLE AS $fn$
+  SELECT * FROM ${S}.rl_period_refunded(st, start_ms, amount)
 $fn$;
 `;

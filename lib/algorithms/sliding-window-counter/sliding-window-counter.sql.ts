@@ -1,70 +1,52 @@
+import { SQL_DECISION } from '../algorithm.js';
+
 /**
- * PL/pgSQL twin of sliding-window-counter.ts. State string: "<window index>:<current>:<previous>".
+ * SQL twin of sliding-window-counter.ts. State string: "<window index>:<current>:<previous>". rl_swc_window
+ * gives the window a key counts in (this instance's, or the later one the key holds: a clock ahead wrote it),
+ * the key's time and the two counts; a cost beyond the limit never fits, and is not multiplied (cost × w could
+ * leave bigint).
  */
 export const slidingWindowCounterSql = (S: string): string => `
--- The window a key counts in: this instance's, or the later one the key holds (a clock ahead wrote it).
-CREATE OR REPLACE FUNCTION ${S}.rl_swc_newest(st text, idx bigint) RETURNS bigint
+CREATE OR REPLACE FUNCTION ${S}.rl_swc_window(st text, w bigint, now_ms bigint)
+RETURNS TABLE (idx bigint, at_ms bigint, cur bigint, prev bigint)
 LANGUAGE sql IMMUTABLE AS $fn$
-  SELECT CASE WHEN st ~ '^-?[0-9]+:[0-9]+:[0-9]+$' AND split_part(st, ':', 1)::bigint > idx
-    THEN split_part(st, ':', 1)::bigint ELSE idx END
+  SELECT n.idx, greatest(now_ms, n.idx * w),
+    CASE WHEN n.sw = n.idx THEN n.sc ELSE 0 END,
+    CASE WHEN n.sw = n.idx THEN n.sp WHEN n.sw = n.idx - 1 THEN n.sc ELSE 0 END
+  FROM (SELECT d.sw, d.sc, d.sp, CASE WHEN d.sw > now_ms / w THEN d.sw ELSE now_ms / w END AS idx
+    FROM (SELECT r.v[1] AS sw, r.v[2] AS sc, r.v[3] AS sp
+      FROM (SELECT CASE WHEN st ~ '^-?[0-9]+:[0-9]+:[0-9]+$' THEN string_to_array(st, ':')::bigint[] END AS v OFFSET 0) r
+      OFFSET 0) d OFFSET 0) n
 $fn$;
 
-CREATE OR REPLACE FUNCTION ${S}.rl_swc_normalize(st text, idx bigint, OUT cur bigint, OUT prev bigint)
-LANGUAGE plpgsql IMMUTABLE AS $fn$
-DECLARE
-  w bigint;
-BEGIN
-  cur := 0; prev := 0;
-  IF st IS NULL OR st !~ '^-?[0-9]+:[0-9]+:[0-9]+$' THEN RETURN; END IF;
-  w := split_part(st, ':', 1)::bigint;
-  IF w = idx THEN cur := split_part(st, ':', 2)::bigint; prev := split_part(st, ':', 3)::bigint;
-  ELSIF w = idx - 1 THEN prev := split_part(st, ':', 2)::bigint; END IF;
-END $fn$;
+CREATE OR REPLACE FUNCTION ${S}.rl_swc_decision(st text, lim bigint, w bigint, now_ms bigint, cost bigint)
+RETURNS TABLE (${SQL_DECISION})
+LANGUAGE sql IMMUTABLE AS $fn$
+  SELECT
+    CASE WHEN NOT v.ok THEN st
+      WHEN v.cur + cost > 0 OR v.prev > 0 THEN v.idx::text || ':' || (v.cur + cost)::text || ':' || v.prev::text END,
+    v.ok::int,
+    CASE WHEN v.ok THEN (lim * w - v.used - v.need) / w ELSE greatest(0, lim * w - v.used) / w END,
+    CASE WHEN CASE WHEN v.ok THEN v.cur + cost ELSE v.cur END > 0 THEN (v.idx + 2) * w - now_ms
+      WHEN v.prev > 0 THEN (v.idx + 1) * w - now_ms ELSE 0 END,
+    CASE WHEN v.ok THEN 0 WHEN cost > lim THEN -1
+      -- fits later in this window, once the previous window's weight has decayed enough (prev > 0 here)
+      WHEN v.cur + cost <= lim THEN w - ((lim - v.cur - cost) * w) / v.prev - (v.at_ms - v.idx * w) + (v.at_ms - now_ms)
+      -- only in the next window, where this window's count becomes the decaying one (cur > 0 here)
+      ELSE (v.idx + 1) * w + greatest(0, w - ((lim - cost) * w) / v.cur) - now_ms END,
+    greatest(0, lim * w - v.used) / w,
+    CASE WHEN v.cur > 0 THEN (v.idx + 2) * w - now_ms WHEN v.prev > 0 THEN (v.idx + 1) * w - now_ms ELSE 0 END
+  FROM (SELECT k.*, u.used, u.need, cost <= lim AND u.used + u.need <= lim * w AS ok
+    FROM ${S}.rl_swc_window(st, w, now_ms) k,
+      LATERAL (SELECT k.cur * w + k.prev * (w - (k.at_ms - k.idx * w)) AS used,
+        CASE WHEN cost > lim THEN 0 ELSE cost * w END AS need OFFSET 0) u OFFSET 0) v
+$fn$;
 
-CREATE OR REPLACE FUNCTION ${S}.rl_swc_step(st text, lim bigint, w bigint, cap bigint, now_ms bigint, cost bigint,
-  OUT new_st text, OUT allowed int, OUT remaining bigint, OUT reset_ms bigint, OUT retry_ms bigint)
-LANGUAGE plpgsql IMMUTABLE AS $fn$
-DECLARE
-  idx bigint := ${S}.rl_swc_newest(st, now_ms / w);
-  at_ms bigint := greatest(now_ms, ${S}.rl_swc_newest(st, now_ms / w) * w);
-  elapsed bigint := at_ms - idx * w;
-  n record;
-  used bigint;
-  capacity bigint := lim * w;
-  nxt bigint;
-  -- a cost beyond the limit never fits (and cost × w could leave bigint)
-  need bigint := CASE WHEN cost > lim THEN 0 ELSE cost * w END;
-BEGIN
-  n := ${S}.rl_swc_normalize(st, idx);
-  used := n.cur * w + n.prev * (w - elapsed);
-  IF cost <= lim AND used + need <= capacity THEN
-    nxt := n.cur + cost;
-    new_st := CASE WHEN nxt > 0 OR n.prev > 0 THEN idx || ':' || nxt || ':' || n.prev END;
-    allowed := 1; remaining := (capacity - used - need) / w; retry_ms := 0;
-    reset_ms := CASE WHEN nxt > 0 THEN (idx + 2) * w - now_ms WHEN n.prev > 0 THEN (idx + 1) * w - now_ms ELSE 0 END;
-    RETURN;
-  END IF;
-  new_st := st; allowed := 0; remaining := greatest(0, capacity - used) / w;
-  reset_ms := CASE WHEN n.cur > 0 THEN (idx + 2) * w - now_ms WHEN n.prev > 0 THEN (idx + 1) * w - now_ms ELSE 0 END;
-  IF cost > lim THEN retry_ms := -1;
-  ELSIF n.cur + cost <= lim THEN retry_ms := w - ((lim - n.cur - cost) * w) / n.prev - elapsed + (at_ms - now_ms);
-  ELSE retry_ms := (idx + 1) * w + greatest(0, w - ((lim - cost) * w) / n.cur) - now_ms;
-  END IF;
-END $fn$;
-
-CREATE OR REPLACE FUNCTION ${S}.rl_swc_refund(st text, lim bigint, w bigint, cap bigint, now_ms bigint, amount bigint)
-RETURNS text LANGUAGE plpgsql IMMUTABLE AS $fn$
-DECLARE
-  idx bigint := ${S}.rl_swc_newest(st, now_ms / w);
-  n record;
-  from_cur bigint;
-  nc bigint;
-  np bigint;
-BEGIN
-  n := ${S}.rl_swc_normalize(st, idx);
-  from_cur := least(n.cur, amount);
-  np := greatest(0, n.prev - (amount - from_cur));
-  nc := n.cur - from_cur;
-  RETURN CASE WHEN nc > 0 OR np > 0 THEN idx || ':' || nc || ':' || np END;
-END $fn$;
+CREATE OR REPLACE FUNCTION ${S}.rl_swc_refunded(st text, w bigint, now_ms bigint, amount bigint)
+RETURNS TABLE (new_st text)
+LANGUAGE sql IMMUTABLE AS $fn$
+  SELECT CASE WHEN n.nc > 0 OR n.np > 0 THEN n.idx::text || ':' || n.nc::text || ':' || n.np::text END
+  FROM (SELECT k.idx, k.cur - least(k.cur, amount) AS nc, greatest(0, k.prev - (amount - least(k.cur, amount))) AS np
+    FROM ${S}.rl_swc_window(st, w, now_ms) k OFFSET 0) n
+$fn$;
 `;

@@ -1,53 +1,45 @@
+import { SQL_DECISION } from '../algorithm.js';
+
 /**
- * PL/pgSQL twin of token-bucket.ts. State string: "<tokens scaled by window_ms>:<time in ms they were counted at>".
+ * SQL twin of token-bucket.ts. State string: "<tokens scaled by window_ms>:<time in ms they were counted at>".
+ * rl_tb_tokens gives the tokens at now_ms and the time they are counted at; a cost beyond the capacity never
+ * fits, and is not multiplied (cost × w could leave bigint).
  */
 export const tokenBucketSql = (S: string): string => `
-CREATE OR REPLACE FUNCTION ${S}.rl_tb_refill(st text, full_units bigint, lim bigint, now_ms bigint,
-  OUT tokens bigint, OUT at_ms bigint)
-LANGUAGE plpgsql IMMUTABLE AS $fn$
-DECLARE
-  t bigint;
-  a bigint;
-BEGIN
-  IF st IS NULL OR st !~ '^[0-9]+:-?[0-9]+$' THEN tokens := full_units; at_ms := now_ms; RETURN; END IF;
-  t := split_part(st, ':', 1)::bigint;
-  a := split_part(st, ':', 2)::bigint;
-  IF now_ms - a <= 0 THEN tokens := least(full_units, t); at_ms := a; RETURN; END IF;
-  -- least() before the product could overflow: elapsed beyond the time to fill up refills to full
-  IF now_ms - a >= full_units / lim + 1 THEN tokens := full_units;
-  ELSE tokens := least(full_units, t + (now_ms - a) * lim); END IF;
-  at_ms := now_ms;
-END $fn$;
+CREATE OR REPLACE FUNCTION ${S}.rl_tb_tokens(st text, full_units bigint, lim bigint, now_ms bigint)
+RETURNS TABLE (tokens bigint, at_ms bigint)
+LANGUAGE sql IMMUTABLE AS $fn$
+  SELECT
+    CASE WHEN d.t IS NULL THEN full_units WHEN now_ms - d.a <= 0 THEN least(full_units, d.t)
+      -- least() before the product could overflow: elapsed beyond the time to fill up refills to full
+      WHEN now_ms - d.a >= full_units / lim + 1 THEN full_units ELSE least(full_units, d.t + (now_ms - d.a) * lim) END,
+    CASE WHEN d.t IS NOT NULL AND now_ms - d.a <= 0 THEN d.a ELSE now_ms END
+  FROM (SELECT r.v[1] AS t, r.v[2] AS a
+    FROM (SELECT CASE WHEN st ~ '^[0-9]+:-?[0-9]+$' THEN string_to_array(st, ':')::bigint[] END AS v OFFSET 0) r OFFSET 0) d
+$fn$;
 
-CREATE OR REPLACE FUNCTION ${S}.rl_tb_step(st text, lim bigint, w bigint, cap bigint, now_ms bigint, cost bigint,
-  OUT new_st text, OUT allowed int, OUT remaining bigint, OUT reset_ms bigint, OUT retry_ms bigint)
-LANGUAGE plpgsql IMMUTABLE AS $fn$
-DECLARE
-  full_units bigint := cap * w;
-  r record;
-  -- a cost beyond the capacity never fits (and cost × w could leave bigint)
-  need bigint := CASE WHEN cost > cap THEN 0 ELSE cost * w END;
-BEGIN
-  r := ${S}.rl_tb_refill(st, full_units, lim, now_ms);
-  IF cost > cap OR need > r.tokens THEN
-    new_st := st; allowed := 0; remaining := r.tokens / w; reset_ms := ${S}.rl_ceil_div(full_units - r.tokens, lim);
-    retry_ms := CASE WHEN cost > cap THEN -1 ELSE ${S}.rl_ceil_div(need - r.tokens, lim) END;
-    RETURN;
-  END IF;
-  new_st := CASE WHEN r.tokens - need < full_units THEN (r.tokens - need) || ':' || r.at_ms END;
-  allowed := 1; remaining := (r.tokens - need) / w;
-  reset_ms := ${S}.rl_ceil_div(full_units - r.tokens + need, lim); retry_ms := 0;
-END $fn$;
+CREATE OR REPLACE FUNCTION ${S}.rl_tb_decision(st text, lim bigint, w bigint, cap bigint, now_ms bigint, cost bigint)
+RETURNS TABLE (${SQL_DECISION})
+LANGUAGE sql IMMUTABLE AS $fn$
+  SELECT
+    CASE WHEN NOT v.ok THEN st WHEN v.tokens - v.need < v.full_units THEN (v.tokens - v.need)::text || ':' || v.at_ms::text END,
+    v.ok::int,
+    CASE WHEN v.ok THEN (v.tokens - v.need) / w ELSE v.tokens / w END,
+    ${S}.rl_ceil_div(v.full_units - v.tokens + CASE WHEN v.ok THEN v.need ELSE 0 END, lim),
+    CASE WHEN v.ok THEN 0 WHEN cost > cap THEN -1 ELSE ${S}.rl_ceil_div(v.need - v.tokens, lim) END,
+    v.tokens / w,
+    ${S}.rl_ceil_div(v.full_units - v.tokens, lim)
+  FROM (SELECT r.tokens, r.at_ms, f.full_units, f.need, cost <= cap AND f.need <= r.tokens AS ok
+    FROM (SELECT cap * w AS full_units, CASE WHEN cost > cap THEN 0 ELSE cost * w END AS need OFFSET 0) f,
+      LATERAL ${S}.rl_tb_tokens(st, f.full_units, lim, now_ms) r OFFSET 0) v
+$fn$;
 
-CREATE OR REPLACE FUNCTION ${S}.rl_tb_refund(st text, lim bigint, w bigint, cap bigint, now_ms bigint, amount bigint)
-RETURNS text LANGUAGE plpgsql IMMUTABLE AS $fn$
-DECLARE
-  full_units bigint := cap * w;
-  r record;
-  nxt bigint;
-BEGIN
-  r := ${S}.rl_tb_refill(st, full_units, lim, now_ms);
-  nxt := CASE WHEN amount >= cap THEN full_units ELSE least(full_units, r.tokens + amount * w) END;
-  RETURN CASE WHEN nxt < full_units THEN nxt || ':' || r.at_ms END;
-END $fn$;
+CREATE OR REPLACE FUNCTION ${S}.rl_tb_refunded(st text, lim bigint, w bigint, cap bigint, now_ms bigint, amount bigint)
+RETURNS TABLE (new_st text)
+LANGUAGE sql IMMUTABLE AS $fn$
+  SELECT CASE WHEN n.tokens < n.full_units THEN n.tokens::text || ':' || n.at_ms::text END
+  FROM (SELECT f.full_units, r.at_ms,
+      CASE WHEN amount >= cap THEN f.full_units ELSE least(f.full_units, r.tokens + amount * w) END AS tokens
+    FROM (SELECT cap * w AS full_units OFFSET 0) f, LATERAL ${S}.rl_tb_tokens(st, f.full_units, lim, now_ms) r OFFSET 0) n
+$fn$;
 `;

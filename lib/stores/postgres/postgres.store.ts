@@ -7,6 +7,7 @@ import type { RateLimitDecision, ResolvedPolicy } from '../../policy/policy.type
 import { decisionsFromReply } from '../engine.js';
 import type { RateLimitStore, RateLimitStoreItem } from '../rate-limit-store.js';
 import { checkKeyPrefix, storageKey } from '../storage-key.js';
+import { ConsumeBatcher, type ItemColumns } from './consume-batcher.js';
 import { postgresSchemaSql, quoteSchema } from './rate-limit.sql.js';
 
 /** Options of the PostgreSQL store. */
@@ -28,14 +29,24 @@ export interface PostgresRateLimitStoreOptions {
 }
 
 type Operation = 'consume' | 'peek' | 'refund' | 'reset';
+
 type Item = Pick<RateLimitStoreItem, 'policy' | 'key'> & { cost?: number };
 
 /**
- * State in PostgreSQL, for teams without Redis: an UNLOGGED table (rate-limit state is ephemeral) and a
- * PL/pgSQL twin of the Redis script. Each operation is ONE statement, `SELECT rate_limit(...)`, whatever the
- * number of policies; it takes per-key transaction locks, so it is atomic under concurrency, and a consume
- * writes only when every policy allows. Rows carry their expiry, are never read once expired, and are
- * deleted in the background in small batches.
+ * Consume statements the store keeps busy at once; the requests that come meanwhile go out together in the
+ * next. Two keep the database busy while one is on the wire; more statements hold fewer requests each, and a
+ * statement costs more than a few of its requests (on the project's machine, 1 policy at 50 in flight: about
+ * 45,000 decisions/s with 1 to 3 in flight, 43,000 with 4, 27,000 with 8).
+ */
+const CONSUMES_IN_FLIGHT = 2;
+
+/**
+ * State in PostgreSQL, for teams without Redis: an UNLOGGED table (rate-limit state is ephemeral) and SQL
+ * twins of the algorithms. Each decision is ONE statement whatever the number of policies; it takes per-key
+ * transaction locks, so it is atomic under concurrency, and a consume writes only when every policy allows.
+ * Consumes that arrive while the store's statements are busy go out together, one statement deciding many
+ * requests (`SELECT rate_limit_consume(...)`); peek, refund and reset go through `SELECT rate_limit(...)`.
+ * Rows carry their expiry, are never read once expired, and are deleted in the background in small batches.
  * @example const store = new PostgresRateLimitStore({ pool: new Pool({ connectionString }) }); await store.migrate();
  */
 export class PostgresRateLimitStore implements RateLimitStore {
@@ -47,6 +58,7 @@ export class PostgresRateLimitStore implements RateLimitStore {
   private readonly pruneBatch: number;
   private readonly decideSql: string;
   private readonly statementName: string;
+  private readonly batcher: ConsumeBatcher;
   private pruner: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: PostgresRateLimitStoreOptions) {
@@ -70,6 +82,16 @@ export class PostgresRateLimitStore implements RateLimitStore {
     this.pruneBatch = integer('pruneBatch', options.pruneBatch ?? 1000, 1);
     this.decideSql = `SELECT ${S}.rate_limit($1, $2, $3, $4, $5, $6, $7, $8, $9) AS r`;
     this.statementName = `nestjs-rate-limit:${this.schema}`;
+    // A named statement is parsed and planned once per connection, not at every decision.
+    const consume = {
+      name: `nestjs-rate-limit:consume:${this.schema}`,
+      text: `SELECT ${S}.rate_limit_consume($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) AS r`,
+    };
+    this.batcher = new ConsumeBatcher(
+      async (values) => (await this.pool.query<{ r: string | null }>({ ...consume, values })).rows[0].r,
+      this.ttlSlack,
+      CONSUMES_IN_FLIGHT,
+    );
     // 0 turns pruning off; setInterval takes at most 2^31 - 1 ms (beyond, it would fire every millisecond).
     const interval = integer('pruneIntervalMs', options.pruneIntervalMs ?? 60_000, 0, 2 ** 31 - 1);
     if (interval > 0) {
@@ -105,8 +127,13 @@ export class PostgresRateLimitStore implements RateLimitStore {
     }
   }
 
-  consume(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
-    return this.decide('consume', items);
+  async consume(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
+    if (items.length === 0) return [];
+    const now = this.now();
+    const columns = this.columns(items, now);
+    // Two items on one key decide one after the other: the general function does that.
+    if (items.length > 1 && new Set(columns.keys).size < items.length) return this.decide('consume', items);
+    return decisionsFromReply('consume', items, await this.batcher.consume(columns, now), 'PostgreSQL');
   }
 
   peek(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<RateLimitDecision[]> {
@@ -141,7 +168,7 @@ export class PostgresRateLimitStore implements RateLimitStore {
   /** Deletes expired rows, a batch at a time, until none is left; returns how many went. */
   async prune(): Promise<number> {
     const S = quoteSchema(this.schema);
-    const now = this.clock === undefined ? null : this.clock.now();
+    const now = this.now();
     let removed = 0;
     for (;;) {
       const result = await this.pool.query(
@@ -166,13 +193,28 @@ export class PostgresRateLimitStore implements RateLimitStore {
   }
 
   private async run(op: Operation, items: readonly Item[]): Promise<unknown> {
+    const now = this.now();
+    const { keys, algos, limits, windows, capacities, costs } = this.columns(items, now);
+    const result = await this.pool.query<{ r: string[] }>({
+      name: this.statementName,
+      text: this.decideSql,
+      values: [op, now, this.ttlSlack, keys, algos, limits, windows, capacities, costs],
+    });
+    return result.rows[0]?.r;
+  }
+
+  /** The time of a decision: the store's clock, or null for the database's. */
+  private now(): number | null {
+    return this.clock === undefined ? null : this.clock.now();
+  }
+
+  private columns(items: readonly Item[], now: number | null): ItemColumns {
     const keys: string[] = [];
     const algos: number[] = [];
     const limits: number[] = [];
     const windows: number[] = [];
     const capacities: number[] = [];
     const costs: number[] = [];
-    const now = this.clock === undefined ? null : this.clock.now();
     for (const { policy, key, cost = 0 } of items) {
       keys.push(storageKey(this.keyPrefix, policy.id, key));
       algos.push(ALGORITHM_CODES[policy.algorithm]);
@@ -188,12 +230,6 @@ export class PostgresRateLimitStore implements RateLimitStore {
       }
       costs.push(cost);
     }
-    // A named statement is parsed and planned once per connection, not at every decision.
-    const result = await this.pool.query<{ r: string[] }>({
-      name: this.statementName,
-      text: this.decideSql,
-      values: [op, now, this.ttlSlack, keys, algos, limits, windows, capacities, costs],
-    });
-    return result.rows[0]?.r;
+    return { keys, algos, limits, windows, capacities, costs };
   }
 }

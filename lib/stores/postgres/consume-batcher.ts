@@ -1,0 +1,146 @@
+/** The items of one request as rate_limit_consume takes them: one entry per item in each column. */
+export interface ItemColumns {
+  readonly keys: readonly string[];
+  readonly algos: readonly number[];
+  readonly limits: readonly number[];
+  readonly windows: readonly number[];
+  readonly capacities: readonly number[];
+  readonly costs: readonly number[];
+}
+
+interface Waiting {
+  readonly columns: ItemColumns;
+  /** ms since the epoch, or null for the database's clock */
+  readonly now: number | null;
+  resolve(values: string[]): void;
+  reject(error: unknown): void;
+}
+
+/** Requests per statement at most (the arrays of a statement stay small; a busy store sends several). */
+const MAX_REQUESTS = 64;
+
+/**
+ * Sends consumes to rate_limit_consume, gathering the requests that arrive while `parallel` statements are
+ * busy into the next statement: a request alone is sent at once, and under load one statement (one round trip,
+ * one transaction) decides many. Each request stays all-or-nothing and is decided in arrival order with the
+ * requests that share a key with it (rounds, see consume.sql.ts); `execute` runs one statement with its values.
+ */
+export class ConsumeBatcher {
+  private readonly queue: Waiting[] = [];
+  private busy = 0;
+  private scheduled = false;
+
+  constructor(
+    private readonly execute: (values: unknown[]) => Promise<string | null>,
+    private readonly slackMs: number,
+    private readonly parallel: number,
+  ) {}
+
+  /** The reply values of one request: 4 per item (allowed, remaining, reset_ms, retry_ms), as strings. */
+  consume(columns: ItemColumns, now: number | null): Promise<string[]> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ columns, now, resolve, reject });
+      if (!this.scheduled) {
+        // the requests of this turn of the event loop go out together
+        this.scheduled = true;
+        queueMicrotask(() => this.flush());
+      }
+    });
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    while (this.busy < this.parallel && this.queue.length > 0) {
+      const size = Math.min(MAX_REQUESTS, Math.ceil(this.queue.length / (this.parallel - this.busy)));
+      this.send(this.queue.splice(0, size));
+    }
+  }
+
+  private send(batch: Waiting[]): void {
+    this.busy++;
+    const { ordered, rounds } = inRounds(batch);
+    const values = statementValues(ordered, rounds, this.slackMs);
+    this.execute(values)
+      .then(
+        (reply) => {
+          const all = reply === null ? [] : reply.split(',');
+          let at = 0;
+          for (const waiting of ordered) {
+            const end = at + waiting.columns.keys.length * 4;
+            waiting.resolve(all.slice(at, end));
+            at = end;
+          }
+        },
+        (error: unknown) => ordered.forEach((waiting) => waiting.reject(error)),
+      )
+      .finally(() => {
+        this.busy--;
+        this.flush();
+      });
+  }
+}
+
+/**
+ * The batch in rounds: a request goes one round after the last earlier request that shares a key with it, so
+ * a round holds each key once and rounds run in order. Returns the requests ordered by round, and the 1-based
+ * number of the first request of each round.
+ */
+function inRounds(batch: Waiting[]): { ordered: Waiting[]; rounds: number[] } {
+  if (batch.length === 1) return { ordered: batch, rounds: [1] };
+  const roundOfKey = new Map<string, number>();
+  const byRound: Waiting[][] = [];
+  for (const waiting of batch) {
+    let round = 0;
+    for (const key of waiting.columns.keys) round = Math.max(round, roundOfKey.get(key) ?? 0);
+    for (const key of waiting.columns.keys) roundOfKey.set(key, round + 1);
+    (byRound[round] ??= []).push(waiting);
+  }
+  const rounds: number[] = [];
+  let first = 1;
+  for (const requests of byRound) {
+    rounds.push(first);
+    first += requests.length;
+  }
+  return { ordered: byRound.flat(), rounds };
+}
+
+/** The values of one rate_limit_consume call, in the order of its parameters. */
+function statementValues(ordered: Waiting[], rounds: number[], slackMs: number): unknown[] {
+  const nows: (number | null)[] = [];
+  const reqs: number[] = [];
+  const keys: string[] = [];
+  const algos: number[] = [];
+  const limits: number[] = [];
+  const windows: number[] = [];
+  const capacities: number[] = [];
+  const costs: number[] = [];
+  ordered.forEach(({ columns, now }, r) => {
+    for (let i = 0; i < columns.keys.length; i++) {
+      nows.push(now);
+      reqs.push(r + 1);
+      keys.push(columns.keys[i]);
+      algos.push(columns.algos[i]);
+      limits.push(columns.limits[i]);
+      windows.push(columns.windows[i]);
+      capacities.push(columns.capacities[i]);
+      costs.push(columns.costs[i]);
+    }
+  });
+  const storeClock = ordered[0].now === null;
+  const algo = algos.every((a) => a === algos[0]) ? algos[0] : 0;
+  const single = keys.length === ordered.length;
+  return [
+    slackMs,
+    single,
+    algo,
+    storeClock ? null : nows,
+    rounds,
+    reqs,
+    keys,
+    algos,
+    limits,
+    windows,
+    capacities,
+    costs,
+  ];
+}

@@ -1,0 +1,94 @@
+import { readFileSync } from 'node:fs';
+
+import { PostgresRateLimitStore, validatePolicy } from '../../lib/index.js';
+import { periodOf } from '../../lib/algorithms/quota/quota.js';
+import { FakeClock } from '../support/fake-clock.js';
+import { createTestSchema, type TestSchema } from '../support/postgres.js';
+
+const PREVIOUS = readFileSync(new URL('../support/schema-0.1.0.sql', import.meta.url), 'utf8');
+
+let db: TestSchema;
+beforeAll(async () => {
+  db = await createTestSchema();
+  await db.pool.query(PREVIOUS.replaceAll('"__SCHEMA__"', `"${db.schema}"`));
+});
+afterAll(() => db.drop());
+
+const clock = new FakeClock(Date.parse('2026-05-10T10:00:00Z'));
+const perMinute = validatePolicy({ name: 'per-minute', algorithm: 'fixed-window', limit: 5, window: '1m' });
+const monthly = validatePolicy({ name: 'monthly', algorithm: 'quota', limit: 10, period: 'month' });
+const key = (policy: { id: string }) => `rl:{${policy.id}:u}`;
+
+/** A consume through rate_limit(), the entry point of the previous schema, as an application of 0.1.0 calls it. */
+async function consumeAsBefore(policy: typeof perMinute, nowMs = clock.now()): Promise<string[]> {
+  const window = policy.quota === undefined ? [policy.windowMs, policy.capacity] : periodEdges(policy, nowMs);
+  const { rows } = await db.pool.query<{ r: string[] }>(
+    `SELECT ${db.schema}.rate_limit('consume', $1, 1000, $2, $3, $4, $5, $6, '{1}') AS r`,
+    [nowMs, [key(policy)], [policy.quota === undefined ? 1 : 6], [policy.limit], [window[0]], [window[1]]],
+  );
+  return rows[0].r;
+}
+const periodEdges = (policy: typeof monthly, nowMs: number) => {
+  const { startMs, endMs } = periodOf(policy, nowMs);
+  return [startMs, endMs];
+};
+
+async function functions(): Promise<{ proname: string; n: number }[]> {
+  const { rows } = await db.pool.query<{ proname: string; n: number }>(
+    `SELECT proname, count(*)::int AS n FROM pg_proc JOIN pg_namespace ON pg_namespace.oid = pronamespace
+      WHERE nspname = $1 GROUP BY proname ORDER BY proname`,
+    [db.schema],
+  );
+  return rows;
+}
+
+describe('migrating a schema of 0.1.0', () => {
+  it('keeps the state and the quota usage it holds, replaces its functions and leaves none behind', async () => {
+    for (let i = 0; i < 3; i++) await consumeAsBefore(perMinute);
+    for (let i = 0; i < 4; i++) await consumeAsBefore(monthly);
+    expect((await functions()).map((f) => f.proname)).toContain('rl_fw_step');
+
+    const store = new PostgresRateLimitStore({ pool: db.pool, schema: db.schema, clock, pruneIntervalMs: 0 });
+    await store.migrate();
+    const after = await functions();
+    expect(after.filter((f) => f.n !== 1)).toEqual([]); // no overloads
+    expect(after.map((f) => f.proname)).toEqual(expect.arrayContaining(['rate_limit', 'rate_limit_consume']));
+    // the PL/pgSQL steps of 0.1.0 are gone
+    expect(after.map((f) => f.proname).filter((name) => /_step$|^rl_refund$|^rl_tb_refill$/.test(name))).toEqual([]);
+
+    const [rate] = await store.consume([{ policy: perMinute, key: 'u', cost: 1 }]);
+    expect(rate).toMatchObject({ allowed: true, remaining: 1 }); // 3 counted by 0.1.0, then this one
+    const [quota] = await store.consume([{ policy: monthly, key: 'u', cost: 1 }]);
+    expect(quota).toMatchObject({ allowed: true, remaining: 5 });
+    expect(await store.quotaUsage(monthly, 'u', periodOf(monthly, clock.now()).startMs)).toEqual({
+      used: 5,
+      limit: 10,
+    });
+    await store.close();
+  });
+
+  it('leaves the entry point of 0.1.0 working, so that its instances go on deciding during a rolling deploy', async () => {
+    // allowed, remaining, reset_ms, retry_ms: the last unit of the window, then a denial
+    expect((await consumeAsBefore(perMinute)).slice(0, 2)).toEqual(['1', '0']);
+    expect((await consumeAsBefore(perMinute)).slice(0, 2)).toEqual(['0', '0']);
+  });
+
+  it('lets an instance of 0.1.0 migrate again meanwhile (it restarts during the deploy), and then cleans up again', async () => {
+    await db.pool.query(PREVIOUS.replaceAll('"__SCHEMA__"', `"${db.schema}"`));
+    const store = new PostgresRateLimitStore({ pool: db.pool, schema: db.schema, clock, pruneIntervalMs: 0 });
+    clock.advance(60_000); // the next window
+    expect(await store.consume([{ policy: perMinute, key: 'u', cost: 1 }])).toMatchObject([{ remaining: 4 }]);
+    expect((await consumeAsBefore(perMinute)).slice(0, 2)).toEqual(['1', '3']);
+    await store.migrate();
+    expect((await functions()).filter((f) => f.n !== 1 || f.proname.endsWith('_step'))).toEqual([]);
+    await store.close();
+  });
+
+  it('is run again without a change (every start migrates)', async () => {
+    const before = await functions();
+    const store = new PostgresRateLimitStore({ pool: db.pool, schema: db.schema, clock, pruneIntervalMs: 0 });
+    await store.migrate();
+    expect(await functions()).toEqual(before);
+    await store.close();
+  });
+});
