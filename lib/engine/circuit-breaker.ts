@@ -30,6 +30,7 @@ export class CircuitBreaker {
   private open = false;
   private trial = false;
   private timer: NodeJS.Timeout | undefined;
+  private readonly counted = new WeakSet<object>();
 
   constructor(private readonly options: CircuitBreakerOptions) {}
 
@@ -49,11 +50,20 @@ export class CircuitBreaker {
       this.failures = 0;
       return result;
     } catch (error) {
-      this.failures++;
+      // One failed call that carried several requests (a PostgreSQL statement of gathered consumes) rejects
+      // each of them with the same error: it is one failure of the store, not several in a row.
+      if (!this.isCounted(error)) this.failures++;
       if (this.open) this.schedule();
       else if (this.failures >= this.options.threshold) this.trip();
       throw error;
     }
+  }
+
+  private isCounted(error: unknown): boolean {
+    if (typeof error !== 'object' || error === null) return false;
+    if (this.counted.has(error)) return true;
+    this.counted.add(error);
+    return false;
   }
 
   /** Stops probing (on shutdown). */
