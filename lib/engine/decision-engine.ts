@@ -58,6 +58,10 @@ export interface DecisionEngineOptions {
   readonly onError?: (error: Error, policy: string) => void;
 }
 
+/** Whether the local cache of denials may answer for an item (see consumeOn). */
+const cacheable = (item: EngineItem): boolean =>
+  item.policy.quota === undefined && item.policy.algorithm !== 'concurrency' && item.shadow !== true;
+
 const merge = (a: Evaluation, b: Evaluation): Evaluation =>
   a.items.length === 0
     ? b
@@ -255,12 +259,14 @@ export class DecisionEngine {
     onFailure: OnFailure,
   ): Promise<Evaluation> {
     if (items.length === 0) return NOTHING;
-    // Quota denials last until the end of the period, and a plan change must lift them: never cached.
+    // Not cached: quota denials (they last until the end of the period, and a plan change must lift them),
+    // concurrency denials (a lease given back in another instance frees the key long before the retry-after,
+    // which is when the oldest lease would expire) and shadow items (they deny nothing).
     const cache = store === this.store && onFailure === 'fail-modes' ? this.denyCache : undefined;
     const nowMs = cache === undefined ? 0 : this.options.clock.now();
     if (cache !== undefined) {
       for (const item of items) {
-        if (item.policy.quota !== undefined || item.shadow === true) continue;
+        if (!cacheable(item)) continue;
         const denied = cache.check(item.policy, item.key, item.cost, nowMs);
         if (denied !== undefined) return { items: [item], decisions: [denied] };
       }
@@ -273,7 +279,7 @@ export class DecisionEngine {
           : await this.breakerFor(store).run(() => store.consume(items));
       if (cache !== undefined) {
         decisions.forEach((d, i) => {
-          if (!d.allowed && items[i].policy.quota === undefined && items[i].shadow !== true) {
+          if (!d.allowed && cacheable(items[i])) {
             cache.remember(items[i].policy, items[i].key, items[i].cost, d, nowMs);
           }
         });

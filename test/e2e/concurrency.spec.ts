@@ -198,3 +198,39 @@ describe('concurrency limits in GraphQL', () => {
     }
   });
 });
+
+// Regression: a concurrency denial was kept in the local cache of denials until its retry-after (when the
+// oldest lease would expire, minutes away), so an instance kept refusing a key whose leases another instance
+// had given back long before.
+it('a lease given back by one instance frees the key at once for another (no cached denial)', async () => {
+  const options = { redis: { url: `redis://127.0.0.1:${redis.port}` }, keyPrefix: `conc-two${Math.random()}:` };
+  const start = async () => {
+    const { app } = await createApp('express', {
+      imports: [RateLimitModule.forRoot(options)],
+      controllers: [CompletionsController],
+    });
+    await app.listen(0, '127.0.0.1');
+    return app;
+  };
+  const first = await start();
+  const second = await start();
+  try {
+    const running = [
+      post(first.getHttpServer() as Server, '/ai/complete'),
+      post(first.getHttpServer() as Server, '/ai/complete'),
+    ];
+    await until(() => gate.held === 2);
+    expect(await post(second.getHttpServer() as Server, '/ai/complete').status).toBe(429);
+    gate.open();
+    expect(await Promise.all(running.map((r) => r.status))).toEqual([201, 201]);
+    await first.get(RateLimiter).refundsSettled();
+    const again = post(second.getHttpServer() as Server, '/ai/complete');
+    await until(() => gate.held === 1);
+    gate.open();
+    expect(await again.status).toBe(201);
+  } finally {
+    gate.open();
+    await first.close();
+    await second.close();
+  }
+});
