@@ -3,6 +3,7 @@ import { Module } from '@nestjs/common';
 import { GraphQLModule } from '@nestjs/graphql';
 
 import { RateLimitModule, type RateLimitModuleOptions } from '../lib/index.js';
+import { AiProviderService, ModelNetwork, SIMULATED_NETWORK } from './ai-provider.service.js';
 import { AiController } from './ai.controller.js';
 import { AuthController } from './auth.controller.js';
 import { ChatGateway } from './chat.gateway.js';
@@ -40,6 +41,12 @@ export function rateLimitOptions(env: NodeJS.ProcessEnv = process.env): RateLimi
     }),
   ],
   controllers: [HealthController, AuthController, AiController, ReportsController],
-  providers: [GreetingResolver, ChatGateway],
+  providers: [
+    GreetingResolver,
+    ChatGateway,
+    AiProviderService,
+    // The model provider's API, simulated: a round trip of MODEL_LATENCY_MS. Tests replace it.
+    { provide: ModelNetwork, useValue: SIMULATED_NETWORK },
+  ],
 })
 export class AppModule {}

@@ -33,9 +33,12 @@ function targetAccount(ctx: ExecutionContext): string | undefined {
 export class AuthController {
   /**
    * Two exact limits against credential stuffing, both failing closed (no login at all beats unlimited
-   * guessing while the store is down): 5 attempts per targeted account, whoever sends them, and 20 per client
-   * IP, whatever account they target. Every attempt counts, right or wrong: the limiter decides before the
-   * password is checked.
+   * guessing while the store is down), both counting failed attempts only (`count: 'failed'`): 5 per targeted
+   * account, whoever sends them, and 20 per client IP, whatever account they target. Every attempt is charged
+   * before the password is checked, so concurrent guesses cannot slip past the limit; a successful login gets
+   * its unit back once its response is sent. So a user who logs in often never locks themselves out, nor do
+   * the many users of one office behind one NAT address; guessing still costs a unit per wrong password.
+   * A 400 (no username) is a failure too: it counts per IP.
    */
   @Post('login')
   @HttpCode(200)
@@ -47,8 +50,17 @@ export class AuthController {
       window: '15m',
       key: targetAccount,
       failMode: 'closed',
+      count: 'failed',
     },
-    { name: 'login-ip', algorithm: 'sliding-window-log', limit: 20, window: '15m', key: 'ip', failMode: 'closed' },
+    {
+      name: 'login-ip',
+      algorithm: 'sliding-window-log',
+      limit: 20,
+      window: '15m',
+      key: 'ip',
+      failMode: 'closed',
+      count: 'failed',
+    },
   ])
   login(@Body() body: LoginBody = {}): { token: string } {
     const { username, password } = body;

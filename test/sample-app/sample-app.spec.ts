@@ -5,9 +5,16 @@ import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 
-import { RateLimitService, RateLimitStore } from '../../lib/index.js';
+import {
+  MemoryRateLimitStore,
+  RATE_LIMIT_CLOCK,
+  type RateLimitDecision,
+  RateLimitService,
+  RateLimitStore,
+  type RateLimitStoreItem,
+} from '../../lib/index.js';
 import { RateLimiter } from '../../lib/rate-limiter.js';
-import { PROVIDER_KEY, PROVIDER_RPM } from '../../sample-app/ai-provider.service.js';
+import { ModelNetwork, PROVIDER_KEY, PROVIDER_RPM } from '../../sample-app/ai-provider.service.js';
 import { AppModule, rateLimitOptions } from '../../sample-app/app.module.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { ADAPTERS } from '../support/nest-app.js';
@@ -401,5 +408,46 @@ describe('the sample app with its store down', () => {
     const exported = await request(app.getHttpServer()).get('/reports/export').set('x-api-key', 'demo-key-bob');
     expect(exported.status).toBe(200);
     expect(exported.headers['ratelimit']).toBeUndefined();
+  });
+});
+
+/** The memory store, failing every call that involves the provider's budget: the store is down for it alone. */
+class ProviderBudgetDown extends MemoryRateLimitStore {
+  override consume(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
+    if (items.some((i) => i.policy.name === PROVIDER_RPM.name)) return Promise.reject(new Error('store down'));
+    return super.consume(items);
+  }
+}
+
+describe("the sample app when the provider's budget cannot be read", () => {
+  let app: INestApplication;
+  let network: TestNetwork;
+  beforeAll(async () => {
+    delete process.env.REDIS_URL;
+    network = new TestNetwork();
+    const clock = new FakeClock(MINUTE_START); // no refill between the charge and the check
+    const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
+      .overrideProvider(RATE_LIMIT_CLOCK)
+      .useValue(clock)
+      .overrideProvider(RateLimitStore)
+      .useValue(new ProviderBudgetDown({ clock }))
+      .overrideProvider(ModelNetwork)
+      .useValue(network)
+      .compile();
+    app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+  });
+  afterAll(() => app.close());
+
+  it('AI completions fail closed (503), without calling the provider, and charge nothing', async () => {
+    const res = await request(app.getHttpServer())
+      .post('/ai/complete')
+      .set('x-api-key', 'demo-key-alice')
+      .send({ prompt: 'Hello', maxTokens: 16 });
+    expect(res.status).toBe(503);
+    expect(res.headers['retry-after']).toBe('1');
+    expect(res.body).toMatchObject({ statusCode: 503, code: 'RATE_LIMIT_UNAVAILABLE', policy: 'provider-rpm' });
+    expect(network.roundTrips).toBe(0);
+    expect((await app.get(RateLimitService).peek('ai-tokens', 'user:alice')).remaining).toBe(20_000);
   });
 });
