@@ -62,6 +62,28 @@ export interface DecisionEngineOptions {
 const cacheable = (item: EngineItem): boolean =>
   item.policy.quota === undefined && item.policy.algorithm !== 'concurrency' && item.shadow !== true;
 
+/**
+ * A denial answered by the local cache, with the request's other items as the store last reported them
+ * beside that denial (the items it did not see are left out): the 429 shows the same policies as the store's.
+ */
+function withOthers(
+  item: EngineItem,
+  denied: RateLimitDecision,
+  items: readonly EngineItem[],
+  others: ReadonlyMap<string, RateLimitDecision> | undefined,
+): Evaluation {
+  if (others === undefined || items.length === 1) return { items: [item], decisions: [denied] };
+  const kept: EngineItem[] = [];
+  const decisions: RateLimitDecision[] = [];
+  for (const other of items) {
+    const decision = other === item ? denied : others.get(`${other.policy.id}\n${other.key}`);
+    if (decision === undefined) continue;
+    kept.push(other);
+    decisions.push(decision);
+  }
+  return { items: kept, decisions };
+}
+
 const merge = (a: Evaluation, b: Evaluation): Evaluation =>
   a.items.length === 0
     ? b
@@ -268,7 +290,7 @@ export class DecisionEngine {
       for (const item of items) {
         if (!cacheable(item)) continue;
         const denied = cache.check(item.policy, item.key, item.cost, nowMs);
-        if (denied !== undefined) return { items: [item], decisions: [denied] };
+        if (denied !== undefined) return withOthers(item, denied, items, cache.others(item.policy, item.key, nowMs));
       }
     }
     try {
@@ -278,10 +300,11 @@ export class DecisionEngine {
           ? await store.consume(items)
           : await this.breakerFor(store).run(() => store.consume(items));
       if (cache !== undefined) {
+        let others: Map<string, RateLimitDecision> | undefined;
         decisions.forEach((d, i) => {
-          if (!d.allowed && cacheable(items[i])) {
-            cache.remember(items[i].policy, items[i].key, items[i].cost, d, nowMs);
-          }
+          if (d.allowed || !cacheable(items[i])) return;
+          others ??= new Map(items.map((item, j) => [`${item.policy.id}\n${item.key}`, decisions[j]] as const));
+          cache.remember(items[i].policy, items[i].key, items[i].cost, d, nowMs, others);
         });
       }
       return { items, decisions };

@@ -8,6 +8,8 @@ interface Denial {
   readonly untilMs: number;
   readonly cost: number;
   readonly decision: RateLimitDecision;
+  /** The other policies of the denied request, as the store reported them, by `<policy id>\n<key>`. */
+  readonly others: ReadonlyMap<string, RateLimitDecision> | undefined;
 }
 
 /**
@@ -45,13 +47,34 @@ export class DenyCache {
     };
   }
 
-  /** Remembers a denial the store gave at `nowMs`. */
-  remember(policy: ResolvedPolicy, key: string, cost: number, decision: RateLimitDecision, nowMs: number): void {
+  /**
+   * How the other policies of a request stood when the store gave the denial that check() answered with
+   * (their resets counted down since), so that a local 429 shows the same policies as the store's did.
+   */
+  others(policy: ResolvedPolicy, key: string, nowMs: number): ReadonlyMap<string, RateLimitDecision> | undefined {
+    const denial = this.denials.get(`${policy.id}\n${key}`);
+    if (denial?.others === undefined) return undefined;
+    const elapsedMs = nowMs - denial.atMs;
+    const out = new Map<string, RateLimitDecision>();
+    for (const [id, d] of denial.others) out.set(id, { ...d, resetMs: Math.max(0, d.resetMs - elapsedMs) });
+    return out;
+  }
+
+  /** Remembers a denial the store gave at `nowMs`, with the request's other decisions (`others`). */
+  remember(
+    policy: ResolvedPolicy,
+    key: string,
+    cost: number,
+    decision: RateLimitDecision,
+    nowMs: number,
+    others?: ReadonlyMap<string, RateLimitDecision>,
+  ): void {
     if (decision.allowed || !Number.isFinite(decision.retryAfterMs) || decision.retryAfterMs <= 0) return;
     const id = `${policy.id}\n${key}`;
     this.denials.delete(id);
     const { limit, capacity } = policy;
-    this.denials.set(id, { limit, capacity, atMs: nowMs, untilMs: nowMs + decision.retryAfterMs, cost, decision });
+    const untilMs = nowMs + decision.retryAfterMs;
+    this.denials.set(id, { limit, capacity, atMs: nowMs, untilMs, cost, decision, others });
     if (this.denials.size > this.maxKeys) {
       const oldest = this.denials.keys().next();
       if (oldest.done !== true) this.denials.delete(oldest.value);

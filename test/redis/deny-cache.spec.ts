@@ -15,6 +15,15 @@ class FloodController {
   flood() {
     return 'ok';
   }
+
+  @Get('pair')
+  @RateLimit([
+    { name: 'pair-tight', algorithm: 'fixed-window', limit: 1, window: '1m', key: 'ip' },
+    { name: 'pair-loose', algorithm: 'sliding-window-counter', limit: 50, window: '1h', key: 'ip' },
+  ])
+  pair() {
+    return 'ok';
+  }
 }
 
 /** The store's decisions Redis has run: calls of the function (Redis 7) or of the script. */
@@ -40,6 +49,24 @@ describe('the local cache of denials', () => {
   afterAll(async () => {
     await app.close();
     await redis.stop();
+  });
+
+  // Regression: a 429 from the local cache listed only the denying policy in RateLimit and RateLimit-Policy,
+  // while the store's 429 for the same request lists every policy of the route.
+  it('answers with the same rate-limit header items as the store did', async () => {
+    const admin = redis.client();
+    expect((await request(app.getHttpServer()).get('/pair')).status).toBe(200);
+    const byStore = await request(app.getHttpServer()).get('/pair');
+    const before = await evalshaCalls(admin);
+    const byCache = await request(app.getHttpServer()).get('/pair');
+    expect(await evalshaCalls(admin)).toBe(before); // answered locally
+    expect(byStore.status).toBe(429);
+    expect(byCache.status).toBe(429);
+    expect(byCache.headers['ratelimit-policy']).toBe(byStore.headers['ratelimit-policy']);
+    expect(byCache.headers['ratelimit-policy']).toContain('"pair-loose"');
+    expect(byCache.headers['ratelimit']).toContain('"pair-loose";r=49');
+    expect(byCache.headers['ratelimit']).toContain('"pair-tight";r=0');
+    expect(byCache.body).toEqual(byStore.body);
   });
 
   it('answers a single-key flood locally once Redis has denied: 10,000 requests at 100 per minute', async () => {
