@@ -17,6 +17,7 @@ import { RateLimitStore } from './stores/rate-limit-store.js';
 import type { RateLimitStores } from './stores/rate-limit-stores.js';
 import { PostgresRateLimitStore } from './stores/postgres/postgres.store.js';
 import { RedisRateLimitStore } from './stores/redis/redis.store.js';
+import { checkRedisOption, redisAddress, withoutCredentials } from './stores/store-description.js';
 
 /**
  * How the limiter's own connection behaves: a command fails at once while disconnected instead of waiting in
@@ -68,6 +69,7 @@ function createRedis(
   redisOptions: NonNullable<RateLimitModuleOptions['redis']>,
   clock: Clock,
 ) {
+  checkRedisOption(redisOptions);
   const { url, client, options: connectionOptions } = redisOptions;
   const fast = { ...connectionOptions, ...FAIL_FAST };
   const redis =
@@ -78,7 +80,7 @@ function createRedis(
     clock: options.clock === 'store' ? 'store' : clock,
     keyPrefix: options.keyPrefix,
   });
-  return { store, close: () => redis.disconnect() };
+  return { store, where: redisAddress(redis), close: () => redis.disconnect() };
 }
 
 async function createPostgres(
@@ -107,8 +109,15 @@ async function createPostgres(
     pruneBatch,
   });
   if (migrate === true) await store.migrate();
+  const poolOptions = (pool ?? (own as Pool)).options as
+    { connectionString?: string; host?: string; port?: number; database?: string } | undefined;
+  const address =
+    connectionString !== undefined
+      ? withoutCredentials(connectionString)
+      : `${poolOptions?.host ?? process.env.PGHOST ?? 'localhost'}:${poolOptions?.port ?? process.env.PGPORT ?? 5432}/${poolOptions?.database ?? process.env.PGDATABASE ?? ''}`;
   return {
     store,
+    where: `PostgreSQL at ${address}, schema ${schema ?? 'public'}`,
     close: async () => {
       await store.close();
       await own?.end();
@@ -121,21 +130,28 @@ async function createStores(options: RateLimitModuleOptions, clock: Clock): Prom
   const postgres = options.postgres === undefined ? undefined : await createPostgres(options, options.postgres, clock);
   if (postgres !== undefined) owned.push(postgres);
   let rates: RateLimitStore;
+  let where: string;
   if (options.store !== undefined) {
     rates = options.store;
+    where = `the store given (${rates.constructor.name})`;
   } else if (options.redis !== undefined) {
     const redis = createRedis(options, options.redis, clock);
     owned.push(redis);
     rates = redis.store;
+    where = redis.where;
   } else if (postgres !== undefined) {
     rates = postgres.store;
+    where = postgres.where;
   } else {
+    where = 'memory (this process only)';
     new Logger('RateLimit').warn(
       'No `redis`, `postgres` or `store` option: using the in-memory store. Limits are per process, so N ' +
         'instances admit N times the limit; use Redis or PostgreSQL when you run more than one.',
     );
     rates = new MemoryRateLimitStore({ clock, keyPrefix: options.keyPrefix });
   }
+  const quotas = postgres !== undefined && rates !== postgres.store ? `; quotas in ${postgres.where}` : '';
+  new Logger('RateLimit').log(`Rate limits in ${where}${quotas}`);
   return { rates, quotas: postgres?.store ?? rates, owned };
 }
 

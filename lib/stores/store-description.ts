@@ -1,0 +1,47 @@
+import type { Cluster, Redis } from 'ioredis';
+
+import type { RateLimitModuleOptions } from '../rate-limit.options.js';
+
+/** A connection string without its password (and user name), for logs. */
+export function withoutCredentials(connection: string): string {
+  try {
+    const url = new URL(connection);
+    url.username = '';
+    url.password = '';
+    return url.toString().replace(/\/$/, '');
+  } catch {
+    return '(a connection string that is not a URL)';
+  }
+}
+
+/** Where a Redis client connects: `redis://host:port/db`, or a cluster's first nodes. */
+export function redisAddress(client: Redis | Cluster): string {
+  if (client.isCluster) {
+    // The nodes it was given (the Cluster has not connected yet when the module starts).
+    const given = (client as unknown as { startupNodes?: (string | number | { host?: string; port?: number })[] })
+      .startupNodes;
+    const nodes = (given ?? []).map((node) =>
+      typeof node === 'object' ? `${node.host ?? 'localhost'}:${node.port ?? 6379}` : withoutCredentials(String(node)),
+    );
+    if (nodes.length === 0) return 'a Redis Cluster';
+    return `a Redis Cluster (${nodes.slice(0, 3).join(', ')}${nodes.length > 3 ? ', …' : ''})`;
+  }
+  const { host, port, db, path } = (client as Redis).options;
+  if (path !== undefined && path !== null && path !== '') return `Redis at ${path}`;
+  return `Redis at ${host ?? 'localhost'}:${port ?? 6379}${db ? `/${db}` : ''}`;
+}
+
+/**
+ * Refuses a `redis` option that names no server: `{ url: process.env.REDIS_URL }` with the variable unset
+ * would otherwise connect to localhost:6379 without a word.
+ */
+export function checkRedisOption(redis: NonNullable<RateLimitModuleOptions['redis']>): void {
+  const { url, client, options } = redis;
+  if (client !== undefined || options !== undefined) return;
+  if (typeof url === 'string' && url.trim() !== '') return;
+  throw new TypeError(
+    `nestjs-rate-limit: option "redis" names no server: url is ${url === '' ? 'empty' : String(url)} ` +
+      '(an environment variable that is not set?). Give `url`, `client` or `options`, or leave `redis` out ' +
+      'for the in-memory store.',
+  );
+}
