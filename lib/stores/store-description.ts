@@ -26,7 +26,11 @@ export function redisAddress(client: Redis | Cluster): string {
     if (nodes.length === 0) return 'a Redis Cluster';
     return `a Redis Cluster (${nodes.slice(0, 3).join(', ')}${nodes.length > 3 ? ', …' : ''})`;
   }
-  const { host, port, db, path } = (client as Redis).options;
+  const { host, port, db, path, sentinels, name } = (client as Redis).options;
+  if (sentinels !== undefined && sentinels !== null && sentinels.length > 0) {
+    const at = sentinels.map((s) => `${s.host ?? 'localhost'}:${s.port ?? 26379}`).join(', ');
+    return `Redis master "${name ?? 'mymaster'}" through the sentinels ${at}`;
+  }
   if (path !== undefined && path !== null && path !== '') return `Redis at ${path}`;
   return `Redis at ${host ?? 'localhost'}:${port ?? 6379}${db ? `/${db}` : ''}`;
 }
