@@ -9,6 +9,7 @@ import { AuthController } from './auth.controller.js';
 import { ChatGateway } from './chat.gateway.js';
 import { GreetingResolver } from './greeting.resolver.js';
 import { HealthController } from './health.controller.js';
+import { IndexController } from './index.controller.js';
 import { ReportsController } from './reports.controller.js';
 
 /**
@@ -40,7 +41,7 @@ export function rateLimitOptions(env: NodeJS.ProcessEnv = process.env): RateLimi
       includeStacktraceInErrorResponses: false,
     }),
   ],
-  controllers: [HealthController, AuthController, AiController, ReportsController],
+  controllers: [IndexController, HealthController, AuthController, AiController, ReportsController],
   providers: [
     GreetingResolver,
     ChatGateway,

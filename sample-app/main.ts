@@ -19,7 +19,9 @@ function redacted(url: string): string {
 const app = await NestFactory.create(AppModule, new ExpressAdapter());
 app.enableShutdownHooks(); // closes the Redis connection on SIGINT / SIGTERM
 const port = Number(process.env.PORT ?? 3000);
-await app.listen(port);
+// Loopback only unless HOST says otherwise (HOST=0.0.0.0 to listen on every interface).
+const host = process.env.HOST ?? '127.0.0.1';
+await app.listen(port, host);
 
 const store: unknown = app.get(RateLimitStore);
 const where =
@@ -31,4 +33,6 @@ const where =
 const quotas = process.env.DATABASE_URL
   ? `, the monthly quota in PostgreSQL at ${redacted(process.env.DATABASE_URL)}`
   : '';
-new Logger('SampleApp').log(`Listening on http://localhost:${port} with rate limits in ${where}${quotas}`);
+new Logger('SampleApp').log(
+  `Listening on http://${host}:${port} (GET / lists what to try) with rate limits in ${where}${quotas}`,
+);

@@ -79,6 +79,14 @@ describe.each(ADAPTERS)('the sample app on %s (the README walkthrough)', (adapte
     if (savedRedisUrl !== undefined) process.env.REDIS_URL = savedRedisUrl;
   });
 
+  it('GET /: an index of the routes and how to try each (it used to be a 404)', async () => {
+    const res = await http().get('/');
+    expect(res.status).toBe(200);
+    const routes = (res.body as { routes: { route: string; try: string }[] }).routes.map((r) => r.route);
+    expect(routes).toEqual(expect.arrayContaining(['POST /auth/login', 'POST /ai/complete', 'GET /health']));
+    expect(res.headers['ratelimit-policy']).toContain('"per-user"');
+  });
+
   it('GET /health: 200 without rate-limit headers', async () => {
     for (let i = 0; i < 3; i++) {
       const res = await http().get('/health');
