@@ -265,11 +265,17 @@ export class DecisionEngine {
     const cache = store === this.store && onFailure === 'fail-modes' ? this.denyCache : undefined;
     const nowMs = cache === undefined ? 0 : this.options.clock.now();
     if (cache !== undefined) {
+      // Every cached denial of the request, not only the first: a 429 names each policy that refused it.
+      const deniedItems: EngineItem[] = [];
+      const decisions: RateLimitDecision[] = [];
       for (const item of items) {
         if (!cacheable(item)) continue;
         const denied = cache.check(item.policy, item.key, item.cost, nowMs);
-        if (denied !== undefined) return { items: [item], decisions: [denied] };
+        if (denied === undefined) continue;
+        deniedItems.push(item);
+        decisions.push(denied);
       }
+      if (deniedItems.length > 0) return { items: deniedItems, decisions };
     }
     try {
       // The in-process store answers synchronously and cannot hang: no timer, no breaker on its path.
