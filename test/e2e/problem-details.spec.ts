@@ -2,7 +2,13 @@ import { Controller, Get, type INestApplication } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import request from 'supertest';
 
-import { RateLimit, RateLimitModule, type RateLimitModuleOptions, type RateLimitPolicy } from '../../lib/index.js';
+import {
+  RateLimit,
+  RateLimitExceededException,
+  RateLimitModule,
+  type RateLimitModuleOptions,
+  type RateLimitPolicy,
+} from '../../lib/index.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { ADAPTERS, type AdapterName, createApp } from '../support/nest-app.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
@@ -45,6 +51,19 @@ class ProblemController {
   @RateLimit({ name: 'rows', algorithm: 'gcra', limit: 10, window: '1m', key: 'ip', cost: rowsOf })
   export() {
     return { ok: true };
+  }
+
+  @Get('thrown')
+  thrown() {
+    // what an application throws after its own RateLimitService.consume()
+    throw new RateLimitExceededException({
+      allowed: false,
+      policy: 'export-daily',
+      limit: 10,
+      remaining: 0,
+      resetMs: 4_500,
+      retryAfterMs: 4_500,
+    });
   }
 
   @Get('closed')
@@ -212,6 +231,26 @@ describe.each(ADAPTERS)('problem details (errors: "problem") on %s', (adapter) =
     } finally {
       await app.close();
       await own.stop();
+    }
+  });
+
+  it("a RateLimitExceededException of the application's own gets the same problem body", async () => {
+    const app = await appWith(adapter, { errors: 'problem' });
+    try {
+      const res = await request(app.getHttpServer()).get('/thrown');
+      expect(res.status).toBe(429);
+      expect(res.headers['content-type']).toMatch(PROBLEM_JSON);
+      expect(res.headers['retry-after']).toBe('5');
+      expect(res.body).toEqual({
+        type: QUOTA_EXCEEDED,
+        title: 'Quota Exceeded',
+        status: 429,
+        detail: 'Rate limit "export-daily" exceeded; retry in 5 s',
+        'violated-policies': ['export-daily'],
+        retryAfter: 5,
+      });
+    } finally {
+      await app.close();
     }
   });
 
