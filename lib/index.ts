@@ -33,7 +33,12 @@ export { RateLimitGuard } from './rate-limit.guard.js';
 export { RateLimitInterceptor } from './rate-limit.interceptor.js';
 export { RateLimitModule } from './rate-limit.module.js';
 export { RATE_LIMIT_OPTIONS } from './rate-limit.module-definition.js';
-export { type RateLimitHeaders, type RateLimitModuleOptions, type TrustProxy } from './rate-limit.options.js';
+export {
+  type RateLimitErrors,
+  type RateLimitHeaders,
+  type RateLimitModuleOptions,
+  type TrustProxy,
+} from './rate-limit.options.js';
 export { RateLimitService } from './rate-limit.service.js';
 export { MemoryRateLimitStore, type MemoryRateLimitStoreOptions } from './stores/memory/memory.store.js';
 export { PostgresRateLimitStore, type PostgresRateLimitStoreOptions } from './stores/postgres/postgres.store.js';

@@ -4,13 +4,15 @@ import { compileTrust, isTrustAll, type TrustFn } from './keys/client-ip.js';
 import { compileList } from './lists/address-list.js';
 import type { ModuleLists } from './lists/screening.js';
 import type { FailMode, RateLimitMode } from './policy/policy.types.js';
-import type { RateLimitHeaders, RateLimitModuleOptions } from './rate-limit.options.js';
+import type { RateLimitErrors, RateLimitHeaders, RateLimitModuleOptions } from './rate-limit.options.js';
 
 const HEADER_SCHEMES: readonly RateLimitHeaders[] = ['ietf', 'legacy', 'both', 'none'];
+const ERROR_FORMATS: readonly RateLimitErrors[] = ['nest', 'problem'];
 
 /** The module's options the limiter works with, checked, with their defaults. */
 export interface LimiterSettings {
   readonly headers: RateLimitHeaders;
+  readonly errors: RateLimitErrors;
   readonly failMode: FailMode;
   readonly mode: RateLimitMode;
   readonly timeoutMs: number;
@@ -35,6 +37,8 @@ const listOption = (name: 'allow' | 'deny', entries: unknown) =>
 export function limiterSettings(options: RateLimitModuleOptions, logger: Logger): LimiterSettings {
   const headers = options.headers ?? 'ietf';
   if (!HEADER_SCHEMES.includes(headers)) option('headers', "must be 'ietf', 'legacy', 'both' or 'none'", headers);
+  const errors = options.errors ?? 'nest';
+  if (!ERROR_FORMATS.includes(errors)) option('errors', "must be 'nest' or 'problem'", errors);
   const failMode: FailMode = options.failMode ?? 'open';
   if (failMode !== 'open' && failMode !== 'closed') option('failMode', "must be 'open' or 'closed'", failMode);
   const mode: RateLimitMode = options.mode ?? 'enforce';
@@ -56,5 +60,5 @@ export function limiterSettings(options: RateLimitModuleOptions, logger: Logger)
     );
   }
   const lists = { allow: listOption('allow', options.allow), deny: listOption('deny', options.deny) };
-  return { headers, failMode, mode, timeoutMs, ipv6Prefix, trust, lists };
+  return { headers, errors, failMode, mode, timeoutMs, ipv6Prefix, trust, lists };
 }

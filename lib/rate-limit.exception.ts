@@ -1,21 +1,50 @@
-import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, HttpStatus } from '@nestjs/common';
+import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, HttpStatus, Inject } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 
 import { EMPTY } from 'rxjs';
 
 import { RateLimitDroppedEvent } from './contexts/context-adapter.js';
 import type { RateLimitDecision } from './policy/policy.types.js';
+import { RATE_LIMIT_OPTIONS } from './rate-limit.module-definition.js';
+import type { RateLimitModuleOptions } from './rate-limit.options.js';
+
+/** The problem types of the IETF RateLimit draft (draft-ietf-httpapi-ratelimit-headers, section "Problem Types"). */
+const QUOTA_EXCEEDED = 'https://iana.org/assignments/http-problem-types#quota-exceeded';
+const TEMPORARY_REDUCED_CAPACITY = 'https://iana.org/assignments/http-problem-types#temporary-reduced-capacity';
+
+/**
+ * An RFC 9457 problem details body of the limiter (`errors: 'problem'`), sent as application/problem+json.
+ * `title` is the problem type's registered title; `retryAfter` is whole seconds, as in `Retry-After`.
+ * @example { type: 'https://iana.org/assignments/http-problem-types#quota-exceeded', title: 'Quota Exceeded', status: 429, detail: 'Rate limit "api" exceeded; retry in 12 s', 'violated-policies': ['api'], retryAfter: 12 }
+ */
+export interface RateLimitProblem {
+  readonly type: typeof QUOTA_EXCEEDED | typeof TEMPORARY_REDUCED_CAPACITY;
+  readonly title: 'Quota Exceeded' | 'Temporary Reduced Capacity';
+  readonly status: 429 | 503;
+  readonly detail: string;
+  /** The names of the policies that refused the request (a 503: the fail-closed policy whose store failed). */
+  readonly 'violated-policies': readonly string[];
+  /** Absent on a 429 whose cost can never fit: retrying cannot help. */
+  readonly retryAfter?: number;
+}
 
 /**
  * 429 Too Many Requests. Body: `{ statusCode: 429, error: 'Too Many Requests', code: 'RATE_LIMITED', message,
- * policy, retryAfter }`, retryAfter in whole seconds (absent when the request's cost can never fit the policy).
+ * policy, retryAfter }`, retryAfter in whole seconds (absent when the request's cost can never fit the policy);
+ * with `errors: 'problem'`, the module's filter sends `problem()` instead. `decision` is the one that matters
+ * most (the longest wait); `violatedPolicies` names every policy that denied, default `decision`'s alone.
  * @example throw new RateLimitExceededException(decision)
  */
 export class RateLimitExceededException extends HttpException {
   /** Whole seconds for `Retry-After`; null when the cost can never fit. */
   readonly retryAfter: number | null;
+  /** The names of every enforced policy that denied the request, in the route's order. */
+  readonly violatedPolicies: readonly string[];
 
-  constructor(readonly decision: RateLimitDecision) {
+  constructor(
+    readonly decision: RateLimitDecision,
+    violatedPolicies: readonly string[] = [decision.policy],
+  ) {
     const retryAfter = Number.isFinite(decision.retryAfterMs)
       ? Math.max(1, Math.ceil(decision.retryAfterMs / 1000))
       : null;
@@ -31,6 +60,19 @@ export class RateLimitExceededException extends HttpException {
       HttpStatus.TOO_MANY_REQUESTS,
     );
     this.retryAfter = retryAfter;
+    this.violatedPolicies = violatedPolicies.length > 0 ? violatedPolicies : [decision.policy];
+  }
+
+  /** The RFC 9457 body of this denial: problem type quota-exceeded. */
+  problem(): RateLimitProblem {
+    return {
+      type: QUOTA_EXCEEDED,
+      title: 'Quota Exceeded',
+      status: HttpStatus.TOO_MANY_REQUESTS,
+      detail: deniedMessage(this.decision, this.retryAfter),
+      'violated-policies': this.violatedPolicies,
+      ...(this.retryAfter === null ? {} : { retryAfter: this.retryAfter }),
+    };
   }
 }
 
@@ -46,7 +88,9 @@ export function unavailableMessage(policy: string): string {
 
 /**
  * 503 Service Unavailable: the limiter's store failed and the policy fails closed.
- * Body: `{ statusCode: 503, error: 'Service Unavailable', code: 'RATE_LIMIT_UNAVAILABLE', message, policy, retryAfter }`.
+ * Body: `{ statusCode: 503, error: 'Service Unavailable', code: 'RATE_LIMIT_UNAVAILABLE', message, policy, retryAfter }`;
+ * with `errors: 'problem'`, the module's filter sends `problem()` instead.
+ * @example throw new RateLimitUnavailableException('login', 1)
  */
 export class RateLimitUnavailableException extends HttpException {
   constructor(
@@ -64,6 +108,18 @@ export class RateLimitUnavailableException extends HttpException {
       },
       HttpStatus.SERVICE_UNAVAILABLE,
     );
+  }
+
+  /** The RFC 9457 body of this outage: problem type temporary-reduced-capacity, naming the fail-closed policy. */
+  problem(): RateLimitProblem {
+    return {
+      type: TEMPORARY_REDUCED_CAPACITY,
+      title: 'Temporary Reduced Capacity',
+      status: HttpStatus.SERVICE_UNAVAILABLE,
+      detail: unavailableMessage(this.policy),
+      'violated-policies': [this.policy],
+      retryAfter: this.retryAfter,
+    };
   }
 }
 
@@ -87,14 +143,23 @@ export class RateLimitDenyListException extends HttpException {
 }
 
 /**
- * Answers RateLimitExceededException and RateLimitUnavailableException with their status and body, and with
- * `Retry-After` — also when your own code throws them (after `RateLimitService.consume`, say) — and turns a
- * microservice event the limiter dropped into an empty result (nobody waits for an answer). Registered by
- * RateLimitModule as APP_FILTER; a filter of yours that catches them first takes over.
+ * Answers RateLimitExceededException and RateLimitUnavailableException with their status and body (the
+ * `errors` option's: Nest's shape, or problem details as application/problem+json), and with `Retry-After` —
+ * also when your own code throws them (after `RateLimitService.consume`, say) — and turns a microservice
+ * event the limiter dropped into an empty result (nobody waits for an answer). Registered by RateLimitModule
+ * as APP_FILTER; a filter of yours that catches them first takes over (`exception.problem()` gives the body).
  */
 @Catch(RateLimitExceededException, RateLimitUnavailableException, RateLimitDroppedEvent)
 export class RateLimitExceptionFilter implements ExceptionFilter {
-  constructor(private readonly adapterHost: HttpAdapterHost) {}
+  /** Checked at start by the limiter (limiter-settings.ts), which stops the application on a bad value. */
+  private readonly problems: boolean;
+
+  constructor(
+    private readonly adapterHost: HttpAdapterHost,
+    @Inject(RATE_LIMIT_OPTIONS) options: RateLimitModuleOptions,
+  ) {
+    this.problems = options.errors === 'problem';
+  }
 
   catch(
     exception: RateLimitExceededException | RateLimitUnavailableException | RateLimitDroppedEvent,
@@ -108,7 +173,12 @@ export class RateLimitExceptionFilter implements ExceptionFilter {
     const res = host.switchToHttp().getResponse<object>();
     const adapter = this.adapterHost.httpAdapter;
     if (exception.retryAfter !== null) adapter.setHeader(res, 'Retry-After', String(exception.retryAfter));
-    adapter.reply(res, exception.getResponse(), exception.getStatus());
+    if (!this.problems) {
+      adapter.reply(res, exception.getResponse(), exception.getStatus());
+      return undefined;
+    }
+    adapter.setHeader(res, 'Content-Type', 'application/problem+json');
+    adapter.reply(res, exception.problem(), exception.getStatus());
     return undefined;
   }
 }

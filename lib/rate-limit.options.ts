@@ -9,6 +9,14 @@ import type { RateLimitStore } from './stores/rate-limit-store.js';
 /** Which rate-limit header fields responses carry. See the README for every value. */
 export type RateLimitHeaders = 'ietf' | 'legacy' | 'both' | 'none';
 
+/**
+ * The body of the limiter's 429 and 503 HTTP responses. 'nest' (the default): Nest's HttpException shape,
+ * `{ statusCode, error, code, message, policy, retryAfter? }` as application/json. 'problem': RFC 9457
+ * application/problem+json with the IETF RateLimit draft's problem types and `violated-policies`.
+ * @example RateLimitModule.forRoot({ errors: 'problem' })
+ */
+export type RateLimitErrors = 'nest' | 'problem';
+
 /** Which proxies to believe for X-Forwarded-For, with the semantics of the `proxy-addr` package. */
 export type TrustProxy = boolean | number | string | string[] | ((addr: string, hop: number) => boolean);
 
@@ -44,6 +52,13 @@ export interface RateLimitModuleOptions {
   global?: boolean;
   /** Default 'ietf'. */
   headers?: RateLimitHeaders;
+  /**
+   * Default 'nest'. 'problem': HTTP 429 and 503 bodies are RFC 9457 problem details
+   * (`application/problem+json`, types `…#quota-exceeded` and `…#temporary-reduced-capacity`, the member
+   * `violated-policies`). The 403 of a deny list, GraphQL, WebSocket and microservice errors keep their shapes.
+   * @example errors: 'problem'
+   */
+  errors?: RateLimitErrors;
   /** Default false: the socket address is the client. */
   trustProxy?: TrustProxy;
   /** Default 64: IPv6 clients are keyed by this prefix length. */

@@ -69,9 +69,16 @@ export interface ContextAdapter {
 
   /**
    * Stops the invocation: throws what this context's clients understand as a denial (429, a GraphQL error for
-   * the field, WsException, RpcException; a dropped event). `decision` is the denying policy's decision.
+   * the field, WsException, RpcException; a dropped event). `decision` is the denying policy's decision that
+   * matters most; `violated` names every enforced policy that denied, in the route's order, default
+   * `decision`'s alone (HTTP problem details list them; the other contexts' shapes name `denial.policy` alone).
    */
-  deny(ctx: ExecutionContext, denial: RateLimitDenial, decision: RateLimitDecision): never;
+  deny(
+    ctx: ExecutionContext,
+    denial: RateLimitDenial,
+    decision: RateLimitDecision,
+    violated?: readonly string[],
+  ): never;
 
   /** Stops the invocation because a fail-closed policy's store is down (503 and its equivalents). */
   unavailable(ctx: ExecutionContext, outage: RateLimitUnavailable): never;

@@ -91,8 +91,13 @@ class HttpContextAdapter implements ContextAdapter {
     for (const [name, value] of headers) adapter.setHeader(res, name, value);
   }
 
-  deny(_ctx: ExecutionContext, _denial: RateLimitDenial, decision: RateLimitDecision): never {
-    throw new RateLimitExceededException(decision);
+  deny(
+    _ctx: ExecutionContext,
+    _denial: RateLimitDenial,
+    decision: RateLimitDecision,
+    violated?: readonly string[],
+  ): never {
+    throw new RateLimitExceededException(decision, violated);
   }
 
   unavailable(_ctx: ExecutionContext, outage: RateLimitUnavailable): never {

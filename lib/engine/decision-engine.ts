@@ -63,22 +63,21 @@ const cacheable = (item: EngineItem): boolean =>
   item.policy.quota === undefined && item.policy.algorithm !== 'concurrency' && item.shadow !== true;
 
 /**
- * A denial answered by the local cache, with the request's other items as the store last reported them
- * beside that denial (the items it did not see are left out): the 429 shows the same policies as the store's.
+ * Denials answered by the local cache, with the request's other items as the store last reported them beside
+ * the first of those denials (the items it did not see are left out): the 429 shows the same policies as the
+ * store's.
  */
 function withOthers(
-  item: EngineItem,
-  denied: RateLimitDecision,
+  denials: ReadonlyMap<EngineItem, RateLimitDecision>,
   items: readonly EngineItem[],
   others: ReadonlyMap<string, RateLimitDecision> | undefined,
 ): Evaluation {
-  if (others === undefined || items.length === 1) return { items: [item], decisions: [denied] };
   const kept: EngineItem[] = [];
   const decisions: RateLimitDecision[] = [];
-  for (const other of items) {
-    const decision = other === item ? denied : others.get(`${other.policy.id}\n${other.key}`);
+  for (const item of items) {
+    const decision = denials.get(item) ?? others?.get(`${item.policy.id}\n${item.key}`);
     if (decision === undefined) continue;
-    kept.push(other);
+    kept.push(item);
     decisions.push(decision);
   }
   return { items: kept, decisions };
@@ -287,10 +286,16 @@ export class DecisionEngine {
     const cache = store === this.store && onFailure === 'fail-modes' ? this.denyCache : undefined;
     const nowMs = cache === undefined ? 0 : this.options.clock.now();
     if (cache !== undefined) {
+      // Every cached denial of the request, not only the first: a 429 names each policy that refused it.
+      let denials: Map<EngineItem, RateLimitDecision> | undefined;
       for (const item of items) {
         if (!cacheable(item)) continue;
         const denied = cache.check(item.policy, item.key, item.cost, nowMs);
-        if (denied !== undefined) return withOthers(item, denied, items, cache.others(item.policy, item.key, nowMs));
+        if (denied !== undefined) (denials ??= new Map()).set(item, denied);
+      }
+      if (denials !== undefined) {
+        const [first] = denials.keys() as IterableIterator<EngineItem>;
+        return withOthers(denials, items, cache.others(first.policy, first.key, nowMs));
       }
     }
     try {

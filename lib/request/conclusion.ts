@@ -37,6 +37,7 @@ export function conclude(
     return;
   }
   const worst = mostRestrictive(denied);
+  const violated = [...new Set(denied.map((d) => d.policy))];
   const retryAfter = Number.isFinite(worst.retryAfterMs) ? Math.max(1, toSeconds(worst.retryAfterMs)) : null;
   if (retryAfter !== null) headers.push(['Retry-After', String(retryAfter)]);
   adapter.setHeaders(ctx, headers);
@@ -49,5 +50,6 @@ export function conclude(
       ...(retryAfter === null ? {} : { retryAfter }),
     },
     worst,
+    violated,
   );
 }
