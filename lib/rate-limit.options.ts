@@ -25,20 +25,39 @@ export type TrustProxy = boolean | number | string | string[] | ((addr: string, 
  * @example RateLimitModule.forRoot({ redis: { url: 'redis://localhost:6379' }, defaults: [{ algorithm: 'sliding-window-counter', limit: 600, window: '1m' }] })
  */
 export interface RateLimitModuleOptions {
-  /** Redis connection; absent means the in-memory store (limits per process, with one startup warning). */
-  redis?: { url?: string; client?: Redis | Cluster; options?: RedisOptions };
+  /**
+   * Redis connection; absent means the in-memory store (limits per process, with one startup warning). The
+   * limiter opens a connection of its own: from `url` (e.g. 'redis://:password@host:6379/0') and/or ioredis
+   * `options` (host, port, sentinels...), or `client.duplicate()` of your Redis or Cluster, which stays as
+   * it was. A `redis` option that names no server (an unset REDIS_URL) stops the start.
+   */
+  redis?: {
+    /** A Redis URL. */
+    url?: string;
+    /** An ioredis Redis or Cluster whose settings the limiter's own connection copies. */
+    client?: Redis | Cluster;
+    /** ioredis options of the limiter's connection (the module sets its fail-fast options over them). */
+    options?: RedisOptions;
+  };
   /**
    * PostgreSQL (the `pg` package): a Pool of yours, or a connection string for a pool of the module's own.
    * Rate-limit policies use it when `redis` is not set; `migrate: true` creates the schema at start (safe from
    * many instances at once). `ttlSlackMs`, `pruneIntervalMs` and `pruneBatch` go to PostgresRateLimitStore.
    */
   postgres?: {
+    /** A `pg` Pool of yours; the module never closes it. */
     pool?: Pool;
+    /** A connection string for a pool of the module's own (closed on shutdown). */
     connectionString?: string;
+    /** The schema of the module's tables and functions; default 'public'. */
     schema?: string;
+    /** Create or upgrade the schema at start, under an advisory lock (safe from every instance at once). */
     migrate?: boolean;
+    /** Milliseconds kept past a row's reset, a tolerance for clock differences between instances; default 1000. */
     ttlSlackMs?: number;
+    /** How often expired rows are deleted, in ms; default 60,000, 0 turns pruning off. */
     pruneIntervalMs?: number;
+    /** Most rows one pruning statement deletes; default 1000. */
     pruneBatch?: number;
   };
   /** Any custom store; wins over `redis`. */

@@ -66,6 +66,7 @@ interface PolicyBase {
   key?: RateLimitKey;
   /** Units one request consumes, a non-negative integer; default 1. */
   cost?: number | ((ctx: ExecutionContext) => number | Promise<number>);
+  /** What this policy does when its store fails or is too slow: 'open' lets requests through, 'closed' refuses them (503); default the module's. */
   failMode?: FailMode;
   /** Default the module's `mode`, which defaults to 'enforce'. 'shadow' reports, never denies. */
   mode?: RateLimitMode;
@@ -96,6 +97,10 @@ interface PolicyBase {
  * @example { name: 'ai-generations', algorithm: 'concurrency', limit: 2, window: '5m' }
  */
 export interface RateLimitWindowPolicy extends PolicyBase {
+  /**
+   * 'fixed-window', 'sliding-window-log' (exact; small limits such as logins), 'sliding-window-counter' (the
+   * general choice), 'token-bucket' or 'gcra' (bursts and costs), or 'concurrency' (requests in flight).
+   */
   algorithm: Exclude<RateLimitAlgorithm, 'quota'>;
   /**
    * Requests (or cost units) per window; an integer >= 1, or a function of the request (the caller's plan,
@@ -118,14 +123,17 @@ export interface RateLimitWindowPolicy extends PolicyBase {
  * @example { name: 'ai-monthly', algorithm: 'quota', period: 'month', timeZone: 'Europe/Paris', limit: (ctx) => planOf(ctx).tokens }
  */
 export interface RateLimitQuotaPolicy extends PolicyBase {
+  /** A calendar quota (see the README's Quotas section). */
   algorithm: 'quota';
+  /** 'day' or 'month', as the clocks of `timeZone` show them. */
   period: QuotaPeriod;
   /** IANA time zone of the calendar; default 'UTC'. */
   timeZone?: string;
   /** Units per period, an integer >= 1, or a function of the request (may be async). */
   limit: number | ((ctx: ExecutionContext) => number | Promise<number>);
-  /** Not used by quotas. */
+  /** Not used by quotas: their period is `period`. */
   window?: never;
+  /** Not used by quotas. */
   burst?: never;
 }
 
