@@ -13,6 +13,16 @@ export default tseslint.config(
     },
   },
   {
+    // Type-aware: a promise nobody awaits or handles, or one passed where nothing waits for it, is a request
+    // that may hang or an error that disappears.
+    files: ['lib/**/*.ts', 'sample-app/**/*.ts', 'test/**/*.ts'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
+    },
+  },
+  {
     files: ['**/*.js', '**/*.mjs'],
     languageOptions: {
       globals: Object.fromEntries(
