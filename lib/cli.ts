@@ -106,6 +106,10 @@ export function parseSimulate(args: readonly string[]): { request: SimulationReq
     );
   }
   const traffic = flags.traffic ?? 'boundary-burst';
+  const pattern = (PATTERNS as readonly string[]).includes(traffic);
+  if (flags.rate !== undefined && !pattern) {
+    throw new UsageError(`--rate shapes the named patterns (${PATTERNS.join(', ')}), not a file of arrivals`);
+  }
   const durationFlag = flags.duration === undefined ? undefined : duration('duration', flags.duration);
   const request: SimulationRequest = {
     algorithm: algorithm as SimulationRequest['algorithm'],
@@ -116,7 +120,7 @@ export function parseSimulate(args: readonly string[]): { request: SimulationReq
     ratePerWindow: integer('rate', flags.rate),
     durationMs: durationFlag === undefined ? undefined : parseWindow(durationFlag),
   };
-  const base = (PATTERNS as readonly string[]).includes(traffic) ? traffic : 'traffic';
+  const base = pattern ? traffic : 'traffic';
   const out = flags.out ?? `${algorithm}-${base}.svg`;
   if (!out.endsWith('.svg')) throw new UsageError(`--out must name an .svg file, got ${JSON.stringify(out)}`);
   return { request, out };
@@ -126,9 +130,13 @@ export function parseSimulate(args: readonly string[]): { request: SimulationReq
 export function main(args: readonly string[]): number {
   const [command, ...rest] = args;
   try {
-    if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+    if (command === undefined) {
+      process.stderr.write(HELP);
+      return 2;
+    }
+    if (command === '--help' || command === '-h' || command === 'help') {
       process.stdout.write(HELP);
-      return command === undefined ? 2 : 0;
+      return 0;
     }
     if (command !== 'simulate')
       throw new UsageError(`unknown command ${JSON.stringify(command)}: the command is simulate`);

@@ -28,6 +28,22 @@ function timeStep(durationMs: number): number {
   return steps.find((ms) => ms >= least) ?? Math.ceil(least / 300_000) * 300_000;
 }
 
+/**
+ * The trailing line's points within the duration; beyond 4 per pixel column, one per column holding the
+ * column's peak, so that a long run still draws a small SVG and the peak it shows is the true one.
+ */
+function lineOf(points: SimulationResult['trailing'], durationMs: number, width: number): SimulationResult['trailing'] {
+  const within = points.filter((p) => p.atMs <= durationMs);
+  if (within.length <= 4 * width) return within;
+  const columns = new Map<number, { atMs: number; units: number }>();
+  for (const p of within) {
+    const column = Math.floor((p.atMs / durationMs) * width);
+    const seen = columns.get(column);
+    if (seen === undefined || p.units > seen.units) columns.set(column, { atMs: seen?.atMs ?? p.atMs, units: p.units });
+  }
+  return [...columns.values()];
+}
+
 /** Where a panel is drawn, and the scales it shares with the other panels of its chart. */
 export interface PanelFrame {
   readonly x: number;
@@ -75,7 +91,8 @@ export function panel(r: SimulationResult, frame: PanelFrame, heading: string): 
       `<text x="${right + 6}" y="${sz(units) + 4}" font-size="11" fill="${TRAILING}">${units === limit ? `${units} limit` : units}</text>`,
     );
   }
-  for (let edge = windowMs; edge < d; edge += windowMs) {
+  // Past 200 windows the edges would fill the panel with grey; the bars and the line still tell the story.
+  for (let edge = windowMs; edge < d && d / windowMs <= 200; edge += windowMs) {
     out.push(
       `<line class="window-edge" x1="${sx(edge)}" x2="${sx(edge)}" y1="${y}" y2="${y + height}" stroke="#777" stroke-dasharray="4 3"/>`,
     );
@@ -108,7 +125,7 @@ export function panel(r: SimulationResult, frame: PanelFrame, heading: string): 
     `<line x1="${x}" x2="${right}" y1="${sz(limit)}" y2="${sz(limit)}" stroke="${TRAILING}" stroke-dasharray="2 3"/>`,
   );
   let path = `M${x} ${sz(0)}`;
-  for (const p of r.trailing) if (p.atMs <= d) path += `H${sx(p.atMs)}V${sz(p.units)}`;
+  for (const p of lineOf(r.trailing, d, width)) path += `H${sx(p.atMs)}V${sz(p.units)}`;
   out.push(`<path class="trailing" d="${path}H${right}" fill="none" stroke="${TRAILING}" stroke-width="1.5"/>`);
   out.push(`<line x1="${x}" x2="${right}" y1="${sy(0)}" y2="${sy(0)}" stroke="#333"/>`);
   const step = timeStep(d);

@@ -64,13 +64,19 @@ function legend(x: number, y: number, windowMs: number): string {
   ].join('\n');
 }
 
-function document(height: number, title: string, lines: readonly string[], data: unknown, body: string): string {
+function document(
+  height: number,
+  title: string,
+  lines: readonly string[],
+  windowMs: number,
+  data: unknown,
+  body: string,
+): string {
   // JSON inside XML text: escaping <, > and & as \u escapes keeps it both valid XML and the same JSON.
   const json = JSON.stringify(data).replace(/[<>&]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
   const text = lines.map(
     (line, i) => `<text x="${LEFT}" y="${46 + i * 18}" font-size="13" fill="#444">${xml(line)}</text>`,
   );
-  const windowMs = (Array.isArray(data) ? (data[0] as ChartData) : (data as ChartData)).policy.windowMs;
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" ` +
       `role="img" aria-label="${xml(title)}" ${FONT}>`,
@@ -110,7 +116,7 @@ export function chartSvg(r: SimulationResult): string {
     frame,
     `requests per ${formatMs(r.bucketMs)} (bars, left); admitted in the last window (line, right)`,
   );
-  return document(top + frame.height + 32, title, lines, dataOf(r), body);
+  return document(top + frame.height + 32, title, lines, r.policy.windowMs, dataOf(r), body);
 }
 
 /**
@@ -137,5 +143,12 @@ export function comparisonSvg(results: readonly SimulationResult[]): string {
       `${r.policy.algorithm}: ${summary(r)}`,
     ),
   );
-  return document(top + results.length * pitch - 12, title, lines, results.map(dataOf), body.join('\n'));
+  return document(
+    top + results.length * pitch - 12,
+    title,
+    lines,
+    first.policy.windowMs,
+    results.map(dataOf),
+    body.join('\n'),
+  );
 }

@@ -37,13 +37,17 @@ export interface PatternOptions {
   readonly durationMs?: number;
 }
 
+/** The most requests a pattern lays out: a run takes about a second per million. */
+export const MAX_ARRIVALS = 2_000_000;
+
 /** The rate of each pattern when none is given, as a multiple of the limit. */
 const DEFAULT_RATE: Record<PatternName, number> = { steady: 0.5, bursts: 1.5, 'boundary-burst': 1, ramp: 2 };
 /** The duration of each pattern when none is given, in windows. */
 const DEFAULT_WINDOWS: Record<PatternName, number> = { steady: 3, bursts: 3, 'boundary-burst': 2, ramp: 4 };
 
-/** Formats milliseconds the way windows are written: `1m`, `30s`, `250ms`. */
+/** Formats milliseconds the way windows are written: `1d`, `1m`, `30s`, `250ms`. */
 export function formatMs(ms: number): string {
+  if (ms >= 86_400_000 && ms % 86_400_000 === 0) return `${ms / 86_400_000}d`;
   if (ms >= 3_600_000 && ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
   if (ms >= 60_000 && ms % 60_000 === 0) return `${ms / 60_000}m`;
   if (ms >= 1000 && ms % 1000 === 0) return `${ms / 1000}s`;
@@ -65,6 +69,20 @@ export function buildPattern(name: PatternName, options: PatternOptions): Traffi
   const { limit, windowMs: w } = options;
   const rate = options.ratePerWindow ?? Math.max(1, Math.round(limit * DEFAULT_RATE[name]));
   const durationMs = options.durationMs ?? DEFAULT_WINDOWS[name] * w;
+  const windows = durationMs / w;
+  const expected = {
+    steady: rate * windows,
+    bursts: rate * windows,
+    'boundary-burst': 2 * rate,
+    ramp: (rate * windows) / 2,
+  };
+  if (expected[name] > MAX_ARRIVALS) {
+    throw new SimulatorError(
+      '--traffic',
+      `${name} at ${rate} per ${formatMs(w)} for ${formatMs(durationMs)} is about ${Math.round(expected[name])} requests; ` +
+        `at most ${MAX_ARRIVALS} are simulated (lower --rate, --limit or --duration)`,
+    );
+  }
   const times: number[] = [];
   let description: string;
   if (name === 'steady') {

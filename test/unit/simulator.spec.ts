@@ -5,8 +5,9 @@ import { join } from 'node:path';
 
 import fc from 'fast-check';
 
-import { ALGORITHMS, validatePolicy } from '../../lib/index.js';
+import { ALGORITHMS, MemoryRateLimitStore, validatePolicy } from '../../lib/index.js';
 import { buildPattern, runSimulation, simulate, type ChartData } from '../../lib/simulator/index.js';
+import { SimulatedClock } from '../../lib/simulator/run.js';
 import { arrivalsTraffic } from '../../lib/simulator/traffic.js';
 
 const LIMIT = 100;
@@ -111,6 +112,31 @@ describe('simulator: the boundary attack, 100 per 1m (100 in the second before t
     expect(byName['token-bucket'].admitted).toBe(expected);
     expect(byName.gcra.admitted).toBe(expected);
   });
+});
+
+describe('simulator: the same decisions as the memory store', () => {
+  it.each([...ALGORITHMS])(
+    '%s, on the boundary attack and on bursts, with a burst of 150 for the buckets',
+    async (algorithm) => {
+      const burst = algorithm === 'token-bucket' || algorithm === 'gcra' ? 150 : undefined;
+      const policy = validatePolicy({ algorithm, limit: LIMIT, window: '1m', burst });
+      let denials = 0;
+      for (const name of ['boundary-burst', 'bursts'] as const) {
+        const result = simulate(policy, buildPattern(name, { limit: LIMIT, windowMs: W }));
+        const clock = new SimulatedClock(result.startMs);
+        const store = new MemoryRateLimitStore({ clock });
+        const decided: boolean[] = [];
+        for (const arrival of result.traffic.arrivals) {
+          clock.set(result.startMs + arrival.atMs);
+          const [decision] = await store.consume([{ policy, key: 'client', cost: arrival.cost }]);
+          decided.push(decision.allowed);
+        }
+        expect(result.decisions.map((d) => d.allowed)).toEqual(decided);
+        denials += decided.filter((allowed) => !allowed).length;
+      }
+      expect(denials).toBeGreaterThan(0); // so that the comparison covers denials, not only admissions
+    },
+  );
 });
 
 describe('simulator: traffic patterns', () => {
@@ -261,6 +287,11 @@ describe('simulator: the command line (node dist/cli.js, built by npm run build)
     [['--algorithm', 'fixed-window', '--burst', '5'], '--burst: applies only to token-bucket and gcra'],
     [['--traffic', 'nowhere.json'], '--traffic: must be steady, bursts, boundary-burst, ramp or the path'],
     [['--out'], '--out needs a value'],
+    [
+      ['--traffic', 'steady', '--rate', '1000000000', '--duration', '1d'],
+      '--traffic: steady at 1000000000 per 1m for 1d',
+    ],
+    [['--traffic', 'arrivals.json', '--rate', '5'], '--rate shapes the named patterns'],
   ])('rejects %j with a message naming the flag, and exit code 2', (args, message) => {
     const result = run('simulate', ...args);
     expect(result.status).toBe(2);
