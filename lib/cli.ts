@@ -1,0 +1,174 @@
+#!/usr/bin/env node
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+
+import { ALGORITHMS } from './policy/policy.types.js';
+import { parseWindow } from './policy/window.js';
+import { PATTERNS, runSimulation, SimulatorError, type SimulationRequest } from './simulator/index.js';
+import { formatMs } from './simulator/traffic.js';
+
+const HELP = `Usage: nest-rate-limit simulate [flags]
+
+Runs the real algorithm steps on a fake clock over a traffic pattern and writes an SVG chart of the requests
+admitted (green) and denied (red) over time. No network, no browser.
+
+Flags:
+  --algorithm <name>   ${ALGORITHMS.join(', ')}, or all (the five side by side); default all
+  --limit <n>          requests per window, an integer >= 1; default 100
+  --window <duration>  as in policies: ms, or '500ms', '10s', '1m', '1h', '1d'; default 1m
+  --burst <n>          token-bucket and gcra capacity; default the limit
+  --traffic <pattern>  ${PATTERNS.join(', ')}, or a JSON file: [0, 250, ...] (ms after the
+                       start) or [{ "atMs": 0, "cost": 2 }, ...]; default boundary-burst
+  --rate <n>           requests per window of the pattern (steady: 0.5 x limit, bursts: 1.5 x, boundary-burst:
+                       1 x before the edge and 1 x after, ramp: up to 2 x)
+  --duration <d>       how long to simulate, like --window; default 2 to 4 windows by pattern
+  --out <file.svg>     where to write the chart; default <algorithm>-<traffic>.svg
+  --help               this text
+
+Example:
+  npx nest-rate-limit simulate --algorithm gcra --limit 100 --window 1m --traffic boundary-burst --out gcra.svg
+`;
+
+/** A mistake in the command line: the flag at fault and what would be right. Exit code 2. */
+class UsageError extends Error {}
+
+const FLAGS = ['algorithm', 'limit', 'window', 'burst', 'traffic', 'rate', 'duration', 'out', 'help'] as const;
+type Flag = (typeof FLAGS)[number];
+
+/** Levenshtein distance, to suggest the flag a typo meant. */
+function distance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) {
+      next[j] = Math.min(row[j] + 1, next[j - 1] + 1, row[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    row = next;
+  }
+  return row[b.length];
+}
+
+function parseFlags(args: readonly string[]): Partial<Record<Flag, string>> {
+  const flags: Partial<Record<Flag, string>> = {};
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === '-h') {
+      flags.help = 'true';
+      continue;
+    }
+    if (!arg.startsWith('--')) throw new UsageError(`unexpected argument ${JSON.stringify(arg)}: flags start with --`);
+    const [name, inline] = arg.slice(2).split(/=(.*)/s, 2);
+    if (!(FLAGS as readonly string[]).includes(name)) {
+      const near = FLAGS.find((f) => distance(f, name) <= 2);
+      throw new UsageError(`unknown flag --${name}${near === undefined ? '' : ` (did you mean --${near}?)`}`);
+    }
+    if (name === 'help') {
+      flags.help = 'true';
+      continue;
+    }
+    const value = inline ?? args[++i];
+    if (value === undefined || (inline === undefined && value.startsWith('--'))) {
+      throw new UsageError(`--${name} needs a value`);
+    }
+    if (flags[name as Flag] !== undefined) throw new UsageError(`--${name} is given twice`);
+    flags[name as Flag] = value;
+  }
+  return flags;
+}
+
+function integer(flag: string, value: string | undefined, fallback?: number): number | undefined {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < 1) {
+    throw new UsageError(`--${flag} must be an integer >= 1, got ${JSON.stringify(value)}`);
+  }
+  return n;
+}
+
+function duration(flag: string, value: string): number | string {
+  const window = /^\d+$/.test(value) ? Number(value) : value;
+  if (parseWindow(window) === undefined) {
+    throw new UsageError(
+      `--${flag} must be a whole number of ms >= 1 or a duration like '500ms', '10s', '1m', '1h', '1d', got ${JSON.stringify(value)}`,
+    );
+  }
+  return window;
+}
+
+/** The request a `simulate` command line asks for, and where to write its chart. */
+export function parseSimulate(args: readonly string[]): { request: SimulationRequest; out: string } | 'help' {
+  const flags = parseFlags(args);
+  if (flags.help !== undefined) return 'help';
+  const algorithm = flags.algorithm ?? 'all';
+  if (algorithm !== 'all' && !(ALGORITHMS as readonly string[]).includes(algorithm)) {
+    throw new UsageError(
+      `--algorithm must be one of ${ALGORITHMS.join(', ')} or all, got ${JSON.stringify(algorithm)}`,
+    );
+  }
+  const traffic = flags.traffic ?? 'boundary-burst';
+  const pattern = (PATTERNS as readonly string[]).includes(traffic);
+  if (flags.rate !== undefined && !pattern) {
+    throw new UsageError(`--rate shapes the named patterns (${PATTERNS.join(', ')}), not a file of arrivals`);
+  }
+  const durationFlag = flags.duration === undefined ? undefined : duration('duration', flags.duration);
+  const request: SimulationRequest = {
+    algorithm: algorithm as SimulationRequest['algorithm'],
+    limit: integer('limit', flags.limit, 100) as number,
+    window: duration('window', flags.window ?? '1m'),
+    burst: integer('burst', flags.burst),
+    traffic,
+    ratePerWindow: integer('rate', flags.rate),
+    durationMs: durationFlag === undefined ? undefined : parseWindow(durationFlag),
+  };
+  const base = pattern ? traffic : 'traffic';
+  const out = flags.out ?? `${algorithm}-${base}.svg`;
+  if (!out.endsWith('.svg')) throw new UsageError(`--out must name an .svg file, got ${JSON.stringify(out)}`);
+  return { request, out };
+}
+
+/** Runs the command line; returns the exit code (0 done, 1 failed, 2 a mistake in the command line). */
+export function main(args: readonly string[]): number {
+  const [command, ...rest] = args;
+  try {
+    if (command === undefined) {
+      process.stderr.write(HELP);
+      return 2;
+    }
+    if (command === '--help' || command === '-h' || command === 'help') {
+      process.stdout.write(HELP);
+      return 0;
+    }
+    if (command !== 'simulate')
+      throw new UsageError(`unknown command ${JSON.stringify(command)}: the command is simulate`);
+    const parsed = parseSimulate(rest);
+    if (parsed === 'help') {
+      process.stdout.write(HELP);
+      return 0;
+    }
+    const { svg, results } = runSimulation(parsed.request);
+    const path = resolve(parsed.out);
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, svg);
+    for (const r of results) {
+      process.stdout.write(
+        `${r.policy.algorithm}: admitted ${r.admitted}, denied ${r.denied}; most admitted in any ` +
+          `${formatMs(r.policy.windowMs)} span: ${r.busiestWindow.units}\n`,
+      );
+    }
+    process.stdout.write(`wrote ${parsed.out}\n`);
+    return 0;
+  } catch (error) {
+    if (error instanceof UsageError || error instanceof SimulatorError) {
+      process.stderr.write(
+        `nest-rate-limit ${command}: ${error.message}\nRun nest-rate-limit simulate --help for the flags.\n`,
+      );
+      return 2;
+    }
+    process.stderr.write(
+      `nest-rate-limit ${command}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
+    return 1;
+  }
+}
+
+process.exitCode = main(process.argv.slice(2));

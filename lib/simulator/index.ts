@@ -1,0 +1,90 @@
+import { readFileSync } from 'node:fs';
+
+import { RateLimitPolicyError } from '../policy/policy.errors.js';
+import { ALGORITHMS, type ResolvedPolicy } from '../policy/policy.types.js';
+import { validatePolicy } from '../policy/validate-policy.js';
+import { simulate, type SimulationResult } from './run.js';
+import { chartSvg, comparisonSvg } from './svg.js';
+import {
+  arrivalsTraffic,
+  buildPattern,
+  parseArrivals,
+  PATTERNS,
+  type PatternName,
+  SimulatorError,
+  type Traffic,
+} from './traffic.js';
+
+export { bucketWidth, busiestWindow, simulate, type Bucket, type SimulationResult } from './run.js';
+export { chartSvg, comparisonSvg, type ChartData } from './svg.js';
+export { buildPattern, parseArrivals, PATTERNS, SimulatorError, type Arrival, type Traffic } from './traffic.js';
+
+/** The five algorithms, or `all` for the side-by-side chart. */
+export type SimulatedAlgorithm = (typeof ALGORITHMS)[number] | 'all';
+
+/** What `nest-rate-limit simulate` is asked for, its flags parsed. */
+export interface SimulationRequest {
+  readonly algorithm: SimulatedAlgorithm;
+  readonly limit: number;
+  /** Milliseconds or a duration like '1m', as in policies. */
+  readonly window: number | string;
+  /** Token-bucket and GCRA only (ignored by the window algorithms in `all`). */
+  readonly burst?: number;
+  /** A pattern name, or the path of a JSON file of arrivals. */
+  readonly traffic: string;
+  /** Requests per window for a named pattern (see buildPattern). */
+  readonly ratePerWindow?: number;
+  readonly durationMs?: number;
+}
+
+/** The policy of one algorithm, checked by validatePolicy; its errors name the flag (`--limit`, `--burst`). */
+export function policyFor(algorithm: (typeof ALGORITHMS)[number], request: SimulationRequest): ResolvedPolicy {
+  const bucket = algorithm === 'token-bucket' || algorithm === 'gcra';
+  // In `all`, the window algorithms leave a burst aside; asked for alone, they refuse it (validatePolicy says why).
+  const burst = bucket || request.algorithm !== 'all' ? request.burst : undefined;
+  try {
+    return validatePolicy({ algorithm, limit: request.limit, window: request.window, burst });
+  } catch (error) {
+    if (!(error instanceof RateLimitPolicyError)) throw error;
+    const problem = error.message.replace(/^Invalid rate-limit policy "[^"]*", field "[^"]*": /, '');
+    throw new SimulatorError(`--${error.field ?? 'limit'}`, problem);
+  }
+}
+
+/** The traffic a request names: a pattern, or a JSON file of arrivals read from disk. */
+export function trafficFor(request: SimulationRequest, windowMs: number, limit: number): Traffic {
+  if ((PATTERNS as readonly string[]).includes(request.traffic)) {
+    const options = { limit, windowMs, ratePerWindow: request.ratePerWindow, durationMs: request.durationMs };
+    return buildPattern(request.traffic as PatternName, options);
+  }
+  let text: string;
+  try {
+    text = readFileSync(request.traffic, 'utf8');
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code ?? String(error);
+    throw new SimulatorError(
+      '--traffic',
+      `must be ${PATTERNS.join(', ')} or the path of a JSON file of arrivals; cannot read ${JSON.stringify(request.traffic)} (${reason})`,
+    );
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new SimulatorError(`--traffic ${request.traffic}`, `is not JSON: ${(error as Error).message}`);
+  }
+  const arrivals = parseArrivals(json, `--traffic ${request.traffic}`);
+  return arrivalsTraffic(request.traffic, arrivals, windowMs, request.durationMs);
+}
+
+/**
+ * Runs a request and draws it: one chart for one algorithm, five panels for `all`.
+ * @example runSimulation({ algorithm: 'all', limit: 100, window: '1m', traffic: 'boundary-burst' }).svg
+ */
+export function runSimulation(request: SimulationRequest): { svg: string; results: SimulationResult[] } {
+  const algorithms = request.algorithm === 'all' ? ALGORITHMS : [request.algorithm];
+  const policies = algorithms.map((algorithm) => policyFor(algorithm, request));
+  const traffic = trafficFor(request, policies[0].windowMs, policies[0].limit);
+  const results = policies.map((policy) => simulate(policy, traffic));
+  return { svg: request.algorithm === 'all' ? comparisonSvg(results) : chartSvg(results[0]), results };
+}

@@ -1,0 +1,307 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import fc from 'fast-check';
+
+import { ALGORITHMS, MemoryRateLimitStore, validatePolicy } from '../../lib/index.js';
+import { buildPattern, runSimulation, simulate, type ChartData } from '../../lib/simulator/index.js';
+import { SimulatedClock } from '../../lib/simulator/run.js';
+import { arrivalsTraffic } from '../../lib/simulator/traffic.js';
+
+const LIMIT = 100;
+const W = 60_000;
+const CLI = join(process.cwd(), 'dist', 'cli.js');
+
+interface DrawnBucket {
+  startMs: number;
+  endMs: number;
+  admitted: number;
+  denied: number;
+}
+interface DrawnPanel {
+  algorithm: string;
+  admitted: number;
+  denied: number;
+  buckets: DrawnBucket[];
+}
+
+/** What an SVG chart drew, read back from its data-* attributes and its <metadata> JSON only. */
+function readChart(svg: string): { panels: DrawnPanel[]; metadata: ChartData | ChartData[] } {
+  const attr = (tag: string, name: string) => Number(new RegExp(`${name}="(-?\\d+)"`).exec(tag)?.[1]);
+  const panels = svg
+    .split('<g class="panel"')
+    .slice(1)
+    .map((chunk): DrawnPanel => {
+      const head = chunk.slice(0, chunk.indexOf('>'));
+      const buckets = [...chunk.matchAll(/<g class="bucket"[^>]*>/g)].map(([tag]) => ({
+        startMs: attr(tag, 'data-start-ms'),
+        endMs: attr(tag, 'data-end-ms'),
+        admitted: attr(tag, 'data-admitted'),
+        denied: attr(tag, 'data-denied'),
+      }));
+      return {
+        algorithm: /data-algorithm="([^"]+)"/.exec(head)?.[1] ?? '',
+        admitted: attr(head, 'data-admitted'),
+        denied: attr(head, 'data-denied'),
+        buckets,
+      };
+    });
+  const json = /<metadata id="simulation">(.*?)<\/metadata>/s.exec(svg)?.[1];
+  if (json === undefined) throw new Error('the SVG has no <metadata id="simulation">');
+  return { panels, metadata: JSON.parse(json) };
+}
+
+const sum = (buckets: readonly DrawnBucket[], key: 'admitted' | 'denied', fromMs = 0, toMs = Infinity) =>
+  buckets.filter((b) => b.startMs >= fromMs && b.endMs <= toMs).reduce((total, b) => total + b[key], 0);
+
+/** The most admitted in `n` consecutive buckets: an upper bound of what any span of n−1 buckets admits. */
+const mostInRun = (buckets: readonly DrawnBucket[], n: number) =>
+  Math.max(...buckets.map((_, i) => sum(buckets.slice(i, i + n), 'admitted')));
+
+describe('simulator: the boundary attack, 100 per 1m (100 in the second before the edge at 1m, 100 after)', () => {
+  const { svg } = runSimulation({ algorithm: 'all', limit: LIMIT, window: '1m', traffic: 'boundary-burst' });
+  const { panels, metadata } = readChart(svg);
+  const byName = Object.fromEntries(panels.map((p) => [p.algorithm, p]));
+  const attack = { fromMs: W - 1000, toMs: W + 1000 };
+
+  it('draws the five algorithms, each bar holding what its bucket decided and the totals agreeing', () => {
+    expect(panels.map((p) => p.algorithm)).toEqual([...ALGORITHMS]);
+    for (const p of panels) {
+      expect(p.buckets).toHaveLength(120); // 2 minutes in 1 s buckets
+      expect(sum(p.buckets, 'admitted')).toBe(p.admitted);
+      expect(sum(p.buckets, 'admitted') + sum(p.buckets, 'denied')).toBe(2 * LIMIT);
+    }
+    expect((metadata as ChartData[]).map((m) => [m.algorithm, m.admitted])).toEqual(
+      panels.map((p) => [p.algorithm, p.admitted]),
+    );
+  });
+
+  it('the fixed window admits 2 × limit = 200 within 2 seconds: the limit in each of the two windows', () => {
+    const fixed = byName['fixed-window'];
+    expect(sum(fixed.buckets, 'admitted', attack.fromMs, W)).toBe(LIMIT);
+    expect(sum(fixed.buckets, 'admitted', W, attack.toMs)).toBe(LIMIT);
+    expect(sum(fixed.buckets, 'admitted', attack.fromMs, attack.toMs)).toBe(2 * LIMIT);
+    expect(fixed.denied).toBe(0);
+    expect(mostInRun(fixed.buckets, 2)).toBe(2 * LIMIT);
+  });
+
+  it('the sliding log admits 100: never more than the limit in any window-long span', () => {
+    const log = byName['sliding-window-log'];
+    expect(sum(log.buckets, 'admitted', attack.fromMs, W)).toBe(LIMIT);
+    expect(sum(log.buckets, 'admitted', W, attack.toMs)).toBe(0);
+    expect(log.admitted).toBe(LIMIT);
+    // 61 one-second buckets cover any 60 s span, so their sum bounds what such a span admitted.
+    expect(mostInRun(log.buckets, 61)).toBeLessThanOrEqual(LIMIT);
+    expect((metadata as ChartData[])[1].busiestWindow.units).toBe(LIMIT);
+  });
+
+  it('the sliding counter admits one more for each 1/limit of the window elapsed since the edge', () => {
+    // After the edge: previous (100) × (1 − e / W) + admitted ≤ 100 lets one through per W / limit = 600 ms,
+    // and the last request after the edge comes at e = 990 ms.
+    const expected = LIMIT + Math.floor((990 * LIMIT) / W);
+    expect(expected).toBe(101);
+    expect(byName['sliding-window-counter'].admitted).toBe(expected);
+  });
+
+  it('the token bucket and GCRA admit the full bucket plus what refills during the 2 s attack', () => {
+    // Capacity 100, refilled at 100 per minute; arrivals every 10 ms take each token as soon as it is whole.
+    const expected = LIMIT + Math.floor(((W + 990 - (W - 1000)) * LIMIT) / W);
+    expect(expected).toBe(103);
+    expect(byName['token-bucket'].admitted).toBe(expected);
+    expect(byName.gcra.admitted).toBe(expected);
+  });
+});
+
+describe('simulator: the same decisions as the memory store', () => {
+  it.each([...ALGORITHMS])(
+    '%s, on the boundary attack and on bursts, with a burst of 150 for the buckets',
+    async (algorithm) => {
+      const burst = algorithm === 'token-bucket' || algorithm === 'gcra' ? 150 : undefined;
+      const policy = validatePolicy({ algorithm, limit: LIMIT, window: '1m', burst });
+      let denials = 0;
+      for (const name of ['boundary-burst', 'bursts'] as const) {
+        const result = simulate(policy, buildPattern(name, { limit: LIMIT, windowMs: W }));
+        const clock = new SimulatedClock(result.startMs);
+        const store = new MemoryRateLimitStore({ clock });
+        const decided: boolean[] = [];
+        for (const arrival of result.traffic.arrivals) {
+          clock.set(result.startMs + arrival.atMs);
+          const [decision] = await store.consume([{ policy, key: 'client', cost: arrival.cost }]);
+          decided.push(decision.allowed);
+        }
+        expect(result.decisions.map((d) => d.allowed)).toEqual(decided);
+        denials += decided.filter((allowed) => !allowed).length;
+      }
+      expect(denials).toBeGreaterThan(0); // so that the comparison covers denials, not only admissions
+    },
+  );
+});
+
+describe('simulator: traffic patterns', () => {
+  it('steady traffic below the limit (90 per 1m) is all admitted, by every algorithm', () => {
+    const { svg } = runSimulation({
+      algorithm: 'all',
+      limit: LIMIT,
+      window: '1m',
+      traffic: 'steady',
+      ratePerWindow: 90,
+    });
+    const { panels } = readChart(svg);
+    expect(panels).toHaveLength(5);
+    for (const p of panels) {
+      expect([p.algorithm, p.admitted, p.denied]).toEqual([p.algorithm, 270, 0]); // 3 minutes at 90 a minute
+      expect(p.buckets.every((b) => b.denied === 0)).toBe(true);
+    }
+  });
+
+  it('lays out the boundary attack, bursts and a ramp as their definitions say', () => {
+    const boundary = buildPattern('boundary-burst', { limit: LIMIT, windowMs: W }).arrivals.map((a) => a.atMs);
+    expect(boundary.filter((t) => t >= W - 1000 && t < W)).toHaveLength(LIMIT);
+    expect(boundary.filter((t) => t >= W && t < W + 1000)).toHaveLength(LIMIT);
+    expect(boundary).toHaveLength(2 * LIMIT);
+    const bursts = buildPattern('bursts', { limit: LIMIT, windowMs: W }).arrivals;
+    expect(bursts).toHaveLength(6 * 75); // a burst of 75 every 30 s for 3 minutes, starting at 15 s
+    expect(bursts[0].atMs).toBe(15_000);
+    // A rate rising from 0 to 200 per minute over 4 minutes: 200 × 4 / 2 = 400 requests, the 400th at the end.
+    expect(buildPattern('ramp', { limit: LIMIT, windowMs: W }).arrivals).toHaveLength(399);
+  });
+
+  it('counts a window-long span as [t, t + window): a request exactly one window after another shares none with it', () => {
+    const traffic = arrivalsTraffic(
+      'edge',
+      [0, 1000, 1999].map((atMs) => ({ atMs, cost: 1 })),
+      1000,
+    );
+    const log = simulate(validatePolicy({ algorithm: 'sliding-window-log', limit: 1, window: 1000 }), traffic);
+    expect(log.decisions.map((d) => d.allowed)).toEqual([true, true, false]);
+    expect(log.busiestWindow).toEqual({ fromMs: 0, units: 1 });
+    expect(log.trailing).toEqual([
+      { atMs: 0, units: 1 },
+      { atMs: 1000, units: 1 },
+      { atMs: 2000, units: 0 },
+    ]);
+  });
+
+  it('never lets the sliding log admit more than the limit in a window, nor the fixed window more than twice it', () => {
+    const arrivals = fc.array(
+      fc.record({ atMs: fc.integer({ min: 0, max: 5000 }), cost: fc.integer({ min: 0, max: 3 }) }),
+      {
+        maxLength: 200,
+      },
+    );
+    fc.assert(
+      fc.property(
+        arrivals,
+        fc.integer({ min: 1, max: 10 }),
+        fc.integer({ min: 1, max: 2000 }),
+        (list, limit, windowMs) => {
+          const traffic = arrivalsTraffic(
+            'random',
+            [...list].sort((a, b) => a.atMs - b.atMs),
+            windowMs,
+          );
+          const log = simulate(validatePolicy({ algorithm: 'sliding-window-log', limit, window: windowMs }), traffic);
+          const fixed = simulate(validatePolicy({ algorithm: 'fixed-window', limit, window: windowMs }), traffic);
+          expect(log.busiestWindow.units).toBeLessThanOrEqual(limit);
+          expect(fixed.busiestWindow.units).toBeLessThanOrEqual(2 * limit);
+          expect(Math.max(0, ...log.trailing.map((p) => p.units))).toBe(log.busiestWindow.units);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});
+
+describe('simulator: a JSON file of arrivals', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'simulator-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('reads times and { atMs, cost }, and decides them with the policy', () => {
+    const file = join(dir, 'arrivals.json');
+    // 3 per 1 s, fixed window: 2 + 2 > 3 denies the second; the third fits; at 1 s a new window admits 3 of 4.
+    writeFileSync(file, JSON.stringify([{ atMs: 0, cost: 2 }, { atMs: 10, cost: 2 }, 20, 1000, 1001, 1002, 1003]));
+    const { svg, results } = runSimulation({ algorithm: 'fixed-window', limit: 3, window: 1000, traffic: file });
+    const { panels, metadata } = readChart(svg);
+    expect(results[0].decisions.map((d) => d.allowed)).toEqual([true, false, true, true, true, true, false]);
+    expect([panels[0].admitted, panels[0].denied]).toEqual([5, 2]);
+    expect(sum(panels[0].buckets, 'admitted', 0, 1000)).toBe(2);
+    expect(sum(panels[0].buckets, 'denied', 1000, 2000)).toBe(1);
+    expect(metadata).toMatchObject({ admitted: 5, admittedUnits: 6, durationMs: 2000 });
+  });
+
+  it('names the file and the element at fault', () => {
+    const file = join(dir, 'bad.json');
+    writeFileSync(file, JSON.stringify([0, 10, { atMs: -5 }]));
+    expect(() => runSimulation({ algorithm: 'gcra', limit: 3, window: 1000, traffic: file })).toThrow(
+      `--traffic ${file}, element 2: atMs must be a whole number of ms >= 0 after the start, got -5`,
+    );
+  });
+});
+
+describe('simulator: the command line (node dist/cli.js, built by npm run build)', () => {
+  let dir: string;
+  beforeAll(() => {
+    if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run build first`);
+    dir = mkdtempSync(join(tmpdir(), 'simulator-cli-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const run = (...args: string[]) => spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', cwd: dir });
+
+  it('writes the chart of `simulate --algorithm gcra --limit 100 --window 1m --traffic boundary-burst`', () => {
+    const out = join(dir, 'charts', 'gcra.svg');
+    const result = run(
+      'simulate',
+      '--algorithm',
+      'gcra',
+      '--limit',
+      '100',
+      '--window',
+      '1m',
+      '--traffic',
+      'boundary-burst',
+      '--out',
+      out,
+    );
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+    expect(result.stdout).toContain('gcra: admitted 103, denied 97');
+    const { panels, metadata } = readChart(readFileSync(out, 'utf8'));
+    expect([panels[0].algorithm, panels[0].admitted, panels[0].denied]).toEqual(['gcra', 103, 97]);
+    expect(metadata).toMatchObject({
+      algorithm: 'gcra',
+      traffic: 'boundary-burst',
+      policy: { limit: 100, windowMs: W },
+    });
+  });
+
+  it.each([
+    [['--limit', '0'], '--limit must be an integer >= 1, got "0"'],
+    [['--limt', '5'], 'unknown flag --limt (did you mean --limit?)'],
+    [['--window', '1x'], `--window must be a whole number of ms >= 1 or a duration like '500ms'`],
+    [['--algorithm', 'leaky-bucket'], '--algorithm must be one of fixed-window, sliding-window-log'],
+    [['--algorithm', 'fixed-window', '--burst', '5'], '--burst: applies only to token-bucket and gcra'],
+    [['--traffic', 'nowhere.json'], '--traffic: must be steady, bursts, boundary-burst, ramp or the path'],
+    [['--out'], '--out needs a value'],
+    [
+      ['--traffic', 'steady', '--rate', '1000000000', '--duration', '1d'],
+      '--traffic: steady at 1000000000 per 1m for 1d',
+    ],
+    [['--traffic', 'arrivals.json', '--rate', '5'], '--rate shapes the named patterns'],
+  ])('rejects %j with a message naming the flag, and exit code 2', (args, message) => {
+    const result = run('simulate', ...args);
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain(`nest-rate-limit simulate: ${message}`);
+    expect(result.stdout).toBe('');
+  });
+
+  it('prints its flags for --help', () => {
+    const result = run('simulate', '--help');
+    expect(result.status).toBe(0);
+    expect(result.stdout).toMatch(/Usage: nest-rate-limit simulate[\s\S]*--algorithm[\s\S]*--traffic[\s\S]*--out/);
+  });
+});
