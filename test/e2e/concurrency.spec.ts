@@ -8,6 +8,7 @@ import { RateLimit, RateLimitModule, type RateLimitModuleOptions, RateLimitServi
 import { RateLimiter } from '../../lib/rate-limiter.js';
 import { startGraphQLApp } from '../support/graphql-app.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
+import { createTestSchema, type TestSchema } from '../support/postgres.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 
 /** Handlers that wait until the test lets them go, counting how many run at once. */
@@ -56,13 +57,22 @@ class CompletionsController {
 }
 
 let redis: TestRedis;
+let db: TestSchema;
 beforeAll(async () => {
   redis = await startRedis();
+  db = await createTestSchema();
 });
-afterAll(() => redis.stop());
+afterAll(async () => {
+  await redis.stop();
+  await db.drop();
+});
 
-const storeOptions = (store: string): Partial<RateLimitModuleOptions> =>
-  store === 'redis' ? { redis: { url: `redis://127.0.0.1:${redis.port}` }, keyPrefix: `conc${Math.random()}:` } : {};
+function storeOptions(store: string): Partial<RateLimitModuleOptions> {
+  const keyPrefix = `conc${Math.random()}:`;
+  if (store === 'redis') return { redis: { url: `redis://127.0.0.1:${redis.port}` }, keyPrefix };
+  if (store === 'postgres') return { postgres: { pool: db.pool, schema: db.schema, migrate: true }, keyPrefix };
+  return {};
+}
 
 /** A POST over a socket of its own; resolves with the status, or undefined when the test destroys it. */
 function post(server: Server, path: string): { status: Promise<number | undefined>; abort: () => void } {
@@ -86,7 +96,7 @@ const until = async (condition: () => boolean): Promise<void> => {
 };
 
 describe.each(ADAPTERS)('concurrency limits over HTTP (%s)', (adapter) => {
-  describe.each(['memory', 'redis'])('on the %s store', (store) => {
+  describe.each(['memory', 'redis', 'postgres'])('on the %s store', (store) => {
     let app: INestApplication;
     let server: Server;
     beforeEach(async () => {

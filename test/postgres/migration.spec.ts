@@ -1,9 +1,11 @@
 import { readFileSync } from 'node:fs';
 
-import { PostgresRateLimitStore, validatePolicy } from '../../lib/index.js';
+import { PostgresRateLimitStore, validatePolicy, type RateLimitDecision } from '../../lib/index.js';
+import { ALGORITHM_CODES } from '../../lib/algorithms/index.js';
 import { periodOf } from '../../lib/algorithms/quota/quota.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { createTestSchema, type TestSchema } from '../support/postgres.js';
+import { ReferenceStore } from '../support/reference-store.js';
 
 const PREVIOUS = readFileSync(new URL('../support/schema-0.1.0.sql', import.meta.url), 'utf8');
 
@@ -17,6 +19,9 @@ afterAll(() => db.drop());
 const clock = new FakeClock(Date.parse('2026-05-10T10:00:00Z'));
 const perMinute = validatePolicy({ name: 'per-minute', algorithm: 'fixed-window', limit: 5, window: '1m' });
 const monthly = validatePolicy({ name: 'monthly', algorithm: 'quota', limit: 10, period: 'month' });
+// capacities other than the limit: the token bucket's state of 0.1.0 counts the tokens left of it
+const bucket = validatePolicy({ name: 'bucket', algorithm: 'token-bucket', limit: 6, burst: 4, window: '1m' });
+const cell = validatePolicy({ name: 'cell', algorithm: 'gcra', limit: 6, burst: 4, window: '1m' });
 const key = (policy: { id: string }) => `rl:{${policy.id}:u}`;
 
 /** A consume through rate_limit(), the entry point of the previous schema, as an application of 0.1.0 calls it. */
@@ -24,7 +29,7 @@ async function consumeAsBefore(policy: typeof perMinute, nowMs = clock.now()): P
   const window = policy.quota === undefined ? [policy.windowMs, policy.capacity] : periodEdges(policy, nowMs);
   const { rows } = await db.pool.query<{ r: string[] }>(
     `SELECT ${db.schema}.rate_limit('consume', $1, 1000, $2, $3, $4, $5, $6, '{1}') AS r`,
-    [nowMs, [key(policy)], [policy.quota === undefined ? 1 : 6], [policy.limit], [window[0]], [window[1]]],
+    [nowMs, [key(policy)], [ALGORITHM_CODES[policy.algorithm]], [policy.limit], [window[0]], [window[1]]],
   );
   return rows[0].r;
 }
@@ -42,10 +47,26 @@ async function functions(): Promise<{ proname: string; n: number }[]> {
   return rows;
 }
 
+/** What 0.1.0 consumed of the bucket and the cell (3 units each, at 10:00:00), as the reference counts it. */
+const later = new FakeClock(clock.now());
+const reference = new ReferenceStore(later);
+
 describe('migrating a schema of 0.1.0', () => {
   it('keeps the state and the quota usage it holds, replaces its functions and leaves none behind', async () => {
     for (let i = 0; i < 3; i++) await consumeAsBefore(perMinute);
     for (let i = 0; i < 4; i++) await consumeAsBefore(monthly);
+    for (const policy of [bucket, cell]) {
+      for (let i = 0; i < 3; i++) {
+        expect((await consumeAsBefore(policy))[0]).toBe('1');
+        await reference.consume([{ policy, key: 'u', cost: 1 }]);
+      }
+    }
+    // the states of 0.1.0: tokens left (scaled) and their time; the TAT and its remainder
+    const { rows } = await db.pool.query<{ state: string }>(
+      `SELECT state FROM ${db.schema}.rate_limit_state WHERE key = ANY($1) ORDER BY key`,
+      [[key(bucket), key(cell)]],
+    );
+    expect(rows.map((row) => row.state)).toEqual([`60000:${clock.now()}`, `${clock.now() + 30_000}:0`]);
     expect((await functions()).map((f) => f.proname)).toContain('rl_fw_step');
 
     const store = new PostgresRateLimitStore({ pool: db.pool, schema: db.schema, clock, pruneIntervalMs: 0 });
@@ -64,6 +85,31 @@ describe('migrating a schema of 0.1.0', () => {
       used: 5,
       limit: 10,
     });
+    await store.close();
+  });
+
+  it("reads the token bucket's and GCRA's states of 0.1.0 as the units they had taken: it decides as 0.1.0 would have", async () => {
+    later.advance(5_000); // half a token back
+    const store = new PostgresRateLimitStore({ pool: db.pool, schema: db.schema, clock: later, pruneIntervalMs: 0 });
+    for (const policy of [bucket, cell]) {
+      const decisions: RateLimitDecision[][] = [];
+      for (let i = 0; i < 3; i++) decisions.push(await store.consume([{ policy, key: 'u', cost: 1 }]));
+      // the last unit of the burst, then denials until the next whole unit is back
+      expect(decisions.map(([d]) => [d.allowed, d.remaining, d.retryAfterMs])).toEqual([
+        [true, 0, 0],
+        [false, 0, 5_000],
+        [false, 0, 5_000],
+      ]);
+      const expected: RateLimitDecision[][] = [];
+      for (let i = 0; i < 3; i++) expected.push(await reference.consume([{ policy, key: 'u', cost: 1 }]));
+      expect(decisions).toEqual(expected);
+    }
+    // written back in units, which no twin of 0.1.0 can take for its own state
+    const { rows } = await db.pool.query<{ state: string }>(
+      `SELECT state FROM ${db.schema}.rate_limit_state WHERE key = ANY($1) ORDER BY key`,
+      [[key(bucket), key(cell)]],
+    );
+    expect(rows.map((row) => row.state)).toEqual([`210000@${later.now()}`, `210000@${later.now()}`]);
     await store.close();
   });
 

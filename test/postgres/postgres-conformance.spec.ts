@@ -1,4 +1,10 @@
+import { blockSuite } from '../conformance/block-suite.js';
 import { conformanceSuite } from '../conformance/conformance-suite.js';
+import { shadowSuite } from '../conformance/shadow-suite.js';
 import { postgresTarget } from '../support/store-targets.js';
 
 conformanceSuite(postgresTarget());
+
+shadowSuite(postgresTarget());
+
+blockSuite(postgresTarget());

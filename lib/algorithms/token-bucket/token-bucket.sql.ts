@@ -1,45 +1,58 @@
 import { SQL_DECISION } from '../algorithm.js';
 
 /**
- * SQL twin of token-bucket.ts. State string: "<tokens scaled by window_ms>:<time in ms they were counted at>".
- * rl_tb_tokens gives the tokens at now_ms and the time they are counted at; a cost beyond the capacity never
- * fits, and is not multiplied (cost × w could leave bigint).
+ * SQL twin of token-bucket.ts, and of gcra.ts (the token bucket itself). State string:
+ * "<units taken, scaled by window_ms>@<time in ms they were counted at>". The '@' tells it apart from the
+ * states of the earlier twins, both "<a>:<b>" — the token bucket's "<tokens left, scaled>:<at ms>" and
+ * GCRA's "<TAT ms>:<remainder in 1/limit ms>" — which are converted where they are read, by the algorithm
+ * that wrote them (`algo`, its code): a bucket's units taken are what its capacity lacked,
+ * capacity × window_ms − tokens, counted at its time; a GCRA's are how far its TAT was ahead,
+ * (TAT − now) × limit + remainder, counted now. Either is what the earlier twin would have decided with.
+ * Products that could leave bigint are not computed: a cost beyond the capacity never fits, an elapsed time
+ * that gives everything back gives everything back, a refund larger than what was taken empties the key.
  */
 export const tokenBucketSql = (S: string): string => `
-CREATE OR REPLACE FUNCTION ${S}.rl_tb_tokens(st text, full_units bigint, lim bigint, now_ms bigint)
-RETURNS TABLE (tokens bigint, at_ms bigint)
+-- units taken at now_ms and the time they are counted at; a clock that steps back gives nothing back
+CREATE OR REPLACE FUNCTION ${S}.rl_bucket_taken(st text, algo int, lim bigint, w bigint, cap bigint, now_ms bigint)
+RETURNS TABLE (taken bigint, at_ms bigint)
 LANGUAGE sql IMMUTABLE AS $fn$
   SELECT
-    CASE WHEN d.t IS NULL THEN full_units WHEN now_ms - d.a <= 0 THEN least(full_units, d.t)
-      -- least() before the product could overflow: elapsed beyond the time to fill up refills to full
-      WHEN now_ms - d.a >= full_units / lim + 1 THEN full_units ELSE least(full_units, d.t + (now_ms - d.a) * lim) END,
+    CASE WHEN d.t IS NULL THEN 0 WHEN now_ms - d.a <= 0 THEN d.t
+      WHEN now_ms - d.a >= d.t / lim + 1 THEN 0 ELSE d.t - (now_ms - d.a) * lim END,
     CASE WHEN d.t IS NOT NULL AND now_ms - d.a <= 0 THEN d.a ELSE now_ms END
-  FROM (SELECT r.v[1] AS t, r.v[2] AS a
-    FROM (SELECT CASE WHEN st ~ '^[0-9]+:-?[0-9]+$' THEN string_to_array(st, ':')::bigint[] END AS v OFFSET 0) r OFFSET 0) d
+  FROM (SELECT CASE r.kind WHEN 0 THEN r.v[1] WHEN 4 THEN greatest(0, cap * w - r.v[1])
+        WHEN 5 THEN greatest(0, (r.v[1] - now_ms) * lim + r.v[2]) END AS t,
+      CASE WHEN r.kind = 5 THEN now_ms ELSE r.v[2] END AS a
+    FROM (SELECT k.kind,
+        CASE WHEN k.kind IS NOT NULL THEN string_to_array(st, CASE WHEN k.kind = 0 THEN '@' ELSE ':' END)::bigint[] END AS v
+      -- 0: this twin's state; 4, 5: the earlier token bucket's, GCRA's; NULL: none
+      FROM (SELECT CASE WHEN st ~ '^[0-9]+@-?[0-9]+$' THEN 0
+          WHEN algo = 4 AND st ~ '^[0-9]+:-?[0-9]+$' THEN 4 WHEN algo = 5 AND st ~ '^-?[0-9]+:[0-9]+$' THEN 5
+        END AS kind OFFSET 0) k OFFSET 0) r OFFSET 0) d
 $fn$;
 
-CREATE OR REPLACE FUNCTION ${S}.rl_tb_decision(st text, lim bigint, w bigint, cap bigint, now_ms bigint, cost bigint)
-RETURNS TABLE (${SQL_DECISION})
+CREATE OR REPLACE FUNCTION ${S}.rl_bucket_decision(st text, algo int, lim bigint, w bigint, cap bigint,
+  now_ms bigint, cost bigint) RETURNS TABLE (${SQL_DECISION})
 LANGUAGE sql IMMUTABLE AS $fn$
   SELECT
-    CASE WHEN NOT v.ok THEN st WHEN v.tokens - v.need < v.full_units THEN (v.tokens - v.need)::text || ':' || v.at_ms::text END,
+    CASE WHEN NOT v.ok THEN st WHEN v.nxt > 0 THEN v.nxt::text || '@' || v.at_ms::text END,
     v.ok::int,
-    CASE WHEN v.ok THEN (v.tokens - v.need) / w ELSE v.tokens / w END,
-    ${S}.rl_ceil_div(v.full_units - v.tokens + CASE WHEN v.ok THEN v.need ELSE 0 END, lim),
-    CASE WHEN v.ok THEN 0 WHEN cost > cap THEN -1 ELSE ${S}.rl_ceil_div(v.need - v.tokens, lim) END,
-    v.tokens / w,
-    ${S}.rl_ceil_div(v.full_units - v.tokens, lim)
-  FROM (SELECT r.tokens, r.at_ms, f.full_units, f.need, cost <= cap AND f.need <= r.tokens AS ok
+    CASE WHEN v.ok THEN (v.full_units - v.nxt) / w ELSE greatest(0, v.full_units - v.taken) / w END,
+    ${S}.rl_ceil_div(CASE WHEN v.ok THEN v.nxt ELSE v.taken END, lim),
+    CASE WHEN v.ok THEN 0 WHEN cost > cap THEN -1 ELSE ${S}.rl_ceil_div(v.nxt - v.full_units, lim) END,
+    greatest(0, v.full_units - v.taken) / w,
+    ${S}.rl_ceil_div(v.taken, lim)
+  FROM (SELECT b.taken, b.at_ms, f.full_units, b.taken + f.need AS nxt,
+      cost <= cap AND b.taken + f.need <= f.full_units AS ok
     FROM (SELECT cap * w AS full_units, CASE WHEN cost > cap THEN 0 ELSE cost * w END AS need OFFSET 0) f,
-      LATERAL ${S}.rl_tb_tokens(st, f.full_units, lim, now_ms) r OFFSET 0) v
+      LATERAL ${S}.rl_bucket_taken(st, algo, lim, w, cap, now_ms) b OFFSET 0) v
 $fn$;
 
-CREATE OR REPLACE FUNCTION ${S}.rl_tb_refunded(st text, lim bigint, w bigint, cap bigint, now_ms bigint, amount bigint)
-RETURNS TABLE (new_st text)
+CREATE OR REPLACE FUNCTION ${S}.rl_bucket_refunded(st text, algo int, lim bigint, w bigint, cap bigint,
+  now_ms bigint, amount bigint) RETURNS TABLE (new_st text)
 LANGUAGE sql IMMUTABLE AS $fn$
-  SELECT CASE WHEN n.tokens < n.full_units THEN n.tokens::text || ':' || n.at_ms::text END
-  FROM (SELECT f.full_units, r.at_ms,
-      CASE WHEN amount >= cap THEN f.full_units ELSE least(f.full_units, r.tokens + amount * w) END AS tokens
-    FROM (SELECT cap * w AS full_units OFFSET 0) f, LATERAL ${S}.rl_tb_tokens(st, f.full_units, lim, now_ms) r OFFSET 0) n
+  SELECT CASE WHEN r.nxt > 0 THEN r.nxt::text || '@' || r.at_ms::text END
+  FROM (SELECT b.at_ms, CASE WHEN amount > b.taken / w THEN 0 ELSE b.taken - amount * w END AS nxt
+    FROM ${S}.rl_bucket_taken(st, algo, lim, w, cap, now_ms) b OFFSET 0) r
 $fn$;
 `;

@@ -1,12 +1,4 @@
-/** The items of one request as rate_limit_consume takes them: one entry per item in each column. */
-export interface ItemColumns {
-  readonly keys: readonly string[];
-  readonly algos: readonly number[];
-  readonly limits: readonly number[];
-  readonly windows: readonly number[];
-  readonly capacities: readonly number[];
-  readonly costs: readonly number[];
-}
+import type { ItemColumns } from './item-columns.js';
 
 interface Waiting {
   readonly columns: ItemColumns;
@@ -20,7 +12,7 @@ interface Waiting {
 const MAX_REQUESTS = 64;
 
 /**
- * Sends consumes to rate_limit_consume, gathering the requests that arrive while `parallel` statements are
+ * Sends consumes to rate_limit_consume_v2, gathering the requests that arrive while `parallel` statements are
  * busy into the next statement: a request alone is sent at once, and under load one statement (one round trip,
  * one transaction) decides many. Each request stays all-or-nothing and is decided in arrival order with the
  * requests that share a key with it (rounds, see consume.sql.ts); `execute` runs one statement with its values.
@@ -36,7 +28,7 @@ export class ConsumeBatcher {
     private readonly parallel: number,
   ) {}
 
-  /** The reply values of one request: 4 per item (allowed, remaining, reset_ms, retry_ms), as strings. */
+  /** The reply values of one request: 4 per item (allowed 0/1/2, remaining, reset_ms, retry_ms), as strings. */
   consume(columns: ItemColumns, now: number | null): Promise<string[]> {
     return new Promise((resolve, reject) => {
       this.queue.push({ columns, now, resolve, reject });
@@ -104,7 +96,7 @@ function inRounds(batch: Waiting[]): { ordered: Waiting[]; rounds: number[] } {
   return { ordered: byRound.flat(), rounds };
 }
 
-/** The values of one rate_limit_consume call, in the order of its parameters. */
+/** The values of one rate_limit_consume_v2 call, in the order of its parameters. */
 function statementValues(ordered: Waiting[], rounds: number[], slackMs: number): unknown[] {
   const nows: (number | null)[] = [];
   const reqs: number[] = [];
@@ -114,6 +106,9 @@ function statementValues(ordered: Waiting[], rounds: number[], slackMs: number):
   const windows: number[] = [];
   const capacities: number[] = [];
   const costs: number[] = [];
+  // the arrays of shadows and blocks only when an item of the statement has one (most have none)
+  const shadows = ordered.some(({ columns }) => columns.shadows !== null) ? ([] as boolean[]) : null;
+  const blocks = ordered.some(({ columns }) => columns.blocks !== null) ? ([] as number[]) : null;
   ordered.forEach(({ columns, now }, r) => {
     for (let i = 0; i < columns.keys.length; i++) {
       nows.push(now);
@@ -124,6 +119,8 @@ function statementValues(ordered: Waiting[], rounds: number[], slackMs: number):
       windows.push(columns.windows[i]);
       capacities.push(columns.capacities[i]);
       costs.push(columns.costs[i]);
+      shadows?.push(columns.shadows?.[i] ?? false);
+      blocks?.push(columns.blocks?.[i] ?? 0);
     }
   });
   const storeClock = ordered[0].now === null;
@@ -142,5 +139,7 @@ function statementValues(ordered: Waiting[], rounds: number[], slackMs: number):
     windows,
     capacities,
     costs,
+    shadows,
+    blocks,
   ];
 }

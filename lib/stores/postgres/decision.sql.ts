@@ -12,31 +12,33 @@ $fn$;
  * and a refund. Both are inlined into the statements that call them: each branch carries a one-time filter on
  * the code, so only the item's own algorithm is computed.
  *   algo            ALGORITHM_CODES of the item's algorithm
- *   st              the key's state string, NULL when it has none (or it expired)
+ *   st              the key's state string, NULL when it has none (or it expired); '' (a key that holds only a
+ *                   block) reads as none in every twin
  *   lim, w, cap     the policy's limit, window (ms) and capacity; a quota's period start and end (ms) in w, cap
  *   now_ms, cost    the time (ms since the epoch) and the units to consume (0: how the key stands)
- * A decision has the columns SQL_DECISION (algorithm.ts).
+ * A decision has the columns SQL_DECISION (algorithm.ts). The names of rl_decision and rl_refunded, which the
+ * previous schema's twins took, are not reused: see rate-limit.sql.ts.
  */
 export const decisionSql = (S: string): string => `
-CREATE OR REPLACE FUNCTION ${S}.rl_decision(algo int, st text, lim bigint, w bigint, cap bigint, now_ms bigint,
+CREATE OR REPLACE FUNCTION ${S}.rl_algo_decision(algo int, st text, lim bigint, w bigint, cap bigint, now_ms bigint,
   cost bigint) RETURNS TABLE (${SQL_DECISION})
 LANGUAGE sql IMMUTABLE AS $fn$
   SELECT * FROM ${S}.rl_fw_decision(st, lim, w, now_ms, cost) WHERE algo = 1
-  UNION ALL SELECT (d.x).* FROM (SELECT ${S}.rl_swl_decision(st, lim, w, now_ms, cost) AS x OFFSET 0) d WHERE algo = 2
+  UNION ALL SELECT (d.x).* FROM (SELECT ${S}.rl_swl_decision(st, lim, w, now_ms, cost) AS x OFFSET 0) d
+    WHERE algo = 2 OR algo = 7
   UNION ALL SELECT * FROM ${S}.rl_swc_decision(st, lim, w, now_ms, cost) WHERE algo = 3
-  UNION ALL SELECT * FROM ${S}.rl_tb_decision(st, lim, w, cap, now_ms, cost) WHERE algo = 4
-  UNION ALL SELECT * FROM ${S}.rl_gcra_decision(st, lim, w, cap, now_ms, cost) WHERE algo = 5
+  UNION ALL SELECT * FROM ${S}.rl_bucket_decision(st, algo, lim, w, cap, now_ms, cost) WHERE algo = 4 OR algo = 5
   UNION ALL SELECT * FROM ${S}.rl_quota_decision(st, lim, w, cap, now_ms, cost) WHERE algo = 6
 $fn$;
 
-CREATE OR REPLACE FUNCTION ${S}.rl_refunded(algo int, st text, lim bigint, w bigint, cap bigint, now_ms bigint,
+CREATE OR REPLACE FUNCTION ${S}.rl_algo_refunded(algo int, st text, lim bigint, w bigint, cap bigint, now_ms bigint,
   amount bigint) RETURNS TABLE (new_st text)
 LANGUAGE sql IMMUTABLE AS $fn$
   SELECT * FROM ${S}.rl_fw_refunded(st, w, now_ms, amount) WHERE algo = 1
   UNION ALL SELECT ${S}.rl_swl_refunded(st, w, now_ms, amount) WHERE algo = 2
   UNION ALL SELECT * FROM ${S}.rl_swc_refunded(st, w, now_ms, amount) WHERE algo = 3
-  UNION ALL SELECT * FROM ${S}.rl_tb_refunded(st, lim, w, cap, now_ms, amount) WHERE algo = 4
-  UNION ALL SELECT * FROM ${S}.rl_gcra_refunded(st, lim, w, now_ms, amount) WHERE algo = 5
+  UNION ALL SELECT * FROM ${S}.rl_bucket_refunded(st, algo, lim, w, cap, now_ms, amount) WHERE algo = 4 OR algo = 5
   UNION ALL SELECT * FROM ${S}.rl_quota_refunded(st, w, amount) WHERE algo = 6
+  UNION ALL SELECT ${S}.rl_conc_refunded(st, w, now_ms, amount) WHERE algo = 7
 $fn$;
 `;

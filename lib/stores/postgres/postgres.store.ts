@@ -1,13 +1,12 @@
 import type { Pool } from 'pg';
 
-import { ALGORITHM_CODES } from '../../algorithms/index.js';
-import { periodOf } from '../../algorithms/quota/quota.js';
 import { type Clock, systemClock } from '../../clock.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../../policy/policy.types.js';
 import { decisionsFromReply } from '../engine.js';
 import type { RateLimitStore, RateLimitStoreItem } from '../rate-limit-store.js';
 import { checkKeyPrefix, storageKey } from '../storage-key.js';
-import { ConsumeBatcher, type ItemColumns } from './consume-batcher.js';
+import { ConsumeBatcher } from './consume-batcher.js';
+import { type Item, itemColumns } from './item-columns.js';
 import { postgresSchemaSql, quoteSchema } from './rate-limit.sql.js';
 
 /** Options of the PostgreSQL store. */
@@ -28,9 +27,7 @@ export interface PostgresRateLimitStoreOptions {
   pruneBatch?: number;
 }
 
-type Operation = 'consume' | 'peek' | 'refund' | 'reset';
-
-type Item = Pick<RateLimitStoreItem, 'policy' | 'key'> & { cost?: number };
+type Operation = 'consume' | 'peek' | 'refund' | 'reset' | 'block' | 'unblock';
 
 /**
  * Consume statements the store keeps busy at once; the requests that come meanwhile go out together in the
@@ -43,10 +40,12 @@ const CONSUMES_IN_FLIGHT = 2;
 /**
  * State in PostgreSQL, for teams without Redis: an UNLOGGED table (rate-limit state is ephemeral) and SQL
  * twins of the algorithms. Each decision is ONE statement whatever the number of policies; it takes per-key
- * transaction locks, so it is atomic under concurrency, and a consume writes only when every policy allows.
- * Consumes that arrive while the store's statements are busy go out together, one statement deciding many
- * requests (`SELECT rate_limit_consume(...)`); peek, refund and reset go through `SELECT rate_limit(...)`.
- * Rows carry their expiry, are never read once expired, and are deleted in the background in small batches.
+ * transaction locks, so it is atomic under concurrency, and a consume writes only when every enforced policy
+ * allows (and the block that a denial starts, in the same statement). Consumes that arrive while the store's
+ * statements are busy go out together, one statement deciding many requests
+ * (`SELECT rate_limit_consume_v2(...)`); peek, refund, reset, block and unblock go through
+ * `SELECT rate_limit_v2(...)`. Rows carry their expiry, are never read once expired, and are deleted in the
+ * background in small batches.
  * @example const store = new PostgresRateLimitStore({ pool: new Pool({ connectionString }) }); await store.migrate();
  */
 export class PostgresRateLimitStore implements RateLimitStore {
@@ -80,12 +79,12 @@ export class PostgresRateLimitStore implements RateLimitStore {
     this.ttlSlack = integer('ttlSlackMs', options.ttlSlackMs ?? 1000, 0);
     // 0 would make prune() delete nothing per statement, and loop for ever.
     this.pruneBatch = integer('pruneBatch', options.pruneBatch ?? 1000, 1);
-    this.decideSql = `SELECT ${S}.rate_limit($1, $2, $3, $4, $5, $6, $7, $8, $9) AS r`;
-    this.statementName = `nestjs-rate-limit:${this.schema}`;
+    this.decideSql = `SELECT ${S}.rate_limit_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) AS r`;
+    this.statementName = `nestjs-rate-limit:v2:${this.schema}`;
     // A named statement is parsed and planned once per connection, not at every decision.
     const consume = {
-      name: `nestjs-rate-limit:consume:${this.schema}`,
-      text: `SELECT ${S}.rate_limit_consume($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) AS r`,
+      name: `nestjs-rate-limit:consume:v2:${this.schema}`,
+      text: `SELECT ${S}.rate_limit_consume_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) AS r`,
     };
     this.batcher = new ConsumeBatcher(
       async (values) => (await this.pool.query<{ r: string | null }>({ ...consume, values })).rows[0].r,
@@ -101,10 +100,12 @@ export class PostgresRateLimitStore implements RateLimitStore {
   }
 
   /**
-   * Creates the schema, tables and functions (CREATE ... IF NOT EXISTS / OR REPLACE): safe to run at every
-   * start, and from many processes at once. It runs in one transaction, on one connection of the pool, under a
-   * transaction-level advisory lock of the schema's name, so concurrent migrations of a schema wait for each
-   * other instead of racing (CREATE SCHEMA IF NOT EXISTS and CREATE OR REPLACE FUNCTION are not safe against
+   * Creates the schema, tables and functions (CREATE ... IF NOT EXISTS / OR REPLACE), adds the columns that
+   * the tables of an earlier version lack, and drops the functions it left: safe to run at every start, from
+   * many processes at once, and beside instances of earlier versions (see OBSOLETE_FUNCTIONS in
+   * rate-limit.sql.ts). It runs in one transaction, on one connection of the pool, under a transaction-level
+   * advisory lock of the schema's name, so concurrent migrations of a schema wait for each other instead of
+   * racing (CREATE SCHEMA IF NOT EXISTS, CREATE OR REPLACE FUNCTION and ALTER TABLE are not safe against
    * themselves); on error it rolls back and rethrows.
    */
   async migrate(): Promise<void> {
@@ -130,7 +131,7 @@ export class PostgresRateLimitStore implements RateLimitStore {
   async consume(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
     if (items.length === 0) return [];
     const now = this.now();
-    const columns = this.columns(items, now);
+    const columns = itemColumns(items, this.keyPrefix, now);
     // Two items on one key decide one after the other: the general function does that.
     if (items.length > 1 && new Set(columns.keys).size < items.length) return this.decide('consume', items);
     return decisionsFromReply('consume', items, await this.batcher.consume(columns, now), 'PostgreSQL');
@@ -146,6 +147,19 @@ export class PostgresRateLimitStore implements RateLimitStore {
 
   async reset(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<void> {
     if (items.length > 0) await this.run('reset', items);
+  }
+
+  async block(items: readonly Omit<RateLimitStoreItem, 'cost'>[], durationMs: number): Promise<void> {
+    // the block's length travels as the items' cost, as in the Redis script
+    if (items.length > 0)
+      await this.run(
+        'block',
+        items.map((item) => ({ ...item, cost: durationMs })),
+      );
+  }
+
+  async unblock(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<void> {
+    if (items.length > 0) await this.run('unblock', items);
   }
 
   async quotaUsage(
@@ -187,18 +201,35 @@ export class PostgresRateLimitStore implements RateLimitStore {
     this.pruner = undefined;
   }
 
-  private async decide(op: Exclude<Operation, 'reset'>, items: readonly Item[]): Promise<RateLimitDecision[]> {
+  private async decide(op: 'consume' | 'peek' | 'refund', items: readonly Item[]): Promise<RateLimitDecision[]> {
     if (items.length === 0) return [];
     return decisionsFromReply(op, items, await this.run(op, items), 'PostgreSQL');
   }
 
   private async run(op: Operation, items: readonly Item[]): Promise<unknown> {
     const now = this.now();
-    const { keys, algos, limits, windows, capacities, costs } = this.columns(items, now);
+    const { keys, algos, limits, windows, capacities, costs, shadows, blocks } = itemColumns(
+      items,
+      this.keyPrefix,
+      now,
+    );
+    const consume = op === 'consume';
     const result = await this.pool.query<{ r: string[] }>({
       name: this.statementName,
       text: this.decideSql,
-      values: [op, now, this.ttlSlack, keys, algos, limits, windows, capacities, costs],
+      values: [
+        op,
+        now,
+        this.ttlSlack,
+        keys,
+        algos,
+        limits,
+        windows,
+        capacities,
+        costs,
+        consume ? shadows : null,
+        consume ? blocks : null,
+      ],
     });
     return result.rows[0]?.r;
   }
@@ -206,30 +237,5 @@ export class PostgresRateLimitStore implements RateLimitStore {
   /** The time of a decision: the store's clock, or null for the database's. */
   private now(): number | null {
     return this.clock === undefined ? null : this.clock.now();
-  }
-
-  private columns(items: readonly Item[], now: number | null): ItemColumns {
-    const keys: string[] = [];
-    const algos: number[] = [];
-    const limits: number[] = [];
-    const windows: number[] = [];
-    const capacities: number[] = [];
-    const costs: number[] = [];
-    for (const { policy, key, cost = 0 } of items) {
-      keys.push(storageKey(this.keyPrefix, policy.id, key));
-      algos.push(ALGORITHM_CODES[policy.algorithm]);
-      limits.push(policy.limit);
-      if (policy.quota !== undefined) {
-        // a quota passes its current period (from the app's clock) in place of a window
-        const { startMs, endMs } = periodOf(policy, now ?? systemClock.now());
-        windows.push(startMs);
-        capacities.push(endMs);
-      } else {
-        windows.push(policy.windowMs);
-        capacities.push(policy.capacity);
-      }
-      costs.push(cost);
-    }
-    return { keys, algos, limits, windows, capacities, costs };
   }
 }

@@ -1,8 +1,9 @@
 import { consumeSql } from './consume.sql.js';
 import { ceilDivSql, decisionSql } from './decision.sql.js';
 import { operationsSql } from './operations.sql.js';
+import { stateRowsSql } from './state-rows.sql.js';
+import { concurrencySql } from '../../algorithms/concurrency/concurrency.sql.js';
 import { fixedWindowSql } from '../../algorithms/fixed-window/fixed-window.sql.js';
-import { gcraSql } from '../../algorithms/gcra/gcra.sql.js';
 import { periodCounterSql } from '../../algorithms/period-counter.js';
 import { quotaSql } from '../../algorithms/quota/quota.sql.js';
 import { slidingWindowCounterSql } from '../../algorithms/sliding-window-counter/sliding-window-counter.sql.js';
@@ -22,10 +23,16 @@ export function quoteSchema(schema: string): string {
 }
 
 /**
- * Functions of earlier schemas that nothing calls any more (their names are not reused, so an application of
- * an earlier version that migrates again, during a rolling deploy, recreates them without a conflict).
+ * Functions of earlier schemas that nothing calls any more. A function whose meaning or signature changes gets
+ * a new name, and the old one goes here: an instance of an earlier version that migrates again during a
+ * rolling deploy recreates its own functions under their names, without a conflict (CREATE OR REPLACE cannot
+ * change a function's result type) and without replacing one that this version calls; the next migration of
+ * this version drops them again. The entry points of earlier schemas, rate_limit(...) and
+ * rate_limit_consume(...), keep their signatures as wrappers of this version's, so that the instances of
+ * earlier versions still running decide with this version's twins.
  */
 const OBSOLETE_FUNCTIONS = [
+  // 0.1.0
   'rl_step(int, text, bigint, bigint, bigint, bigint, bigint)',
   'rl_refund(int, text, bigint, bigint, bigint, bigint, bigint)',
   'rl_period_step(text, bigint, bigint, bigint, bigint)',
@@ -40,12 +47,47 @@ const OBSOLETE_FUNCTIONS = [
     `rl_${a}_step(text, bigint, bigint, bigint, bigint, bigint)`,
     `rl_${a}_refund(text, bigint, bigint, bigint, bigint, bigint)`,
   ]),
+  // 0.1.0 and the first set-based schema: the token bucket's and GCRA's states of tokens and of a TAT, the
+  // dispatchers and writers without concurrency and blocks
+  'rl_save(int, text, text, bigint, bigint, bigint, bigint, bigint, bigint)',
+  'rl_gcra_ahead(text, bigint, bigint)',
+  'rl_tb_tokens(text, bigint, bigint, bigint)',
+  'rl_tb_decision(text, bigint, bigint, bigint, bigint, bigint)',
+  'rl_tb_refunded(text, bigint, bigint, bigint, bigint, bigint)',
+  'rl_gcra_decision(text, bigint, bigint, bigint, bigint, bigint)',
+  'rl_gcra_refunded(text, bigint, bigint, bigint, bigint)',
+  'rl_decision(int, text, bigint, bigint, bigint, bigint, bigint)',
+  'rl_refunded(int, text, bigint, bigint, bigint, bigint, bigint)',
+  'rl_consume_one(bigint, int, bigint, text, bigint, bigint, bigint, bigint)',
 ];
 
 /**
+ * Columns added to the tables of earlier schemas, nullable and without a default (PostgreSQL adds those
+ * without rewriting the table, and the INSERTs of earlier versions, which name their columns, leave them
+ * NULL). Each is added only when it is missing: ALTER TABLE takes an ACCESS EXCLUSIVE lock on the table even
+ * when IF NOT EXISTS finds nothing to do, and every start migrates.
+ */
+const ADDED_COLUMNS: readonly [table: string, column: string, type: string][] = [
+  // the end of a key's block (ms since the epoch; NULL: none)
+  ['rate_limit_state', 'blocked_until', 'bigint'],
+  ['rate_limit_quota_usage', 'blocked_until', 'bigint'],
+];
+
+const addColumnsSql = (S: string): string => `DO $do$
+BEGIN
+${ADDED_COLUMNS.map(
+  ([table, column, type]) => `  IF NOT EXISTS (SELECT FROM pg_attribute
+      WHERE attrelid = '${S}.${table}'::regclass AND attname = '${column}' AND NOT attisdropped) THEN
+    ALTER TABLE ${S}.${table} ADD COLUMN ${column} ${type};
+  END IF;`,
+).join('\n')}
+END $do$;`;
+
+/**
  * The schema of the PostgreSQL store, for teams that run their own migrations: an UNLOGGED table of
- * rate-limit state (rows carry their expiry in ms since the epoch) and the functions that decide. Run it
- * again after an upgrade: it replaces the functions and drops those an earlier version left.
+ * rate-limit state (rows carry their expiry in ms since the epoch, and a block's end), the durable table of
+ * quota usage, and the functions that decide. Run it again after an upgrade: it adds the columns an earlier
+ * version's tables lack, replaces the functions and drops those an earlier version left.
  * `migrate: true` runs the same SQL at start.
  * @example await pool.query(postgresSchemaSql('public'))
  */
@@ -56,7 +98,8 @@ export function postgresSchemaSql(schema = 'public'): string {
     `CREATE UNLOGGED TABLE IF NOT EXISTS ${S}.rate_limit_state (
   key text PRIMARY KEY,
   state text NOT NULL,
-  expires_at bigint NOT NULL
+  expires_at bigint NOT NULL,
+  blocked_until bigint
 );`,
     `CREATE INDEX IF NOT EXISTS rate_limit_state_expires_at ON ${S}.rate_limit_state (expires_at);`,
     // Quotas are billing data: a logged (durable) table, one row per key and calendar period, never pruned.
@@ -68,8 +111,10 @@ export function postgresSchemaSql(schema = 'public'): string {
   quota_limit bigint NOT NULL,
   updated_at timestamptz NOT NULL DEFAULT now(),
   period_start_at timestamptz GENERATED ALWAYS AS (to_timestamp(period_start / 1000.0)) STORED,
+  blocked_until bigint,
   PRIMARY KEY (key, period_start)
 );`,
+    addColumnsSql(S),
     ...OBSOLETE_FUNCTIONS.map((signature) => `DROP FUNCTION IF EXISTS ${S}.${signature};`),
     // An SQL function is checked when it is created: the ones it calls come first.
     ceilDivSql(S),
@@ -78,9 +123,10 @@ export function postgresSchemaSql(schema = 'public'): string {
     slidingWindowLogSql(S),
     slidingWindowCounterSql(S),
     tokenBucketSql(S),
-    gcraSql(S),
+    concurrencySql(S),
     quotaSql(S),
     decisionSql(S),
+    stateRowsSql(S),
     operationsSql(S),
     consumeSql(S),
   ].join('\n');

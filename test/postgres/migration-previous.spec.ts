@@ -1,0 +1,117 @@
+import { readFileSync } from 'node:fs';
+
+import { PostgresRateLimitStore, validatePolicy, type RateLimitDecision } from '../../lib/index.js';
+import { ALGORITHM_CODES } from '../../lib/algorithms/index.js';
+import { FakeClock } from '../support/fake-clock.js';
+import { createTestSchema, type TestSchema } from '../support/postgres.js';
+import { ReferenceStore } from '../support/reference-store.js';
+
+/** The schema of the first set-based statements (git 35896cc): no blocks, tokens left in a token bucket's state. */
+const PREVIOUS = readFileSync(new URL('../support/schema-35896cc.sql', import.meta.url), 'utf8');
+
+let db: TestSchema;
+const migratePrevious = () => db.pool.query(PREVIOUS.replaceAll('"__SCHEMA__"', `"${db.schema}"`));
+beforeAll(async () => {
+  db = await createTestSchema();
+  await migratePrevious();
+});
+afterAll(() => db.drop());
+
+const clock = new FakeClock(Date.parse('2026-06-10T10:00:00Z'));
+const reference = new ReferenceStore(clock);
+const bucket = validatePolicy({ name: 'bucket', algorithm: 'token-bucket', limit: 6, burst: 4, window: '1m' });
+const banned = validatePolicy({ name: 'banned', algorithm: 'fixed-window', limit: 5, window: '1m' });
+const key = (policy: { id: string }) => `rl:{${policy.id}:u}`;
+
+/** A consume of one item through rate_limit_consume(), as an application of the previous version sends it. */
+async function consumeAsBefore(policy: typeof bucket): Promise<string> {
+  const { rows } = await db.pool.query<{ r: string }>(
+    `SELECT ${db.schema}.rate_limit_consume(1000, true, $1, $2, '{1}', '{1}', $3, $4, $5, $6, $7, '{1}') AS r`,
+    [
+      ALGORITHM_CODES[policy.algorithm],
+      [clock.now()],
+      [key(policy)],
+      [ALGORITHM_CODES[policy.algorithm]],
+      [policy.limit],
+      [policy.windowMs],
+      [policy.capacity],
+    ],
+  );
+  return rows[0].r;
+}
+
+const store = () => new PostgresRateLimitStore({ pool: db.pool, schema: db.schema, clock, pruneIntervalMs: 0 });
+
+async function functions(): Promise<{ proname: string; n: number }[]> {
+  const { rows } = await db.pool.query<{ proname: string; n: number }>(
+    `SELECT proname, count(*)::int AS n FROM pg_proc JOIN pg_namespace ON pg_namespace.oid = pronamespace
+      WHERE nspname = $1 GROUP BY proname ORDER BY proname`,
+    [db.schema],
+  );
+  return rows;
+}
+
+/** The next decisions of the bucket on PostgreSQL and in the reference, which saw the same consumes. */
+async function bucketAgainstReference(s: PostgresRateLimitStore, count: number): Promise<void> {
+  const actual: RateLimitDecision[][] = [];
+  const expected: RateLimitDecision[][] = [];
+  for (let i = 0; i < count; i++) {
+    actual.push(await s.consume([{ policy: bucket, key: 'u', cost: 1 }]));
+    expected.push(await reference.consume([{ policy: bucket, key: 'u', cost: 1 }]));
+  }
+  expect(actual).toEqual(expected);
+}
+
+describe('migrating a schema of the previous version (35896cc)', () => {
+  it('adds the block columns, reads its token bucket states as units taken, and leaves none of its functions', async () => {
+    for (let i = 0; i < 3; i++) {
+      expect(await consumeAsBefore(bucket)).toMatch(/^1,/);
+      await reference.consume([{ policy: bucket, key: 'u', cost: 1 }]);
+    }
+    expect((await functions()).map((f) => f.proname)).toContain('rl_tb_decision');
+
+    const s = store();
+    await s.migrate();
+    const { rows: columns } = await db.pool.query<{ table_name: string }>(
+      `SELECT table_name FROM information_schema.columns WHERE table_schema = $1 AND column_name = 'blocked_until'
+        ORDER BY table_name`,
+      [db.schema],
+    );
+    expect(columns.map((c) => c.table_name)).toEqual(['rate_limit_quota_usage', 'rate_limit_state']);
+    const after = await functions();
+    expect(after.filter((f) => f.n !== 1)).toEqual([]);
+    expect(after.map((f) => f.proname)).toEqual(expect.arrayContaining(['rate_limit_v2', 'rate_limit_consume_v2']));
+    expect(
+      after.map((f) => f.proname).filter((name) => /^rl_(tb|gcra)_|^rl_(decision|refunded|save)$/.test(name)),
+    ).toEqual([]);
+    clock.advance(5_000);
+    await bucketAgainstReference(s, 2);
+    await s.close();
+  });
+
+  it("leaves its entry point working on this version's twins: its instances see the blocks this version sets", async () => {
+    const s = store();
+    await s.block([{ policy: banned, key: 'u' }], 60_000);
+    // allowed 2: denied and blocked, which the previous version reads as a denial
+    expect(await consumeAsBefore(banned)).toBe('2,0,60000,60000');
+    expect(await consumeAsBefore(bucket)).toMatch(/^0,/);
+    await reference.consume([{ policy: bucket, key: 'u', cost: 1 }]);
+    await s.close();
+  });
+
+  it('lets an instance of the previous version migrate again meanwhile without replacing what this version calls, then cleans up again', async () => {
+    await migratePrevious();
+    const s = store();
+    expect((await s.consume([{ policy: banned, key: 'u', cost: 1 }]))[0]).toMatchObject({
+      allowed: false,
+      blocked: true,
+      retryAfterMs: 60_000,
+    });
+    clock.advance(10_000);
+    await bucketAgainstReference(s, 2);
+    await s.migrate();
+    const after = await functions();
+    expect(after.filter((f) => f.n !== 1 || /^rl_tb_|^rl_consume_one$/.test(f.proname))).toEqual([]);
+    await s.close();
+  });
+});
