@@ -211,7 +211,6 @@ for i = 1, #items do
       if not it.shadow then
         all_allowed = false
         if it.block and op == 'consume' then
-          blocks[it.key] = now + it.block
           save(it.key, it.algo, old, reset, slack, now + it.block, now)
           results[i] = blocking(it.block, remaining, reset, retry)
         end
