@@ -23,7 +23,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? (quick ? 2 : 5));
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? (quick ? 5000 : 20_000));
 const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? 50);
 const USERS = 10_000;
-const OUT = process.env.BENCH_OUT ?? (quick ? mkdtempSync(join(os.tmpdir(), 'nestjs-rate-limit-inproc-')) : BENCH);
+const OUT = process.env.BENCH_OUT ?? (quick ? mkdtempSync(join(os.tmpdir(), 'nest-rate-limit-inproc-')) : BENCH);
 
 /** The variants, in the order of every round; `none` is the baseline. */
 const VARIANTS = [

@@ -22,7 +22,7 @@ const quick = process.argv.includes('--quick');
 const ROUNDS = positive('BENCH_ROUNDS', quick ? 2 : 5);
 const SECONDS = positive('BENCH_SECONDS', quick ? 2 : 5);
 const BENCHMARK_REQUESTS = quick ? 50_000 : 200_000;
-const OUT = process.env.BENCH_OUT ?? (quick ? mkdtempSync(join(os.tmpdir(), 'nestjs-rate-limit-bench-')) : BENCH);
+const OUT = process.env.BENCH_OUT ?? (quick ? mkdtempSync(join(os.tmpdir(), 'nest-rate-limit-bench-')) : BENCH);
 
 /** The variants, in the order of every round; `none` is the baseline. */
 const VARIANTS = [
@@ -145,7 +145,7 @@ const lastJsonLine = (text) => JSON.parse(text.trim().split('\n').at(-1));
 
 async function startRedis() {
   const port = await freePort();
-  const dir = mkdtempSync(join(os.tmpdir(), 'nestjs-rate-limit-bench-redis-'));
+  const dir = mkdtempSync(join(os.tmpdir(), 'nest-rate-limit-bench-redis-'));
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir];
   const child = track(spawn('redis-server', args, { stdio: 'ignore' }));
   const deadline = Date.now() + 10_000;
@@ -448,7 +448,7 @@ function svgChart(http, subtitle) {
   parts.push(`<line x1="${one}" y1="${top}" x2="${one}" y2="${bottom}" stroke="#333333" stroke-dasharray="4 3"/>`);
   parts.push(`<text x="${one}" y="${bottom + 16}" text-anchor="middle" fill="#333333">1.0 = no limiter</text>`);
   parts.push(
-    `<text x="16" y="${height - 8}" fill="#555555">blue: nestjs-rate-limit · orange: @nestjs/throttler · grey: baseline</text>`,
+    `<text x="16" y="${height - 8}" fill="#555555">blue: nest-rate-limit · orange: @nestjs/throttler · grey: baseline</text>`,
   );
   parts.push('</svg>');
   return `${parts.join('\n')}\n`;
@@ -553,7 +553,7 @@ and redis-server. The numbers are comparisons between variants on the same machi
 | component | version |
 | --- | --- |
 | Node.js | ${v.node} |
-| nestjs-rate-limit | ${v.library} (git ${v.git || 'unknown'}${v.dirty ? ', lib/ with uncommitted changes' : ''}; dist/ built ${v.distBuilt}) |
+| nest-rate-limit | ${v.library} (git ${v.git || 'unknown'}${v.dirty ? ', lib/ with uncommitted changes' : ''}; dist/ built ${v.distBuilt}) |
 | @nestjs/common, core, platform-express | ${v.nestCommon}, ${v.nestCore}, ${v.nestExpress} |
 | @nestjs/throttler | ${v.throttler} |
 | @nest-lab/throttler-storage-redis | ${v.throttlerRedis} |

@@ -22,12 +22,12 @@ export interface LimiterSettings {
 }
 
 const option = (name: string, problem: string, value: unknown): never => {
-  throw new TypeError(`nestjs-rate-limit: option "${name}" ${problem}, got ${JSON.stringify(value)}`);
+  throw new TypeError(`nest-rate-limit: option "${name}" ${problem}, got ${JSON.stringify(value)}`);
 };
 
 const listOption = (name: 'allow' | 'deny', entries: unknown) =>
   compileList(entries, (problem) => {
-    throw new TypeError(`nestjs-rate-limit: option "${name}": ${problem}`);
+    throw new TypeError(`nest-rate-limit: option "${name}": ${problem}`);
   });
 
 /**

@@ -1,7 +1,7 @@
 /** Metadata key of @RateLimit. */
-export const RATE_LIMIT_POLICIES = 'nestjs-rate-limit:policies';
+export const RATE_LIMIT_POLICIES = 'nest-rate-limit:policies';
 /** Metadata key of @SkipRateLimit. */
-export const RATE_LIMIT_SKIP = 'nestjs-rate-limit:skip';
+export const RATE_LIMIT_SKIP = 'nest-rate-limit:skip';
 /**
  * DI token of the module's clock (a `Clock`). Override it in tests to drive time by hand.
  * @example Test.createTestingModule({ imports: [AppModule] }).overrideProvider(RATE_LIMIT_CLOCK).useValue(fakeClock)

@@ -92,7 +92,7 @@ async function createPostgres(
   let own: Pool | undefined;
   if (pool === undefined) {
     if (connectionString === undefined) {
-      throw new TypeError('nestjs-rate-limit: option "postgres" needs `pool` or `connectionString`');
+      throw new TypeError('nest-rate-limit: option "postgres" needs `pool` or `connectionString`');
     }
     const { default: pg } = await import('pg');
     // A query that gets no answer gives its connection back after a while instead of holding it for ever.
@@ -156,7 +156,7 @@ async function createStores(options: RateLimitModuleOptions, clock: Clock): Prom
 }
 
 /** The connections and stores the module made; RateLimitStore and RATE_LIMIT_STORES are derived from them. */
-const CREATED_STORES = Symbol('nestjs-rate-limit:created-stores');
+const CREATED_STORES = Symbol('nest-rate-limit:created-stores');
 
 /**
  * Rate limiting for a Nest application: registers the store (Redis, PostgreSQL or in memory),

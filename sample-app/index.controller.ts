@@ -50,7 +50,7 @@ export class IndexController {
   @Get()
   index(): { app: string; walkthrough: string; headers: string; routes: readonly Route[] } {
     return {
-      app: 'nestjs-rate-limit sample app',
+      app: 'nest-rate-limit sample app',
       walkthrough: 'sample-app/README.md',
       headers: 'every limited answer carries RateLimit and RateLimit-Policy; a 429 also Retry-After',
       routes: ROUTES,

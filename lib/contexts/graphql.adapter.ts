@@ -115,7 +115,7 @@ class GraphQLContextAdapter implements ContextAdapter {
     const args: unknown = ctx.getArgs();
     if (!isObject(args)) {
       throw new TypeError(
-        `nestjs-rate-limit: the GraphQL execution context of ${this.where(ctx)} has no arguments array ` +
+        `nest-rate-limit: the GraphQL execution context of ${this.where(ctx)} has no arguments array ` +
           `(got ${args === null ? 'null' : typeof args}); was it made by Nest's GraphQL module?`,
       );
     }

@@ -19,9 +19,9 @@ import type {
 } from './context-adapter.js';
 
 /** The client address of a request, once computed (several policies may be keyed by it). */
-const CLIENT_IP = Symbol('nestjs-rate-limit:client-ip');
+const CLIENT_IP = Symbol('nest-rate-limit:client-ip');
 /** The client's full address (what lists match), once computed; null when the request has none. */
-const CLIENT_ADDRESS = Symbol('nestjs-rate-limit:client-address');
+const CLIENT_ADDRESS = Symbol('nest-rate-limit:client-address');
 
 /** An Express or Fastify request, as far as the limiter reads it. */
 interface HttpRequest {

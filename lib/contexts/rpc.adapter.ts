@@ -87,8 +87,8 @@ function checkNestMetadata(): string | undefined {
     decorate({}, 'probe', descriptor);
     return Reflect.getMetadata(RPC_HANDLER_TYPE_METADATA, descriptor.value as object);
   };
-  const event = read(EventPattern<string>('nestjs-rate-limit:probe'));
-  const message = read(MessagePattern('nestjs-rate-limit:probe'));
+  const event = read(EventPattern<string>('nest-rate-limit:probe'));
+  const message = read(MessagePattern('nest-rate-limit:probe'));
   if (event === RPC_EVENT_HANDLER && message === RPC_MESSAGE_HANDLER) return undefined;
   return (
     `@nestjs/microservices no longer marks handlers as expected (metadata "${RPC_HANDLER_TYPE_METADATA}": ` +

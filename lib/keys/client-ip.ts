@@ -23,7 +23,7 @@ export function compileTrust(trust: TrustProxy | undefined): TrustFn {
   if (typeof trust === 'function') return trust;
   if (typeof trust === 'number') {
     if (!Number.isSafeInteger(trust) || trust < 0) {
-      throw new TypeError(`nestjs-rate-limit: trustProxy as a number must be a hop count >= 0, got ${trust}`);
+      throw new TypeError(`nest-rate-limit: trustProxy as a number must be a hop count >= 0, got ${trust}`);
     }
     return (_addr, hop) => hop < trust;
   }
@@ -32,7 +32,7 @@ export function compileTrust(trust: TrustProxy | undefined): TrustFn {
     return proxyaddr.compile(list);
   } catch (error) {
     throw new TypeError(
-      `nestjs-rate-limit: trustProxy ${JSON.stringify(trust)} is invalid: ${(error as Error).message}`,
+      `nest-rate-limit: trustProxy ${JSON.stringify(trust)} is invalid: ${(error as Error).message}`,
       { cause: error },
     );
   }

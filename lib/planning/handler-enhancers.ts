@@ -15,13 +15,13 @@ import { RateLimitDroppedEvent } from '../contexts/context-adapter.js';
 import type { Evaluation } from '../engine/decision-engine.js';
 
 /** Where the module stands with an invocation: decided, or left to the interceptor (after every guard). */
-export const STATE = Symbol('nestjs-rate-limit:state');
+export const STATE = Symbol('nest-rate-limit:state');
 /** The limiter that deferred an invocation, for the shared interceptor to complete it with. */
-export const LIMITER = Symbol('nestjs-rate-limit:limiter');
+export const LIMITER = Symbol('nest-rate-limit:limiter');
 /** What the global guard decided before authentication, for the interceptor to complete. */
-export const EARLY = Symbol('nestjs-rate-limit:early-decisions');
+export const EARLY = Symbol('nest-rate-limit:early-decisions');
 /** The watch of an invocation charged under `count` policies, waiting for its outcome. */
-export const OUTCOME = Symbol('nestjs-rate-limit:outcome');
+export const OUTCOME = Symbol('nest-rate-limit:outcome');
 export const DECIDED = 1;
 export const DEFERRED = 2;
 

@@ -70,6 +70,6 @@ export const GUARDS_METADATA_KEY: string | symbol = (() => {
   const probe = class {};
   UseGuards(class ProbeGuard {})(probe);
   const keys = Reflect.getOwnMetadataKeys(probe);
-  if (keys.length !== 1) throw new Error(`nestjs-rate-limit: cannot tell @UseGuards' metadata key (${String(keys)})`);
+  if (keys.length !== 1) throw new Error(`nest-rate-limit: cannot tell @UseGuards' metadata key (${String(keys)})`);
   return keys[0] as string | symbol;
 })();

@@ -33,7 +33,7 @@ export function decisionsFromReply(
   return items.map(({ policy, cost = 0 }, i) => {
     const values = Array.isArray(reply) ? reply.slice(i * 4, i * 4 + 4).map(Number) : [];
     if (values.length !== 4 || !values.every(Number.isSafeInteger)) {
-      throw new Error(`nestjs-rate-limit: unexpected reply from ${from}: ${JSON.stringify(reply)}`);
+      throw new Error(`nest-rate-limit: unexpected reply from ${from}: ${JSON.stringify(reply)}`);
     }
     const [allowed, remaining, resetMs, retry] = values;
     const retryAfterMs = retry === NEVER_FITS ? Infinity : retry;

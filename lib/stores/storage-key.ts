@@ -23,7 +23,7 @@ export function storedIdentity(identity: string): string {
 export function checkKeyPrefix(prefix: unknown): string {
   if (typeof prefix !== 'string' || /[{}\s]/.test(prefix) || prefix.length > 64) {
     throw new TypeError(
-      `nestjs-rate-limit: keyPrefix must be a string of at most 64 characters without braces or spaces, got ${JSON.stringify(prefix)}`,
+      `nest-rate-limit: keyPrefix must be a string of at most 64 characters without braces or spaces, got ${JSON.stringify(prefix)}`,
     );
   }
   return prefix;

@@ -44,7 +44,7 @@ export function checkRedisOption(redis: NonNullable<RateLimitModuleOptions['redi
   if (client !== undefined || options !== undefined) return;
   if (typeof url === 'string' && url.trim() !== '') return;
   throw new TypeError(
-    `nestjs-rate-limit: option "redis" names no server: url is ${url === '' ? 'empty' : String(url)} ` +
+    `nest-rate-limit: option "redis" names no server: url is ${url === '' ? 'empty' : String(url)} ` +
       '(an environment variable that is not set?). Give `url`, `client` or `options`, or leave `redis` out ' +
       'for the in-memory store.',
   );

@@ -537,10 +537,10 @@ describe.each(ADAPTERS)('allow and deny lists on %s (memory store)', (adapter: A
 
     it("the module's own lists and its defaults' are checked too", async () => {
       await expect(start({ deny: ['192.0.2.0/24', 'not-an-ip'] })).rejects.toThrow(
-        'nestjs-rate-limit: option "deny": entry 1, "not-an-ip", is not an IP address or CIDR range',
+        'nest-rate-limit: option "deny": entry 1, "not-an-ip", is not an IP address or CIDR range',
       );
       await expect(start({ allow: '10.0.0.0/8' as unknown as string[] })).rejects.toThrow(
-        'nestjs-rate-limit: option "allow": must be an array of client addresses, CIDR ranges',
+        'nest-rate-limit: option "allow": must be an array of client addresses, CIDR ranges',
       );
       await expect(start({ defaults: [fixed('per-ip', 10, { allow: ['2001:db8::/129'] })] })).rejects.toThrow(
         'Invalid rate-limit policy "per-ip" (declared on RateLimitModule defaults), field "allow": entry 0, "2001:db8::/129", has a bad prefix length',

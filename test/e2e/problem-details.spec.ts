@@ -280,6 +280,6 @@ describe.each(ADAPTERS)('problem details (errors: "problem") on %s', (adapter) =
   it('a bad errors value stops the start with an error naming the option', async () => {
     await expect(
       appWith(adapter, { errors: 'rfc9457' as unknown as RateLimitModuleOptions['errors'] }),
-    ).rejects.toThrow(`nestjs-rate-limit: option "errors" must be 'nest' or 'problem', got "rfc9457"`);
+    ).rejects.toThrow(`nest-rate-limit: option "errors" must be 'nest' or 'problem', got "rfc9457"`);
   });
 });

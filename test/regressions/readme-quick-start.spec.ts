@@ -22,7 +22,7 @@ it("the README's Quick start compiles as written, as one strict file", () => {
     join(dir, 'tsconfig.json'),
     JSON.stringify({
       extends: '../../tsconfig.json',
-      compilerOptions: { noEmit: true, rootDir: '../..', paths: { 'nestjs-rate-limit': ['../../lib/index.ts'] } },
+      compilerOptions: { noEmit: true, rootDir: '../..', paths: { 'nest-rate-limit': ['../../lib/index.ts'] } },
       include: ['app.module.ts'],
     }),
   );

@@ -25,14 +25,14 @@ describe('PostgresRateLimitStore options', () => {
     ['ttlSlackMs', NaN, 'ttlSlackMs must be an integer >= 0, got NaN'],
   ])('reject %s: %p', (name, value, message) => {
     expect(() => new PostgresRateLimitStore({ pool, [name]: value })).toThrow(
-      new TypeError(`nestjs-rate-limit: ${message}`),
+      new TypeError(`nest-rate-limit: ${message}`),
     );
   });
 
   it('name a string where a number belongs (an environment variable passed as it is)', () => {
     const options = { pool, pruneBatch: '100' } as unknown as Options;
     expect(() => new PostgresRateLimitStore(options)).toThrow(
-      new TypeError('nestjs-rate-limit: pruneBatch must be an integer >= 1, got "100"'),
+      new TypeError('nest-rate-limit: pruneBatch must be an integer >= 1, got "100"'),
     );
   });
 
@@ -55,6 +55,6 @@ describe('PostgresRateLimitStore options', () => {
     ['ttlSlackMs: 0.5, with a pool', { pool, ttlSlackMs: 0.5 }, 'ttlSlackMs must be an integer >= 0, got 0.5'],
   ])('reject a bad value given through RateLimitModule.forRoot at start (%s)', async (_, postgres, message) => {
     const start = Test.createTestingModule({ imports: [RateLimitModule.forRoot({ postgres })] }).compile();
-    await expect(start).rejects.toThrow(new TypeError(`nestjs-rate-limit: ${message}`));
+    await expect(start).rejects.toThrow(new TypeError(`nest-rate-limit: ${message}`));
   });
 });

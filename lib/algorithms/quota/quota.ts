@@ -18,7 +18,7 @@ const lastPeriods = new WeakMap<object, QuotaPeriod>();
 /** The period of a quota policy that holds `nowMs`, remembered per policy until it ends. */
 export function periodOf(policy: ResolvedPolicy, nowMs: number): QuotaPeriod {
   const quota = policy.quota;
-  if (quota === undefined) throw new TypeError(`nestjs-rate-limit: policy "${policy.name}" is not a quota`);
+  if (quota === undefined) throw new TypeError(`nest-rate-limit: policy "${policy.name}" is not a quota`);
   const last = lastPeriods.get(quota);
   if (last !== undefined && last.startMs <= nowMs && nowMs < last.endMs) return last;
   const { startMs, endMs } = quotaPeriodAt(quota.period, quota.timeZone, nowMs);

@@ -77,12 +77,12 @@ export class MemoryRateLimitStore implements RateLimitStore {
     checkKeyPrefix(options.keyPrefix ?? 'rl:');
     const maxKeys = options.maxKeys ?? 1_000_000;
     if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
-      throw new TypeError(`nestjs-rate-limit: MemoryRateLimitStore maxKeys must be an integer >= 1, got ${maxKeys}`);
+      throw new TypeError(`nest-rate-limit: MemoryRateLimitStore maxKeys must be an integer >= 1, got ${maxKeys}`);
     }
     this.maxKeys = maxKeys;
     const slack = options.ttlSlackMs ?? 1000;
     if (!Number.isSafeInteger(slack) || slack < 0) {
-      throw new TypeError(`nestjs-rate-limit: MemoryRateLimitStore ttlSlackMs must be an integer >= 0, got ${slack}`);
+      throw new TypeError(`nest-rate-limit: MemoryRateLimitStore ttlSlackMs must be an integer >= 0, got ${slack}`);
     }
     this.ttlSlackMs = slack;
   }

@@ -62,7 +62,7 @@ export class PostgresRateLimitStore implements RateLimitStore {
 
   constructor(private readonly options: PostgresRateLimitStoreOptions) {
     if (options?.pool === undefined)
-      throw new TypeError('nestjs-rate-limit: PostgresRateLimitStore needs `pool`, a pg Pool');
+      throw new TypeError('nest-rate-limit: PostgresRateLimitStore needs `pool`, a pg Pool');
     this.pool = options.pool;
     this.schema = options.schema ?? 'public';
     const S = quoteSchema(this.schema);
@@ -72,7 +72,7 @@ export class PostgresRateLimitStore implements RateLimitStore {
       if (!Number.isSafeInteger(value) || value < min || value > max) {
         const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`;
         const got = typeof value === 'number' ? String(value) : JSON.stringify(value);
-        throw new TypeError(`nestjs-rate-limit: ${name} must be an integer ${range}, got ${got}`);
+        throw new TypeError(`nest-rate-limit: ${name} must be an integer ${range}, got ${got}`);
       }
       return value;
     };
@@ -80,10 +80,10 @@ export class PostgresRateLimitStore implements RateLimitStore {
     // 0 would make prune() delete nothing per statement, and loop for ever.
     this.pruneBatch = integer('pruneBatch', options.pruneBatch ?? 1000, 1);
     this.decideSql = `SELECT ${S}.rate_limit_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) AS r`;
-    this.statementName = `nestjs-rate-limit:v2:${this.schema}`;
+    this.statementName = `nest-rate-limit:v2:${this.schema}`;
     // A named statement is parsed and planned once per connection, not at every decision.
     const consume = {
-      name: `nestjs-rate-limit:consume:v2:${this.schema}`,
+      name: `nest-rate-limit:consume:v2:${this.schema}`,
       text: `SELECT ${S}.rate_limit_consume_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) AS r`,
     };
     this.batcher = new ConsumeBatcher(
@@ -113,7 +113,8 @@ export class PostgresRateLimitStore implements RateLimitStore {
     let broken: Error | undefined;
     try {
       await client.query('BEGIN');
-      // A statement of its own: the schema SQL then runs on a snapshot taken after the lock was granted.
+      // A statement of its own: the schema SQL then runs on a snapshot taken after the lock was granted. The
+      // lock keeps the package's first name, so that instances of earlier versions wait for it too.
       await client.query("SELECT pg_advisory_xact_lock(hashtextextended('nestjs-rate-limit:migrate:' || $1, 0))", [
         this.schema,
       ]);

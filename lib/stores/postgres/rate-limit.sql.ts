@@ -16,7 +16,7 @@ const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 export function quoteSchema(schema: string): string {
   if (typeof schema !== 'string' || !IDENTIFIER.test(schema)) {
     throw new TypeError(
-      `nestjs-rate-limit: postgres.schema must be a plain SQL identifier (letters, digits, _), got ${JSON.stringify(schema)}`,
+      `nest-rate-limit: postgres.schema must be a plain SQL identifier (letters, digits, _), got ${JSON.stringify(schema)}`,
     );
   }
   return `"${schema}"`;

@@ -61,7 +61,7 @@ export const RATE_LIMIT_SCRIPT_SHA = createHash('sha1').update(RATE_LIMIT_SCRIPT
  * script runs all its definitions again at every EVALSHA. Named after the script's hash, so that
  * applications on different versions of the module can share a Redis.
  */
-export const RATE_LIMIT_FUNCTION = `nestjs_rate_limit_${RATE_LIMIT_SCRIPT_SHA.slice(0, 16)}`;
+export const RATE_LIMIT_FUNCTION = `nest_rate_limit_${RATE_LIMIT_SCRIPT_SHA.slice(0, 16)}`;
 
 /** The library that registers RATE_LIMIT_FUNCTION (`FUNCTION LOAD REPLACE`). */
 export const RATE_LIMIT_LIBRARY = [

@@ -47,14 +47,14 @@ export class RedisRateLimitStore implements RateLimitStore {
 
   constructor(options: RedisRateLimitStoreOptions) {
     if (options?.client === undefined) {
-      throw new TypeError('nestjs-rate-limit: RedisRateLimitStore needs `client`, an ioredis Redis or Cluster');
+      throw new TypeError('nest-rate-limit: RedisRateLimitStore needs `client`, an ioredis Redis or Cluster');
     }
     this.client = options.client;
     this.clock = options.clock === 'store' ? undefined : (options.clock ?? systemClock);
     this.keyPrefix = checkKeyPrefix(options.keyPrefix ?? 'rl:');
     const slack = options.ttlSlackMs ?? 1000;
     if (!Number.isSafeInteger(slack) || slack < 0) {
-      throw new TypeError(`nestjs-rate-limit: ttlSlackMs must be an integer >= 0, got ${slack}`);
+      throw new TypeError(`nest-rate-limit: ttlSlackMs must be an integer >= 0, got ${slack}`);
     }
     this.ttlSlack = String(slack);
     // Every master of a Cluster would need the library: the script, which travels with the call, is simpler.
