@@ -1,6 +1,6 @@
 import { Global, Inject, Logger, Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, DiscoveryModule } from '@nestjs/core';
-import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { Pool } from 'pg';
 
 import { type Clock, systemClock } from './clock.js';
@@ -54,17 +54,28 @@ function reportConnectionErrors(redis: Redis | Cluster): void {
 
 /** A connection of the limiter's own with the settings of the caller's client; the caller's is left as it is. */
 function dedicatedConnection(client: Redis | Cluster): Redis | Cluster {
-  if (client instanceof Cluster) {
-    return client.duplicate(undefined, {
+  if (client.isCluster) {
+    return (client as Cluster).duplicate(undefined, {
       enableOfflineQueue: false,
       enableAutoPipelining: true,
-      redisOptions: { ...client.options.redisOptions, ...FAIL_FAST },
+      redisOptions: { ...(client as Cluster).options.redisOptions, ...FAIL_FAST },
     });
   }
-  return client.duplicate(FAIL_FAST);
+  return (client as Redis).duplicate(FAIL_FAST);
 }
 
-function createRedis(
+/** ioredis, loaded only when the `redis` option is set (an app on the memory store needs not install it). */
+async function loadIoredis(): Promise<typeof Redis> {
+  try {
+    return (await import('ioredis')).Redis;
+  } catch (error) {
+    throw new Error('nest-rate-limit: the `redis` option needs the ioredis package: npm install ioredis', {
+      cause: error,
+    });
+  }
+}
+
+async function createRedis(
   options: RateLimitModuleOptions,
   redisOptions: NonNullable<RateLimitModuleOptions['redis']>,
   clock: Clock,
@@ -72,8 +83,13 @@ function createRedis(
   checkRedisOption(redisOptions);
   const { url, client, options: connectionOptions } = redisOptions;
   const fast = { ...connectionOptions, ...FAIL_FAST };
-  const redis =
-    client !== undefined ? dedicatedConnection(client) : url === undefined ? new Redis(fast) : new Redis(url, fast);
+  let redis: Redis | Cluster;
+  if (client !== undefined) {
+    redis = dedicatedConnection(client);
+  } else {
+    const RedisClient = await loadIoredis();
+    redis = url === undefined ? new RedisClient(fast) : new RedisClient(url, fast);
+  }
   reportConnectionErrors(redis);
   const store = new RedisRateLimitStore({
     client: redis,
@@ -94,7 +110,9 @@ async function createPostgres(
     if (connectionString === undefined) {
       throw new TypeError('nest-rate-limit: option "postgres" needs `pool` or `connectionString`');
     }
-    const { default: pg } = await import('pg');
+    const { default: pg } = await import('pg').catch((error: unknown) => {
+      throw new Error('nest-rate-limit: the `postgres` option needs the pg package: npm install pg', { cause: error });
+    });
     // A query that gets no answer gives its connection back after a while instead of holding it for ever.
     own = new pg.Pool({ connectionString, connectionTimeoutMillis: 2000, query_timeout: 5000 });
     own.on('error', (error) => new Logger('RateLimit').warn(`PostgreSQL pool: ${error.message}`));
@@ -135,7 +153,7 @@ async function createStores(options: RateLimitModuleOptions, clock: Clock): Prom
     rates = options.store;
     where = `the store given (${rates.constructor.name})`;
   } else if (options.redis !== undefined) {
-    const redis = createRedis(options, options.redis, clock);
+    const redis = await createRedis(options, options.redis, clock);
     owned.push(redis);
     rates = redis.store;
     where = redis.where;
