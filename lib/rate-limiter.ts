@@ -15,6 +15,7 @@ import { DecisionEngine, denies, type Evaluation, NOTHING, StoreUnavailable } fr
 import { DecisionEvents } from './engine/decision-events.js';
 import { toSeconds } from './headers/rate-limit-headers.js';
 import { limiterSettings } from './limiter-settings.js';
+import { loadMetrics } from './metrics/otel-metrics.js';
 import { type ModuleLists, screen } from './lists/screening.js';
 import {
   attachEnhancers,
@@ -104,6 +105,10 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
   /** Loads the adapters of the contexts the application has (and so their optional packages), and warns. */
   async onModuleInit(): Promise<void> {
     await Promise.all(['http' as const, ...this.contexts].map((type) => this.adapters.load(type)));
+    // At start, not at import: a MeterProvider registered before the application bootstraps is the one used.
+    const metrics = await loadMetrics(() => this.engine.breakerStates());
+    this.engine.metrics = metrics;
+    this.events.metrics = metrics;
     const quotas = [...this.planner.declared()].filter(({ policy }) => policy.quota !== undefined);
     if (quotas.length > 0 && this.options.postgres === undefined) {
       this.logger.warn(

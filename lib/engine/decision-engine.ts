@@ -1,6 +1,7 @@
 import type { Logger } from '@nestjs/common';
 
 import type { Clock } from '../clock.js';
+import type { RateLimitMetrics, StoreName, StoreOperation } from '../metrics/otel-metrics.js';
 import type { FailMode, RateLimitCount, RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 import { MemoryRateLimitStore } from '../stores/memory/memory.store.js';
 import type { RateLimitStore, RateLimitStoreItem } from '../stores/rate-limit-store.js';
@@ -83,6 +84,23 @@ function withOthers(
   return { items: kept, decisions };
 }
 
+/** Decisions of requests the local cache of denials answered, without a store call. */
+const fromDenyCache = new WeakSet<RateLimitDecision>();
+
+/** Whether a decision came from the local cache of denials rather than from the store. */
+export const isFromDenyCache = (decision: RateLimitDecision): boolean => fromDenyCache.has(decision);
+
+/** The `rate_limit.store` attribute of a store. */
+function storeName(store: RateLimitStore): StoreName {
+  if (store instanceof MemoryRateLimitStore) return 'memory';
+  const name = store.constructor.name;
+  return name === 'RedisRateLimitStore' ? 'redis' : name === 'PostgresRateLimitStore' ? 'postgres' : 'custom';
+}
+
+/** Leases a decision took: allowed concurrency items that cost something. */
+const leases = (items: readonly EngineItem[], decisions: readonly RateLimitDecision[]): EngineItem[] =>
+  items.filter((item, i) => item.count === 'release' && item.cost > 0 && decisions[i]?.allowed === true);
+
 const merge = (a: Evaluation, b: Evaluation): Evaluation =>
   a.items.length === 0
     ? b
@@ -108,6 +126,8 @@ export class DecisionEngine {
   readonly denyCache: DenyCache | undefined;
   private readonly breakers = new Map<RateLimitStore, CircuitBreaker>();
   private readonly withLimits = new WeakMap<ResolvedPolicy, Map<string, ResolvedPolicy>>();
+  /** OpenTelemetry instruments, set at module start when `@opentelemetry/api` is installed. */
+  metrics: RateLimitMetrics | undefined;
 
   constructor(private readonly options: DecisionEngineOptions) {
     this.store = options.stores.rates;
@@ -124,6 +144,44 @@ export class DecisionEngine {
   /** Stops the breakers' probes (on shutdown). */
   dispose(): void {
     for (const breaker of this.breakers.values()) breaker.dispose();
+  }
+
+  /** Each store with a breaker, and whether it is open (the breaker state gauge). */
+  *breakerStates(): Iterable<readonly [StoreName, boolean]> {
+    for (const [store, breaker] of this.breakers) yield [storeName(store), breaker.isOpen] as const;
+  }
+
+  /**
+   * One call of the request path to a store: under the store's breaker and timeout (but the in-process
+   * store's, which answers synchronously and cannot hang), timed when metrics are on.
+   */
+  run<T>(store: RateLimitStore, operation: StoreOperation, call: () => Promise<T>): Promise<T> {
+    const guarded = store instanceof MemoryRateLimitStore ? call : () => this.breakerFor(store).run(call);
+    return this.metrics === undefined ? guarded() : this.timed(this.metrics, store, operation, guarded);
+  }
+
+  private async timed<T>(
+    metrics: RateLimitMetrics,
+    store: RateLimitStore,
+    operation: StoreOperation,
+    call: () => Promise<T>,
+  ): Promise<T> {
+    const startedMs = performance.now();
+    try {
+      const result = await call();
+      metrics.storeCall(storeName(store), operation, (performance.now() - startedMs) / 1000);
+      return result;
+    } catch (error) {
+      const type = error instanceof Error ? error.name : typeof error;
+      metrics.storeCall(storeName(store), operation, (performance.now() - startedMs) / 1000, type);
+      throw error;
+    }
+  }
+
+  /** Counts leases given back: `items` are released concurrency items that had been admitted. */
+  released(items: readonly EngineItem[]): void {
+    if (this.metrics === undefined) return;
+    for (const item of items) this.metrics.leases(item.policy.name, -1);
   }
 
   /** The circuit breaker of a store: each store fails, and recovers, on its own. */
@@ -215,7 +273,8 @@ export class DecisionEngine {
       const decisions = [...evaluation.decisions];
       for (const store of new Set(consumed.map((i) => this.storeOf(i.policy)))) {
         const part = consumed.filter((i) => this.storeOf(i.policy) === store);
-        const refunded = await this.breakerFor(store).run(() => store.refund(part));
+        const refunded = await this.run(store, 'refund', () => store.refund(part));
+        this.released(part.filter((item) => item.count === 'release' && item.cost > 0));
         part.forEach((item, j) => {
           decisions[evaluation.items.indexOf(item)] = { ...refunded[j], allowed: true, retryAfterMs: 0 };
         });
@@ -234,7 +293,10 @@ export class DecisionEngine {
     failures: readonly { item: { policy: ResolvedPolicy; failMode: FailMode }; error: unknown }[],
     before: Evaluation,
   ): Promise<void> {
-    for (const { item, error } of failures) this.reporter.report(error, [item.policy.name]);
+    for (const { item, error } of failures) {
+      this.reporter.report(error, [item.policy.name]);
+      this.metrics?.decision(item.policy.name, item.failMode === 'closed' ? 'failed-closed' : 'failed-open');
+    }
     const closed = failures.find((f) => f.item.failMode === 'closed');
     if (closed !== undefined) await this.unavailable(closed.item.policy.name, before);
   }
@@ -257,7 +319,7 @@ export class DecisionEngine {
     if (denies(rates)) {
       if (onFailure === 'fail-modes') return rates;
       // RateLimitService reports every item: how the quotas stand, untouched.
-      const peeked = await this.breakerFor(this.quotaStore).run(() => this.quotaStore.peek(quotas));
+      const peeked = await this.run(this.quotaStore, 'peek', () => this.quotaStore.peek(quotas));
       result = merge(rates, {
         items: quotas,
         decisions: peeked.map((d) => ({ ...d, allowed: true, retryAfterMs: 0 })),
@@ -295,15 +357,21 @@ export class DecisionEngine {
       }
       if (denials !== undefined) {
         const [first] = denials.keys() as IterableIterator<EngineItem>;
-        return withOthers(denials, items, cache.others(first.policy, first.key, nowMs));
+        const answered = withOthers(denials, items, cache.others(first.policy, first.key, nowMs));
+        if (this.metrics === undefined) return answered;
+        // Copies, so that the store's own decisions (which the cache keeps) are never marked.
+        answered.decisions = answered.decisions.map((decision) => {
+          const copy = { ...decision };
+          fromDenyCache.add(copy);
+          return copy;
+        });
+        return answered;
       }
     }
     try {
-      // The in-process store answers synchronously and cannot hang: no timer, no breaker on its path.
-      const decisions =
-        store instanceof MemoryRateLimitStore
-          ? await store.consume(items)
-          : await this.breakerFor(store).run(() => store.consume(items));
+      const decisions = await this.run(store, 'consume', () => store.consume(items));
+      if (this.metrics !== undefined)
+        for (const item of leases(items, decisions)) this.metrics.leases(item.policy.name, 1);
       if (cache !== undefined) {
         let others: Map<string, RateLimitDecision> | undefined;
         decisions.forEach((d, i) => {
@@ -319,6 +387,9 @@ export class DecisionEngine {
         error,
         items.map((i) => i.policy.name),
       );
+      for (const item of items) {
+        this.metrics?.decision(item.policy.name, item.failMode === 'closed' ? 'failed-closed' : 'failed-open');
+      }
       const failClosed = items.find((i) => i.failMode === 'closed');
       if (failClosed !== undefined) await this.unavailable(failClosed.policy.name, before);
       return NOTHING;

@@ -1,8 +1,10 @@
 import type { ExecutionContext, Logger } from '@nestjs/common';
 
 import type { Clock } from '../clock.js';
+import type { RateLimitMetrics } from '../metrics/otel-metrics.js';
 import type { RateLimitDecision } from '../policy/policy.types.js';
 import type { RateLimitStoreItem } from '../stores/rate-limit-store.js';
+import { isFromDenyCache } from './decision-engine.js';
 
 /** How long a shadow policy stays quiet in the log after reporting a would-be denial. */
 const SHADOW_QUIET_MS = 60_000;
@@ -34,6 +36,8 @@ export interface RateLimitDecisionEvent {
  */
 export class DecisionEvents {
   private readonly shadowLogged = new Map<string, { atMs: number; suppressed: number }>();
+  /** OpenTelemetry instruments, set at module start when `@opentelemetry/api` is installed. */
+  metrics: RateLimitMetrics | undefined;
 
   constructor(
     private readonly logger: Logger,
@@ -48,6 +52,10 @@ export class DecisionEvents {
     for (const [item, decision] of pairs) {
       const shadow = item.shadow === true;
       if (shadow && !decision.allowed) this.logShadowDenial(item, decision);
+      this.metrics?.decision(
+        decision.policy,
+        isFromDenyCache(decision) ? 'deny-cache' : decision.allowed ? 'allowed' : shadow ? 'shadow-denied' : 'denied',
+      );
       if (this.hook === undefined) continue;
       try {
         this.hook({

@@ -6,7 +6,6 @@ import type { DecisionEngine, EngineItem, Evaluation } from '../engine/decision-
 import { type Invocation, OUTCOME, type OutcomeWatch } from '../planning/handler-enhancers.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import type { RateLimitCount, RateLimitOutcome, ResolvedPolicy } from '../policy/policy.types.js';
-import { MemoryRateLimitStore } from '../stores/memory/memory.store.js';
 import type { RateLimitStore } from '../stores/rate-limit-store.js';
 
 /**
@@ -109,6 +108,7 @@ export class OutcomeRefunds {
   settle(charges: readonly Charge[], outcome: RateLimitOutcome | undefined): void {
     const nowMs = this.engine.now();
     const refunds: EngineItem[] = [];
+    const released: EngineItem[] = [];
     for (const { evaluation, atMs } of charges) {
       // Given back already: a later step of the same invocation denied, or its store failed closed.
       if (evaluation.compensated === true) continue;
@@ -117,9 +117,12 @@ export class OutcomeRefunds {
         if (item.count === undefined || item.cost === 0 || !evaluation.decisions[i].allowed) return;
         // An outcome not seen keeps every charge but the leases.
         if (outcome === undefined ? item.count !== 'release' : this.keeps(item, item.count, outcome)) return;
+        // A lease ends with its invocation, whether it is given back or has expired.
+        if (item.count === 'release') released.push(item);
         if (stillHeld(item.policy, atMs, nowMs)) refunds.push(item);
       });
     }
+    this.engine.released(released);
     if (refunds.length === 0) return;
     const refunding = this.refund(refunds).finally(() => this.inFlight.delete(refunding));
     this.inFlight.add(refunding);
@@ -160,9 +163,7 @@ export class OutcomeRefunds {
     await Promise.all(
       [...byStore].map(async ([store, part]) => {
         try {
-          // The in-process store answers synchronously and cannot hang: no timer, no breaker on its path.
-          if (store instanceof MemoryRateLimitStore) await store.refund(part);
-          else await this.engine.breakerFor(store).run(() => store.refund(part));
+          await this.engine.run(store, 'refund', () => store.refund(part));
           if (store === this.engine.store)
             for (const item of part) this.engine.denyCache?.forget(item.policy, item.key);
         } catch (error) {

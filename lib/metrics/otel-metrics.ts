@@ -1,0 +1,80 @@
+import type { Attributes, Counter, Histogram, Meter, UpDownCounter } from '@opentelemetry/api';
+
+/**
+ * How one policy of a request was decided, as the `rate_limit.outcome` attribute: by its store (allowed,
+ * denied; shadow-denied for a shadow policy that would have denied), by the local cache of denials
+ * (deny-cache), or not at all because its store failed (failed-open: left out; failed-closed: refused).
+ */
+export type RateLimitMetricOutcome =
+  'allowed' | 'denied' | 'shadow-denied' | 'failed-open' | 'failed-closed' | 'deny-cache';
+
+/** One store call: which store and operation, and how long it took. */
+export type StoreName = 'memory' | 'redis' | 'postgres' | 'custom';
+export type StoreOperation = 'consume' | 'peek' | 'refund';
+
+/** Where the breaker state gauge reads from: each store's breaker, open or not, when collected. */
+export type BreakerStates = () => Iterable<readonly [StoreName, boolean]>;
+
+/**
+ * The module's OpenTelemetry instruments, made once at module start from the global MeterProvider (so one
+ * registered before Nest bootstraps is used). Without `@opentelemetry/api` there is no instance at all and
+ * the request path pays one undefined check per decision.
+ */
+export class RateLimitMetrics {
+  private readonly decisions: Counter;
+  private readonly storeDuration: Histogram;
+  private readonly leaseCount: UpDownCounter;
+
+  constructor(meter: Meter, breakers: BreakerStates) {
+    this.decisions = meter.createCounter('rate_limit.decisions', {
+      description: 'Policies decided, by policy and outcome',
+      unit: '{decision}',
+    });
+    this.storeDuration = meter.createHistogram('rate_limit.store.duration', {
+      description: 'Duration of rate-limit store calls',
+      unit: 's',
+    });
+    this.leaseCount = meter.createUpDownCounter('rate_limit.concurrency.leases', {
+      description: 'Concurrency leases held by invocations in flight',
+      unit: '{lease}',
+    });
+    meter
+      .createObservableGauge('rate_limit.breaker.state', {
+        description: "State of a store's circuit breaker: 0 closed, 1 open",
+        unit: '1',
+      })
+      .addCallback((result) => {
+        for (const [store, open] of breakers()) result.observe(open ? 1 : 0, { 'rate_limit.store': store });
+      });
+  }
+
+  decision(policy: string, outcome: RateLimitMetricOutcome): void {
+    this.decisions.add(1, { 'rate_limit.policy': policy, 'rate_limit.outcome': outcome });
+  }
+
+  /** A store call of `seconds`; `error` (the error's name) when it failed. */
+  storeCall(store: StoreName, operation: StoreOperation, seconds: number, error?: string): void {
+    const attributes: Attributes = { 'rate_limit.store': store, 'rate_limit.operation': operation };
+    if (error !== undefined) attributes['error.type'] = error;
+    this.storeDuration.record(seconds, attributes);
+  }
+
+  /** `delta` leases of a concurrency policy taken (+) or given back (-). */
+  leases(policy: string, delta: number): void {
+    this.leaseCount.add(delta, { 'rate_limit.policy': policy });
+  }
+}
+
+/**
+ * The module's instruments, or undefined when `@opentelemetry/api` is not installed (an optional peer).
+ * Loaded at module start, never at import.
+ */
+export async function loadMetrics(breakers: BreakerStates): Promise<RateLimitMetrics | undefined> {
+  let api: typeof import('@opentelemetry/api');
+  try {
+    api = await import('@opentelemetry/api');
+  } catch {
+    return undefined;
+  }
+  return new RateLimitMetrics(api.metrics.getMeter('nestjs-rate-limit'), breakers);
+}
