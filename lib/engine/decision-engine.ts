@@ -2,54 +2,20 @@ import type { Logger } from '@nestjs/common';
 
 import type { Clock } from '../clock.js';
 import type { RateLimitMetrics, StoreName, StoreOperation } from '../metrics/otel-metrics.js';
-import type { FailMode, RateLimitCount, RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
+import type { FailMode, RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 import { MemoryRateLimitStore } from '../stores/memory/memory.store.js';
 import type { RateLimitStore, RateLimitStoreItem } from '../stores/rate-limit-store.js';
 import type { RateLimitStores } from '../stores/rate-limit-stores.js';
 import { CircuitBreaker } from './circuit-breaker.js';
 import { DenyCache } from './deny-cache.js';
 import { FailureReporter } from './failure-reporter.js';
+import { LimitVariants } from './limit-variants.js';
+import { StoreCalls } from './store-calls.js';
+import { cacheable, fromDenyCache, withOthers } from './cached-denials.js';
+import { denies, type EngineItem, type Evaluation, merge, NOTHING, StoreUnavailable } from './evaluation.js';
 
-/** Consecutive store failures that open the circuit breaker, and how often it then probes the store. */
-const BREAKER_THRESHOLD = 5;
-const BREAKER_PROBE_MS = 500;
-
-/** One policy of a request, resolved: what to consume, what to do when its store fails, and its place. */
-export interface EngineItem extends RateLimitStoreItem {
-  readonly failMode: FailMode;
-  /** The policy's position in its route's plan: headers list policies in that order. */
-  readonly order: number;
-  /**
-   * Which outcomes count, for the request path's refunds (lib/request/outcome.ts); every item is charged
-   * alike. 'release': a concurrency lease, given back at the end whatever the outcome.
-   */
-  readonly count?: Exclude<RateLimitCount, 'all'> | 'release';
-}
-
-/** Items consumed together and what was decided for each, in the same order. */
-export interface Evaluation {
-  readonly items: readonly EngineItem[];
-  decisions: RateLimitDecision[];
-  /** Set by compensate(): given back already (or tried), so an outcome must not refund it again. */
-  compensated?: true;
-}
-
-export const NOTHING: Evaluation = Object.freeze({ items: [], decisions: [] });
-
-/** Whether an evaluation denies its request: an enforced item was denied (a shadow item never denies). */
-export const denies = ({ items, decisions }: Evaluation): boolean =>
-  decisions.some((d, i) => !d.allowed && items[i]?.shadow !== true);
-
-/** A fail-closed policy could not be decided: its store failed (the failure has been reported). */
-export class StoreUnavailable extends Error {
-  constructor(
-    readonly policy: string,
-    readonly retryAfterMs: number,
-  ) {
-    super(`the store of policy "${policy}" failed and the policy fails closed`);
-    this.name = 'StoreUnavailable';
-  }
-}
+export { isFromDenyCache } from './cached-denials.js';
+export { denies, type EngineItem, type Evaluation, NOTHING, StoreUnavailable } from './evaluation.js';
 
 export interface DecisionEngineOptions {
   readonly stores: RateLimitStores;
@@ -59,54 +25,9 @@ export interface DecisionEngineOptions {
   readonly onError?: (error: Error, policy: string) => void;
 }
 
-/** Whether the local cache of denials may answer for an item (see consumeOn). */
-const cacheable = (item: EngineItem): boolean =>
-  item.policy.quota === undefined && item.policy.algorithm !== 'concurrency' && item.shadow !== true;
-
-/**
- * Denials answered by the local cache, with the request's other items as the store last reported them beside
- * the first of those denials (the items it did not see are left out): the 429 shows the same policies as the
- * store's.
- */
-function withOthers(
-  denials: ReadonlyMap<EngineItem, RateLimitDecision>,
-  items: readonly EngineItem[],
-  others: ReadonlyMap<string, RateLimitDecision> | undefined,
-): Evaluation {
-  const kept: EngineItem[] = [];
-  const decisions: RateLimitDecision[] = [];
-  for (const item of items) {
-    const decision = denials.get(item) ?? others?.get(`${item.policy.id}\n${item.key}`);
-    if (decision === undefined) continue;
-    kept.push(item);
-    decisions.push(decision);
-  }
-  return { items: kept, decisions };
-}
-
-/** Decisions of requests the local cache of denials answered, without a store call. */
-const fromDenyCache = new WeakSet<RateLimitDecision>();
-
-/** Whether a decision came from the local cache of denials rather than from the store. */
-export const isFromDenyCache = (decision: RateLimitDecision): boolean => fromDenyCache.has(decision);
-
-/** The `rate_limit.store` attribute of a store. */
-function storeName(store: RateLimitStore): StoreName {
-  if (store instanceof MemoryRateLimitStore) return 'memory';
-  const name = store.constructor.name;
-  return name === 'RedisRateLimitStore' ? 'redis' : name === 'PostgresRateLimitStore' ? 'postgres' : 'custom';
-}
-
 /** Leases a decision took: allowed concurrency items that cost something. */
 const leases = (items: readonly EngineItem[], decisions: readonly RateLimitDecision[]): EngineItem[] =>
   items.filter((item, i) => item.count === 'release' && item.cost > 0 && decisions[i]?.allowed === true);
-
-const merge = (a: Evaluation, b: Evaluation): Evaluation =>
-  a.items.length === 0
-    ? b
-    : b.items.length === 0
-      ? a
-      : { items: [...a.items, ...b.items], decisions: [...a.decisions, ...b.decisions] };
 
 /** How one store call ends when the store fails: apply fail modes (requests) or throw (RateLimitService). */
 type OnFailure = 'fail-modes' | 'throw';
@@ -124,8 +45,8 @@ export class DecisionEngine {
   readonly reporter: FailureReporter;
   /** Denials of a remote store, answered locally until they end (pointless for the in-process store). */
   readonly denyCache: DenyCache | undefined;
-  private readonly breakers = new Map<RateLimitStore, CircuitBreaker>();
-  private readonly withLimits = new WeakMap<ResolvedPolicy, Map<string, ResolvedPolicy>>();
+  private readonly calls: StoreCalls;
+  private readonly variants = new LimitVariants();
   /** OpenTelemetry instruments, set at module start when `@opentelemetry/api` is installed. */
   metrics: RateLimitMetrics | undefined;
 
@@ -134,6 +55,7 @@ export class DecisionEngine {
     this.quotaStore = options.stores.quotas;
     this.reporter = new FailureReporter(options.logger, options.clock, options.onError);
     this.denyCache = this.store instanceof MemoryRateLimitStore ? undefined : new DenyCache();
+    this.calls = new StoreCalls(options.timeoutMs, options.logger, () => this.metrics);
   }
 
   /** The module's clock. */
@@ -143,12 +65,12 @@ export class DecisionEngine {
 
   /** Stops the breakers' probes (on shutdown). */
   dispose(): void {
-    for (const breaker of this.breakers.values()) breaker.dispose();
+    this.calls.dispose();
   }
 
   /** Each store with a breaker, and whether it is open (the breaker state gauge). */
-  *breakerStates(): Iterable<readonly [StoreName, boolean]> {
-    for (const [store, breaker] of this.breakers) yield [storeName(store), breaker.isOpen] as const;
+  breakerStates(): Iterable<readonly [StoreName, boolean]> {
+    return this.calls.breakerStates();
   }
 
   /**
@@ -156,48 +78,18 @@ export class DecisionEngine {
    * store's, which answers synchronously and cannot hang), timed when metrics are on.
    */
   run<T>(store: RateLimitStore, operation: StoreOperation, call: () => Promise<T>): Promise<T> {
-    const guarded = store instanceof MemoryRateLimitStore ? call : () => this.breakerFor(store).run(call);
-    return this.metrics === undefined ? guarded() : this.timed(this.metrics, store, operation, guarded);
+    return this.calls.run(store, operation, call);
   }
 
-  private async timed<T>(
-    metrics: RateLimitMetrics,
-    store: RateLimitStore,
-    operation: StoreOperation,
-    call: () => Promise<T>,
-  ): Promise<T> {
-    const startedMs = performance.now();
-    try {
-      const result = await call();
-      metrics.storeCall(storeName(store), operation, (performance.now() - startedMs) / 1000);
-      return result;
-    } catch (error) {
-      const type = error instanceof Error ? error.name : typeof error;
-      metrics.storeCall(storeName(store), operation, (performance.now() - startedMs) / 1000, type);
-      throw error;
-    }
+  /** The circuit breaker of a store: each store fails, and recovers, on its own. */
+  breakerFor(store: RateLimitStore): CircuitBreaker {
+    return this.calls.breakerFor(store);
   }
 
   /** Counts leases given back: `items` are released concurrency items that had been admitted. */
   released(items: readonly EngineItem[]): void {
     if (this.metrics === undefined) return;
     for (const item of items) this.metrics.leases(item.policy.name, -1);
-  }
-
-  /** The circuit breaker of a store: each store fails, and recovers, on its own. */
-  breakerFor(store: RateLimitStore): CircuitBreaker {
-    let breaker = this.breakers.get(store);
-    if (breaker === undefined) {
-      breaker = new CircuitBreaker({
-        timeoutMs: this.options.timeoutMs,
-        threshold: BREAKER_THRESHOLD,
-        probeIntervalMs: BREAKER_PROBE_MS,
-        probe: store.ping === undefined ? undefined : () => (store.ping as () => Promise<unknown>).call(store),
-        logger: this.options.logger,
-      });
-      this.breakers.set(store, breaker);
-    }
-    return breaker;
   }
 
   /** The store of a policy: quotas go to `quotaStore`. */
@@ -210,18 +102,7 @@ export class DecisionEngine {
    * share the policy's id, so its state: a key whose plan changes is decided from the units it already used.
    */
   withLimit(policy: ResolvedPolicy, limit: number, burst?: number): ResolvedPolicy {
-    const bucket = policy.algorithm === 'token-bucket' || policy.algorithm === 'gcra';
-    const staticBurst = typeof policy.source.burst === 'number' ? policy.source.burst : undefined;
-    const capacity = bucket ? (burst ?? staticBurst ?? limit) : limit;
-    let byLimit = this.withLimits.get(policy);
-    if (byLimit === undefined) this.withLimits.set(policy, (byLimit = new Map()));
-    const id = `${limit}/${capacity}`;
-    let variant = byLimit.get(id);
-    if (variant === undefined) {
-      variant = Object.freeze({ ...policy, limit, capacity });
-      if (byLimit.size < 1000) byLimit.set(id, variant);
-    }
-    return variant;
+    return this.variants.of(policy, limit, burst);
   }
 
   /**

@@ -1,0 +1,81 @@
+import type { Logger } from '@nestjs/common';
+
+import type { RateLimitMetrics, StoreName, StoreOperation } from '../metrics/otel-metrics.js';
+import { MemoryRateLimitStore } from '../stores/memory/memory.store.js';
+import type { RateLimitStore } from '../stores/rate-limit-store.js';
+import { CircuitBreaker } from './circuit-breaker.js';
+
+/** Consecutive store failures that open the circuit breaker, and how often it then probes the store. */
+const BREAKER_THRESHOLD = 5;
+const BREAKER_PROBE_MS = 500;
+
+/** The `rate_limit.store` attribute of a store. */
+export function storeName(store: RateLimitStore): StoreName {
+  if (store instanceof MemoryRateLimitStore) return 'memory';
+  const name = store.constructor.name;
+  return name === 'RedisRateLimitStore' ? 'redis' : name === 'PostgresRateLimitStore' ? 'postgres' : 'custom';
+}
+
+/**
+ * The calls of the request path to the stores: each store's circuit breaker and timeout (each store fails,
+ * and recovers, on its own), and their durations when metrics are on.
+ */
+export class StoreCalls {
+  private readonly breakers = new Map<RateLimitStore, CircuitBreaker>();
+
+  constructor(
+    private readonly timeoutMs: number,
+    private readonly logger: Logger,
+    private readonly metrics: () => RateLimitMetrics | undefined,
+  ) {}
+
+  /** One call: under the store's breaker and timeout (but the in-process store's, which cannot hang), timed. */
+  run<T>(store: RateLimitStore, operation: StoreOperation, call: () => Promise<T>): Promise<T> {
+    const guarded = store instanceof MemoryRateLimitStore ? call : () => this.breakerFor(store).run(call);
+    const metrics = this.metrics();
+    return metrics === undefined ? guarded() : this.timed(metrics, store, operation, guarded);
+  }
+
+  breakerFor(store: RateLimitStore): CircuitBreaker {
+    let breaker = this.breakers.get(store);
+    if (breaker === undefined) {
+      breaker = new CircuitBreaker({
+        timeoutMs: this.timeoutMs,
+        threshold: BREAKER_THRESHOLD,
+        probeIntervalMs: BREAKER_PROBE_MS,
+        probe: store.ping === undefined ? undefined : () => (store.ping as () => Promise<unknown>).call(store),
+        logger: this.logger,
+      });
+      this.breakers.set(store, breaker);
+    }
+    return breaker;
+  }
+
+  /** Each store with a breaker, and whether it is open (the breaker state gauge). */
+  *breakerStates(): Iterable<readonly [StoreName, boolean]> {
+    for (const [store, breaker] of this.breakers) yield [storeName(store), breaker.isOpen] as const;
+  }
+
+  /** Stops the breakers' probes (on shutdown). */
+  dispose(): void {
+    for (const breaker of this.breakers.values()) breaker.dispose();
+  }
+
+  private async timed<T>(
+    metrics: RateLimitMetrics,
+    store: RateLimitStore,
+    operation: StoreOperation,
+    call: () => Promise<T>,
+  ): Promise<T> {
+    const startedMs = performance.now();
+    try {
+      const result = await call();
+      metrics.storeCall(storeName(store), operation, (performance.now() - startedMs) / 1000);
+      return result;
+    } catch (error) {
+      const type = error instanceof Error ? error.name : typeof error;
+      metrics.storeCall(storeName(store), operation, (performance.now() - startedMs) / 1000, type);
+      throw error;
+    }
+  }
+}
