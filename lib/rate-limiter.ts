@@ -195,7 +195,7 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
   }
 
   /**
-   * Applies the lists (when the handler has any), resolves the items of `entries` left and decides them; a
+   * Applies the lists (when the handler has lists), resolves the items of `entries` left and decides them; a
    * deny list or an outage of a fail-closed policy stops here. `before` is what an earlier decision point of
    * the invocation decided; the module's lists are checked at the `first` one.
    */

@@ -5,17 +5,7 @@
 export const concurrencyLua = `
 local CONC = make_SWL()
 function CONC.refund(st, limit, w, cap, now, amount)
-  local at = now
-  if st and #st[1] > 0 and st[1][#st[1]] > now then at = st[1][#st[1]] end
-  local times, costs = {}, {}
-  if st then
-    for i = 1, #st[1] do
-      if st[1][i] + w > at then
-        times[#times + 1] = st[1][i]
-        costs[#costs + 1] = st[2][i]
-      end
-    end
-  end
+  local times, costs = CONC.alive(st, w, CONC.key_time(st, now))
   local left = amount
   local i = 1
   while i <= #times and left > 0 do

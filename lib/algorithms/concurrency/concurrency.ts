@@ -1,5 +1,10 @@
 import { type Algorithm } from '../algorithm.js';
-import { slidingWindowLog, type SlidingWindowLogState } from '../sliding-window-log/sliding-window-log.js';
+import {
+  alive,
+  keyTime,
+  slidingWindowLog,
+  type SlidingWindowLogState,
+} from '../sliding-window-log/sliding-window-log.js';
 
 /** Leases `[acquiredMs, cost]` of a key, oldest first: each lives `windowMs` unless given back before. */
 export type ConcurrencyState = SlidingWindowLogState;
@@ -15,11 +20,7 @@ export const concurrency: Algorithm<ConcurrencyState> = {
   step: slidingWindowLog.step,
 
   refund(state, policy, nowMs, amount) {
-    const newest = state === undefined || state.length === 0 ? nowMs : state[state.length - 1][0];
-    const atMs = Math.max(newest, nowMs);
-    const entries = (state ?? [])
-      .filter(([timeMs]) => timeMs + policy.windowMs > atMs)
-      .map(([t, c]) => [t, c] as [number, number]);
+    const entries = alive(state, policy.windowMs, keyTime(state, nowMs)).map(([t, c]) => [t, c] as [number, number]);
     let left = amount;
     for (let i = 0; i < entries.length && left > 0; i++) {
       const take = Math.min(entries[i][1], left);

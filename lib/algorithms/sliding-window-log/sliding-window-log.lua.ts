@@ -30,6 +30,8 @@ local function swl_reset(times, w, now)
   if #times == 0 then return 0 end
   return times[#times] + w - now
 end
+-- the concurrency limit's twin gives leases back with these
+SWL.alive, SWL.key_time = swl_alive, swl_key_time
 function SWL.step(st, limit, w, cap, now, cost)
   local at = swl_key_time(st, now)
   local times, costs = swl_alive(st, w, at)

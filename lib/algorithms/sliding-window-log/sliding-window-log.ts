@@ -64,12 +64,16 @@ export const slidingWindowLog: Algorithm<SlidingWindowLogState> = {
 };
 
 /** The key's time: now, or its newest entry's when that is later. */
-function keyTime(state: SlidingWindowLogState | undefined, nowMs: number): number {
+export function keyTime(state: SlidingWindowLogState | undefined, nowMs: number): number {
   const newest = state === undefined || state.length === 0 ? nowMs : state[state.length - 1][0];
   return newest > nowMs ? newest : nowMs;
 }
 
-function alive(state: SlidingWindowLogState | undefined, windowMs: number, nowMs: number): SlidingWindowLogState {
+export function alive(
+  state: SlidingWindowLogState | undefined,
+  windowMs: number,
+  nowMs: number,
+): SlidingWindowLogState {
   if (state === undefined) return [];
   return state.filter(([timeMs]) => timeMs + windowMs > nowMs);
 }
