@@ -92,14 +92,25 @@ export interface FloodResult {
   errors: number;
 }
 
+export interface FloodOptions {
+  inFlight: number;
+  /** The flood lasts at least this long... */
+  durationMs: number;
+  keys: number;
+  /** ...and until this many requests were sent, however slow the machine (CI shares its cores), */
+  minSent?: number;
+  /** ...but never longer than this (the test's precondition on `sent` then fails and says so). */
+  maxDurationMs?: number;
+}
+
 /**
  * Keeps `inFlight` requests open against the app, from this same process (so the app is saturated by its own
- * traffic), for `durationMs`, spreading them over `keys` keys; bounded in count by time.
+ * traffic), for `durationMs` and at least `minSent` requests, spreading them over `keys` keys.
  */
 export function flood(
   port: number,
   path: string,
-  { inFlight, durationMs, keys }: { inFlight: number; durationMs: number; keys: number },
+  { inFlight, durationMs, keys, minSent = 0, maxDurationMs = 3 * durationMs }: FloodOptions,
 ): Promise<FloodResult> {
   const agent = new Agent({ keepAlive: true, maxSockets: inFlight });
   const result: FloodResult = {
@@ -121,7 +132,8 @@ export function flood(
       resolve(result);
     };
     const send = (): void => {
-      if (performance.now() - started >= durationMs) return finish();
+      const elapsedMs = performance.now() - started;
+      if (elapsedMs >= maxDurationMs || (elapsedMs >= durationMs && result.sent >= minSent)) return finish();
       const key = String(result.sent % keys);
       result.sent++;
       open++;
