@@ -2,7 +2,18 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', '.tmp/', 'coverage/', 'node_modules/', 'bench/node_modules/', 'bench/results/'] },
+  {
+    ignores: [
+      'dist/',
+      '.tmp/',
+      'coverage/',
+      'node_modules/',
+      'bench/node_modules/',
+      'bench/results/',
+      // Compiled (strict) by each consumer app of test/consumers/consumers.spec.ts, on the packed package.
+      'test/consumers/app/',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -44,5 +44,13 @@ export { MemoryRateLimitStore, type MemoryRateLimitStoreOptions } from './stores
 export { PostgresRateLimitStore, type PostgresRateLimitStoreOptions } from './stores/postgres/postgres.store.js';
 export { postgresSchemaSql } from './stores/postgres/rate-limit.sql.js';
 export { RateLimitStore, type RateLimitStoreItem } from './stores/rate-limit-store.js';
+export type {
+  PgPool,
+  PgQueryable,
+  PgQueryResult,
+  RedisClient,
+  RedisConnection,
+  RedisConnectionOptions,
+} from './stores/client-types.js';
 export { RedisRateLimitStore, type RedisRateLimitStoreOptions } from './stores/redis/redis.store.js';
 export { storageKey } from './stores/storage-key.js';

@@ -178,7 +178,9 @@ export class RateLimitExceptionFilter implements ExceptionFilter {
       return undefined;
     }
     adapter.setHeader(res, 'Content-Type', 'application/problem+json');
-    adapter.reply(res, exception.problem(), exception.getStatus());
+    // As text: Nest 11's Express adapter replaces the Content-Type of an object body with a status >= 400 by
+    // application/json (and logs a warning about it).
+    adapter.reply(res, JSON.stringify(exception.problem()), exception.getStatus());
     return undefined;
   }
 }

@@ -17,6 +17,7 @@ import { RateLimitStore } from './stores/rate-limit-store.js';
 import type { RateLimitStores } from './stores/rate-limit-stores.js';
 import { PostgresRateLimitStore } from './stores/postgres/postgres.store.js';
 import { RedisRateLimitStore } from './stores/redis/redis.store.js';
+import type { RedisConnection } from './stores/client-types.js';
 import { checkRedisOption, redisAddress, withoutCredentials } from './stores/store-description.js';
 
 /**
@@ -53,7 +54,8 @@ function reportConnectionErrors(redis: Redis | Cluster): void {
 }
 
 /** A connection of the limiter's own with the settings of the caller's client; the caller's is left as it is. */
-function dedicatedConnection(client: Redis | Cluster): Redis | Cluster {
+function dedicatedConnection(connection: RedisConnection): Redis | Cluster {
+  const client = connection as unknown as Redis | Cluster;
   if (client.isCluster) {
     return (client as Cluster).duplicate(undefined, {
       enableOfflineQueue: false,
@@ -229,9 +231,10 @@ export class RateLimitModule extends ConfigurableRateLimitModule implements OnMo
   async onModuleInit(): Promise<void> {
     const { rates } = this.stores;
     if (!(rates instanceof RedisRateLimitStore)) return;
-    const client = rates.client;
+    // An ioredis client (a store of the app's may have been given a client of its own that is not one).
+    const client = rates.client as Partial<Pick<Redis, 'status' | 'once'>>;
     const ready = new Promise<void>((resolve, reject) => {
-      if (client.status === 'ready') resolve();
+      if (client.status === 'ready' || client.once === undefined) resolve();
       else client.once('ready', resolve);
       setTimeout(() => reject(new Error('Redis did not answer within 2 s')), 2000).unref();
     });

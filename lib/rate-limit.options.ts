@@ -1,10 +1,9 @@
 import type { ExecutionContext } from '@nestjs/common';
-import type { Cluster, Redis, RedisOptions } from 'ioredis';
-import type { Pool } from 'pg';
 
 import type { RateLimitDecisionEvent } from './engine/decision-events.js';
 import type { FailMode, RateLimitListEntry, RateLimitMode, RateLimitPolicy } from './policy/policy.types.js';
 import type { RateLimitStore } from './stores/rate-limit-store.js';
+import type { PgPool, RedisConnection, RedisConnectionOptions } from './stores/client-types.js';
 
 /** Which rate-limit header fields responses carry. See the README for every value. */
 export type RateLimitHeaders = 'ietf' | 'legacy' | 'both' | 'none';
@@ -35,9 +34,9 @@ export interface RateLimitModuleOptions {
     /** A Redis URL. */
     url?: string;
     /** An ioredis Redis or Cluster whose settings the limiter's own connection copies. */
-    client?: Redis | Cluster;
+    client?: RedisConnection;
     /** ioredis options of the limiter's connection (the module sets its fail-fast options over them). */
-    options?: RedisOptions;
+    options?: RedisConnectionOptions;
   };
   /**
    * PostgreSQL (the `pg` package): a Pool of yours, or a connection string for a pool of the module's own.
@@ -46,7 +45,7 @@ export interface RateLimitModuleOptions {
    */
   postgres?: {
     /** A `pg` Pool of yours; the module never closes it. */
-    pool?: Pool;
+    pool?: PgPool;
     /** A connection string for a pool of the module's own (closed on shutdown). */
     connectionString?: string;
     /** The schema of the module's tables and functions; default 'public'. */

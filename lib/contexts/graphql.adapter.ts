@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
-import { type ExecutionContext, IntrinsicException } from '@nestjs/common';
+import * as nestCommon from '@nestjs/common';
+import type { ExecutionContext } from '@nestjs/common';
 import { GqlExecutionContext } from '@nestjs/graphql';
 import type { GraphQLResolveInfo } from 'graphql';
 
@@ -23,6 +24,14 @@ export type RateLimitGraphQLExtensions =
   | { readonly code: 'RATE_LIMIT_DENY_LIST' };
 
 /**
+ * Nest's IntrinsicException (Nest 11 and later), read from the module's namespace: Nest 10 has none, and a
+ * named import of it would fail to link there (its exception handlers log every error; a plain Error then).
+ */
+function intrinsicException(): ErrorConstructor {
+  return (nestCommon as unknown as { IntrinsicException?: ErrorConstructor }).IntrinsicException ?? Error;
+}
+
+/**
  * The error a denied (or fail-closed, store-down) resolver throws. graphql-js turns it into a GraphQLError
  * located at the resolver's path and copies `extensions` from it, so the client gets
  * `{ message, path, extensions: { code, policy, retryAfter } }` while the operation's other fields resolve.
@@ -33,7 +42,7 @@ export type RateLimitGraphQLExtensions =
  * so it must not fill the logs. This class is an IntrinsicException with `extensions`: neither driver changes
  * it (Apollo only adds `stacktrace` outside production unless `includeStacktraceInErrorResponses: false`).
  */
-export class RateLimitGraphQLError extends IntrinsicException {
+export class RateLimitGraphQLError extends intrinsicException() {
   constructor(
     message: string,
     readonly extensions: RateLimitGraphQLExtensions,

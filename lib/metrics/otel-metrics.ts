@@ -16,11 +16,22 @@ export type StoreOperation = 'consume' | 'peek' | 'refund';
 export type BreakerStates = () => Iterable<readonly [StoreName, boolean]>;
 
 /**
- * The module's OpenTelemetry instruments, made once at module start from the global MeterProvider (so one
- * registered before Nest bootstraps is used). Without `@opentelemetry/api` there is no instance at all and
- * the request path pays one undefined check per decision.
+ * What the decision engine reports to the module's instruments. Without `@opentelemetry/api` there is no
+ * instance at all and the request path pays one undefined check per decision.
  */
-export class RateLimitMetrics {
+export interface RateLimitMetrics {
+  decision(policy: string, outcome: RateLimitMetricOutcome): void;
+  /** A store call of `seconds`; `error` (the error's name) when it failed. */
+  storeCall(store: StoreName, operation: StoreOperation, seconds: number, error?: string): void;
+  /** `delta` leases of a concurrency policy taken (+) or given back (-). */
+  leases(policy: string, delta: number): void;
+}
+
+/**
+ * The OpenTelemetry instruments, made once at module start from the global MeterProvider (so one registered
+ * before Nest bootstraps is used). Not exported: the published types name no type of the optional peer.
+ */
+class OtelMetrics implements RateLimitMetrics {
   private readonly decisions: Counter;
   private readonly storeDuration: Histogram;
   private readonly leaseCount: UpDownCounter;
@@ -52,14 +63,12 @@ export class RateLimitMetrics {
     this.decisions.add(1, { 'rate_limit.policy': policy, 'rate_limit.outcome': outcome });
   }
 
-  /** A store call of `seconds`; `error` (the error's name) when it failed. */
   storeCall(store: StoreName, operation: StoreOperation, seconds: number, error?: string): void {
     const attributes: Attributes = { 'rate_limit.store': store, 'rate_limit.operation': operation };
     if (error !== undefined) attributes['error.type'] = error;
     this.storeDuration.record(seconds, attributes);
   }
 
-  /** `delta` leases of a concurrency policy taken (+) or given back (-). */
   leases(policy: string, delta: number): void {
     this.leaseCount.add(delta, { 'rate_limit.policy': policy });
   }
@@ -76,5 +85,5 @@ export async function loadMetrics(breakers: BreakerStates): Promise<RateLimitMet
   } catch {
     return undefined;
   }
-  return new RateLimitMetrics(api.metrics.getMeter('nestjs-rate-limit'), breakers);
+  return new OtelMetrics(api.metrics.getMeter('nest-rate-limit'), breakers);
 }

@@ -1,6 +1,7 @@
-import type { Cluster, Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 
 import type { RateLimitModuleOptions } from '../rate-limit.options.js';
+import type { RedisConnection } from './client-types.js';
 
 /** A connection string without its password (and user name), for logs. */
 export function withoutCredentials(connection: string): string {
@@ -15,7 +16,7 @@ export function withoutCredentials(connection: string): string {
 }
 
 /** Where a Redis client connects: `redis://host:port/db`, or a cluster's first nodes. */
-export function redisAddress(client: Redis | Cluster): string {
+export function redisAddress(client: RedisConnection): string {
   if (client.isCluster) {
     // The nodes it was given (the Cluster has not connected yet when the module starts).
     const given = (client as unknown as { startupNodes?: (string | number | { host?: string; port?: number })[] })
@@ -26,7 +27,7 @@ export function redisAddress(client: Redis | Cluster): string {
     if (nodes.length === 0) return 'a Redis Cluster';
     return `a Redis Cluster (${nodes.slice(0, 3).join(', ')}${nodes.length > 3 ? ', …' : ''})`;
   }
-  const { host, port, db, path, sentinels, name } = (client as Redis).options;
+  const { host, port, db, path, sentinels, name } = (client as unknown as Redis).options;
   if (sentinels !== undefined && sentinels !== null && sentinels.length > 0) {
     const at = sentinels.map((s) => `${s.host ?? 'localhost'}:${s.port ?? 26379}`).join(', ');
     return `Redis master "${name ?? 'mymaster'}" through the sentinels ${at}`;

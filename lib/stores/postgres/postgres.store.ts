@@ -3,6 +3,7 @@ import type { Pool } from 'pg';
 import { type Clock, systemClock } from '../../clock.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../../policy/policy.types.js';
 import { decisionsFromReply } from '../engine.js';
+import type { PgPool } from '../client-types.js';
 import type { RateLimitStore, RateLimitStoreItem } from '../rate-limit-store.js';
 import { checkKeyPrefix, storageKey } from '../storage-key.js';
 import { ConsumeBatcher } from './consume-batcher.js';
@@ -12,7 +13,7 @@ import { postgresSchemaSql, quoteSchema } from './rate-limit.sql.js';
 /** Options of the PostgreSQL store. */
 export interface PostgresRateLimitStoreOptions {
   /** A `pg` Pool. The store never closes it. */
-  pool: Pool;
+  pool: PgPool;
   /** Schema of the table and functions; default 'public'. */
   schema?: string;
   /** Time source, or 'store' to take the database's clock (one clock for every instance). */
@@ -63,7 +64,8 @@ export class PostgresRateLimitStore implements RateLimitStore {
   constructor(private readonly options: PostgresRateLimitStoreOptions) {
     if (options?.pool === undefined)
       throw new TypeError('nest-rate-limit: PostgresRateLimitStore needs `pool`, a pg Pool');
-    this.pool = options.pool;
+    // pg's own types inside (a devDependency); the options name only the structural PgPool.
+    this.pool = options.pool as unknown as Pool;
     this.schema = options.schema ?? 'public';
     const S = quoteSchema(this.schema);
     this.clock = options.clock === 'store' ? undefined : (options.clock ?? systemClock);

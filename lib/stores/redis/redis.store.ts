@@ -1,11 +1,11 @@
 import calculateSlot from 'cluster-key-slot';
-import type { Cluster, Redis } from 'ioredis';
 
 import { ALGORITHM_CODES } from '../../algorithms/index.js';
 import { periodOf } from '../../algorithms/quota/quota.js';
 import { type Clock, systemClock } from '../../clock.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../../policy/policy.types.js';
 import { decisionsFromReply } from '../engine.js';
+import type { RedisClient } from '../client-types.js';
 import type { RateLimitStore, RateLimitStoreItem } from '../rate-limit-store.js';
 import { checkKeyPrefix, storageKey } from '../storage-key.js';
 import { acrossSlots, consumeAcrossSlots, type RunInSlot, type SlotItem } from './across-slots.js';
@@ -14,7 +14,7 @@ import { RATE_LIMIT_FUNCTION, RATE_LIMIT_LIBRARY, RATE_LIMIT_SCRIPT, RATE_LIMIT_
 /** Options of the Redis store. */
 export interface RedisRateLimitStoreOptions {
   /** An ioredis `Redis` or `Cluster`. The store never changes it, and never closes it. */
-  client: Redis | Cluster;
+  client: RedisClient;
   /** Time source, or 'store' to read Redis `TIME` inside the script (one clock for every instance). */
   clock?: Clock | 'store';
   /** Default 'rl:'. */
@@ -33,7 +33,7 @@ type Item = SlotItem;
  */
 export class RedisRateLimitStore implements RateLimitStore {
   /** The connection the store sends its commands on. */
-  readonly client: Redis | Cluster;
+  readonly client: RedisClient;
   private readonly clock: Clock | undefined;
   private readonly keyPrefix: string;
   private readonly ttlSlack: string;

@@ -1,0 +1,59 @@
+/**
+ * The parts of an ioredis client and a pg Pool that the module uses. The published types name these, never a
+ * type of ioredis or pg, which are optional peers: an app that installs neither compiles against the module's
+ * `.d.ts` files, also without `skipLibCheck`. The real clients satisfy them as they are.
+ */
+
+/** An ioredis `Redis` or `Cluster`, as the Redis store sends its commands on it. */
+export interface RedisClient {
+  /** `true` for an ioredis `Cluster` (the store then makes one call per hash slot). */
+  readonly isCluster: boolean;
+  call(command: string, ...args: (string | number)[]): Promise<unknown>;
+  evalsha(sha1: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>;
+  eval(script: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>;
+  script(subcommand: 'LOAD', script: string): Promise<unknown>;
+  ping(): Promise<unknown>;
+}
+
+/** An ioredis `Redis` or `Cluster` of the app's, whose settings the module's own connection copies. */
+export interface RedisConnection extends RedisClient {
+  readonly options: object;
+  duplicate(): unknown;
+}
+
+/**
+ * ioredis `RedisOptions` for the module's own connection: host, port, password, db, tls, sentinels, name and
+ * every other option ioredis knows.
+ */
+export interface RedisConnectionOptions {
+  host?: string;
+  port?: number;
+  path?: string;
+  username?: string;
+  password?: string;
+  db?: number;
+  sentinels?: Partial<{ host: string; port: number }>[];
+  /** The Sentinel master's name. */
+  name?: string;
+  // `any`, not `unknown`: an ioredis RedisOptions (an interface, without an index signature) must be assignable.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  [option: string]: any;
+}
+
+/** A `pg` query result, as far as the module reads it. */
+export interface PgQueryResult {
+  rows: unknown[];
+}
+
+/** A `pg` Pool or pooled client, as the PostgreSQL store queries it. */
+export interface PgQueryable {
+  query(config: { text: string; values?: unknown[]; name?: string }): Promise<PgQueryResult>;
+  query(text: string, values?: unknown[]): Promise<PgQueryResult>;
+}
+
+/** A `pg` Pool. */
+export interface PgPool extends PgQueryable {
+  connect(): Promise<PgQueryable & { release(error?: Error | boolean): void }>;
+  /** The pool's settings (read for the start-up line that says where the limits are kept). */
+  readonly options?: object;
+}
