@@ -12,6 +12,7 @@ export default tseslint.config(
       'bench/results/',
       // Compiled (strict) by each consumer app of test/consumers/consumers.spec.ts, on the packed package.
       'test/consumers/app/',
+      'test/consumers/nest11-cjs/e2e/',
     ],
   },
   js.configs.recommended,
