@@ -2,6 +2,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 
+import { elementAt } from './element-at.js';
 import { ALGORITHMS } from './policy/policy.types.js';
 import { parseWindow } from './policy/window.js';
 import { PATTERNS, runSimulation, SimulatorError, type SimulationRequest } from './simulator/index.js';
@@ -37,27 +38,30 @@ type Flag = (typeof FLAGS)[number];
 
 /** Levenshtein distance, to suggest the flag a typo meant. */
 function distance(a: string, b: string): number {
+  // Each row has b.length + 1 cells, each computed from cells before it.
+  const cell = (cells: readonly number[], j: number) => elementAt(cells, j, 'a row of the distance table');
   let row = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     const next = [i];
     for (let j = 1; j <= b.length; j++) {
-      next[j] = Math.min(row[j] + 1, next[j - 1] + 1, row[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+      next[j] = Math.min(cell(row, j) + 1, cell(next, j - 1) + 1, cell(row, j - 1) + (a[i - 1] === b[j - 1] ? 0 : 1));
     }
     row = next;
   }
-  return row[b.length];
+  return elementAt(row, b.length, 'the last row of the distance table');
 }
 
 function parseFlags(args: readonly string[]): Partial<Record<Flag, string>> {
   const flags: Partial<Record<Flag, string>> = {};
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i];
+  const rest = [...args];
+  for (let arg = rest.shift(); arg !== undefined; arg = rest.shift()) {
     if (arg === '-h') {
       flags.help = 'true';
       continue;
     }
     if (!arg.startsWith('--')) throw new UsageError(`unexpected argument ${JSON.stringify(arg)}: flags start with --`);
-    const [name, inline] = arg.slice(2).split(/=(.*)/s, 2);
+    // split always returns at least one string
+    const [name = '', inline] = arg.slice(2).split(/=(.*)/s, 2);
     if (!(FLAGS as readonly string[]).includes(name)) {
       const near = FLAGS.find((f) => distance(f, name) <= 2);
       throw new UsageError(`unknown flag --${name}${near === undefined ? '' : ` (did you mean --${near}?)`}`);
@@ -66,7 +70,7 @@ function parseFlags(args: readonly string[]): Partial<Record<Flag, string>> {
       flags.help = 'true';
       continue;
     }
-    const value = inline ?? args[++i];
+    const value = inline ?? rest.shift();
     if (value === undefined || (inline === undefined && value.startsWith('--'))) {
       throw new UsageError(`--${name} needs a value`);
     }

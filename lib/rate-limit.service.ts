@@ -1,6 +1,7 @@
 import { Injectable, type OnModuleDestroy } from '@nestjs/common';
 
 import { quotaPeriodAt } from './algorithms/quota/quota-period.js';
+import { elementAt } from './element-at.js';
 
 import { RateLimitPolicyError } from './policy/policy.errors.js';
 import type { RateLimitDecision, RateLimitPolicy } from './policy/policy.types.js';
@@ -23,9 +24,10 @@ export class RateLimitService implements OnModuleDestroy {
   /** The waiters of acquire(): they consume and give back on the same path as consume() and refund(). */
   private readonly waiting = new AcquireQueues({
     consume: async (item) => {
-      const [decision] = await this.limiter.engine.call([item.policy.name], () =>
+      const decisions = await this.limiter.engine.call([item.policy.name], () =>
         this.limiter.engine.consumeAcross([item]),
       );
+      const decision = elementAt(decisions, 0, 'the decisions of a consume');
       this.limiter.events.report([[item, decision]], undefined);
       return decision;
     },
@@ -47,7 +49,7 @@ export class RateLimitService implements OnModuleDestroy {
     key: string,
     opts: { cost?: number } = {},
   ): Promise<RateLimitDecision> {
-    return (await this.consumeMany([{ policy, key, cost: opts.cost }]))[0];
+    return elementAt(await this.consumeMany([{ policy, key, cost: opts.cost }]), 0, 'the decisions of a consume');
   }
 
   /**
@@ -67,7 +69,7 @@ export class RateLimitService implements OnModuleDestroy {
       () => this.limiter.engine.consumeAcross(resolved),
     );
     this.limiter.events.report(
-      resolved.map((item, i) => [item, decisions[i]] as const),
+      resolved.map((item, i) => [item, elementAt(decisions, i, 'the decisions of a consume')] as const),
       undefined,
     );
     return decisions;
@@ -108,8 +110,8 @@ export class RateLimitService implements OnModuleDestroy {
   async peek(policy: RateLimitPolicy | string, key: string): Promise<RateLimitDecision> {
     const p = this.args.policy(policy);
     const item = { policy: p, key: this.args.key(key, p) };
-    const [decision] = await this.limiter.engine.call([p.name], (store) => store.peek([item]), p);
-    return decision;
+    const decisions = await this.limiter.engine.call([p.name], (store) => store.peek([item]), p);
+    return elementAt(decisions, 0, "the store's reply to peek");
   }
 
   /** Gives `amount` units back to `key` (never beyond the policy's capacity). */
@@ -117,8 +119,8 @@ export class RateLimitService implements OnModuleDestroy {
     const p = this.args.policy(policy);
     const item = { policy: p, key: this.args.key(key, p), cost: this.args.amount(amount, p, 'amount') };
     this.limiter.engine.denyCache?.forget(p, item.key);
-    const [decision] = await this.limiter.engine.call([p.name], (store) => store.refund([item]), p);
-    return decision;
+    const decisions = await this.limiter.engine.call([p.name], (store) => store.refund([item]), p);
+    return elementAt(decisions, 0, "the store's reply to refund");
   }
 
   /**
@@ -202,7 +204,8 @@ export class RateLimitService implements OnModuleDestroy {
       return { used: 0, limit: declared, ...period };
     // Peek under a limit nothing reaches: what is used is that limit minus what remains.
     const probe = this.limiter.engine.withLimit(p, USAGE_PROBE_LIMIT);
-    const [decision] = await this.limiter.engine.call([p.name], (s) => s.peek([{ policy: probe, key: checked }]), p);
+    const decisions = await this.limiter.engine.call([p.name], (s) => s.peek([{ policy: probe, key: checked }]), p);
+    const decision = elementAt(decisions, 0, "the store's reply to peek");
     return { used: USAGE_PROBE_LIMIT - decision.remaining, limit: declared, ...period };
   }
 }

@@ -97,8 +97,8 @@ export class AiController {
     const promptTokens = tokensIn(prompt);
     const estimate = promptTokens + maxTokens;
 
-    let charged: RateLimitDecision;
-    let month: RateLimitDecision;
+    let charged: RateLimitDecision | undefined;
+    let month: RateLimitDecision | undefined;
     try {
       [charged, month] = await this.rateLimits.consumeMany([
         { policy: 'ai-tokens', key, cost: estimate },
@@ -109,6 +109,9 @@ export class AiController {
       if (error instanceof RateLimitPolicyError) throw error; // a programming error: let it be a 500
       throw new RateLimitUnavailableException('ai-tokens', 1);
     }
+    // consumeMany answers one decision per item, in their order.
+    if (charged === undefined || month === undefined)
+      throw new Error('consumeMany answered fewer decisions than items');
     // The module's exception filter answers 429 with Retry-After, as for the guard's own denials.
     if (!charged.allowed) throw new RateLimitExceededException(charged);
     if (!month.allowed) throw new RateLimitExceededException(month);

@@ -1,6 +1,7 @@
 import type { Logger } from '@nestjs/common';
 
 import type { Clock } from '../clock.js';
+import { elementAt } from '../element-at.js';
 import type { RateLimitMetrics, StoreName, StoreOperation } from '../metrics/otel-metrics.js';
 import type { FailMode, RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 import { MemoryRateLimitStore } from '../stores/memory/memory.store.js';
@@ -149,7 +150,9 @@ export class DecisionEngine {
     if (evaluation.items.length === 0 || denies(evaluation)) return;
     evaluation.compensated = true;
     // What the evaluation consumed: every item but the shadow ones that would have denied.
-    const consumed = evaluation.items.filter((_, i) => evaluation.decisions[i].allowed);
+    const consumed = evaluation.items.filter(
+      (_, i) => elementAt(evaluation.decisions, i, 'the decisions of an evaluation').allowed,
+    );
     try {
       const decisions = [...evaluation.decisions];
       for (const store of new Set(consumed.map((i) => this.storeOf(i.policy)))) {
@@ -157,7 +160,8 @@ export class DecisionEngine {
         const refunded = await this.run(store, 'refund', () => store.refund(part));
         this.released(part.filter((item) => item.count === 'release' && item.cost > 0));
         part.forEach((item, j) => {
-          decisions[evaluation.items.indexOf(item)] = { ...refunded[j], allowed: true, retryAfterMs: 0 };
+          const decision = elementAt(refunded, j, "the store's reply to refund");
+          decisions[evaluation.items.indexOf(item)] = { ...decision, allowed: true, retryAfterMs: 0 };
         });
       }
       evaluation.decisions = decisions;
@@ -231,13 +235,15 @@ export class DecisionEngine {
     if (cache !== undefined) {
       // Every cached denial of the request, not only the first: a 429 names each policy that refused it.
       let denials: Map<EngineItem, RateLimitDecision> | undefined;
+      let first: EngineItem | undefined;
       for (const item of items) {
         if (!cacheable(item)) continue;
         const denied = cache.check(item.policy, item.key, item.cost, nowMs);
-        if (denied !== undefined) (denials ??= new Map()).set(item, denied);
+        if (denied === undefined) continue;
+        (denials ??= new Map()).set(item, denied);
+        first ??= item;
       }
-      if (denials !== undefined) {
-        const [first] = denials.keys() as IterableIterator<EngineItem>;
+      if (denials !== undefined && first !== undefined) {
         const answered = withOthers(denials, items, cache.others(first.policy, first.key, nowMs));
         if (this.metrics === undefined) return answered;
         // Copies, so that the store's own decisions (which the cache keeps) are never marked.
@@ -256,9 +262,15 @@ export class DecisionEngine {
       if (cache !== undefined) {
         let others: Map<string, RateLimitDecision> | undefined;
         decisions.forEach((d, i) => {
-          if (d.allowed || !cacheable(items[i])) return;
-          others ??= new Map(items.map((item, j) => [`${item.policy.id}\n${item.key}`, decisions[j]] as const));
-          cache.remember(items[i].policy, items[i].key, items[i].cost, d, nowMs, others);
+          const item = elementAt(items, i, 'the items sent to consume');
+          if (d.allowed || !cacheable(item)) return;
+          others ??= new Map(
+            items.map(
+              (other, j) =>
+                [`${other.policy.id}\n${other.key}`, elementAt(decisions, j, "the store's reply to consume")] as const,
+            ),
+          );
+          cache.remember(item.policy, item.key, item.cost, d, nowMs, others);
         });
       }
       return { items, decisions };

@@ -34,6 +34,7 @@ const policyItems = new WeakMap<ResolvedPolicy, string>();
 /** The decision that matters most to the client: a denial with the longest wait, else the fewest remaining. */
 export function mostRestrictive(decisions: readonly RateLimitDecision[]): RateLimitDecision {
   let worst = decisions[0];
+  if (worst === undefined) throw new Error('nest-rate-limit: mostRestrictive needs at least one decision');
   for (const d of decisions) {
     if (worst.allowed !== d.allowed) {
       if (!d.allowed) worst = d;

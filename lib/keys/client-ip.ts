@@ -4,6 +4,7 @@ import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import proxyaddr from 'proxy-addr';
 
+import { elementAt } from '../element-at.js';
 import type { TrustProxy } from '../rate-limit.options.js';
 
 /** Decides whether the hop at `addr`, `hop` steps from the socket, is a proxy to believe. */
@@ -41,8 +42,8 @@ export function compileTrust(trust: TrustProxy | undefined): TrustFn {
 /** The address in `raw` without brackets, port or zone id, if it is an IP address; else undefined. */
 function bareIp(raw: string): string | undefined {
   let address = raw.trim();
-  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(address);
-  if (bracketed !== null) address = bracketed[1];
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(address)?.[1];
+  if (bracketed !== undefined) address = bracketed;
   else if (/^\d{1,3}(?:\.\d{1,3}){3}:\d+$/.test(address)) address = address.slice(0, address.lastIndexOf(':'));
   const zone = address.indexOf('%');
   if (zone !== -1) address = address.slice(0, zone);
@@ -55,7 +56,10 @@ function identityOf(address: string, ipv6Prefix: number): string {
   const v6 = ipaddr.IPv6.parse(address);
   if (v6.isIPv4MappedAddress()) return v6.toIPv4Address().toString();
   const bytes = v6.toByteArray();
-  for (let bit = ipv6Prefix; bit < 128; bit++) bytes[bit >> 3] &= ~(0x80 >> (bit & 7));
+  for (let bit = ipv6Prefix; bit < 128; bit++) {
+    const i = bit >> 3;
+    bytes[i] = elementAt(bytes, i, 'the 16 bytes of an IPv6 address') & ~(0x80 >> (bit & 7));
+  }
   return `${ipaddr.fromByteArray(bytes).toString()}/${ipv6Prefix}`;
 }
 

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 
+import { elementAt } from '../element-at.js';
 import type { RateLimitListFunction } from '../policy/policy.types.js';
 
 /**
@@ -11,6 +12,9 @@ export type ListAddress = number | bigint;
 /** `::ffff:0:0/96`, the IPv4-mapped block of IPv6, as 128-bit bounds. */
 const MAPPED_FIRST = 0xffff_0000_0000n;
 const MAPPED_LAST = 0xffff_ffff_ffffn;
+
+/** `bounds` holds two per range: bisection never reads past them. */
+const BOUNDS = 'the bounds of an address list';
 
 /**
  * Sorted, disjoint ranges `[first, last]`, flattened (`[f0, l0, f1, l1, ...]`), searched by bisection: a list
@@ -24,10 +28,10 @@ class Ranges<T extends number | bigint> {
     ranges.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     const bounds: T[] = [];
     for (const [first, last] of ranges) {
-      const end = bounds.length - 1;
+      const previousLast = bounds.at(-1);
       // Overlapping the previous range (sorted by first address): extend it.
-      if (end > 0 && first <= bounds[end]) {
-        if (last > bounds[end]) bounds[end] = last;
+      if (previousLast !== undefined && first <= previousLast) {
+        if (last > previousLast) bounds[bounds.length - 1] = last;
       } else {
         bounds.push(first, last);
       }
@@ -42,10 +46,10 @@ class Ranges<T extends number | bigint> {
     let high = bounds.length / 2 - 1;
     while (low <= high) {
       const mid = (low + high) >> 1;
-      if (bounds[2 * mid] <= value) low = mid + 1;
+      if (elementAt(bounds, 2 * mid, BOUNDS) <= value) low = mid + 1;
       else high = mid - 1;
     }
-    return high >= 0 && value <= bounds[2 * high + 1];
+    return high >= 0 && value <= elementAt(bounds, 2 * high + 1, BOUNDS);
   }
 }
 
@@ -84,7 +88,7 @@ const describe = (value: unknown): string =>
  * dotted quad read as two groups. One pass over the characters, because a request pays for it: ipaddr.js's
  * general parser takes several times longer.
  */
-export function v6Groups(address: string): number[] {
+export function v6Groups(address: string): V6Groups {
   const groups: number[] = [];
   let gap = -1;
   let group = 0;
@@ -113,11 +117,17 @@ export function v6Groups(address: string): number[] {
   }
   if (digits > 0) groups.push(group);
   if (gap !== -1) groups.splice(gap, 0, ...new Array<number>(8 - groups.length).fill(0));
+  if (!isV6Groups(groups)) throw new Error(`nest-rate-limit: ${address} does not have eight IPv6 groups`);
   return groups;
 }
 
+/** The eight 16-bit groups of an IPv6 address. */
+type V6Groups = [number, number, number, number, number, number, number, number];
+
+const isV6Groups = (groups: number[]): groups is V6Groups => groups.length === 8;
+
 /** The 128-bit value of eight 16-bit groups. */
-function v6Value(groups: readonly number[]): bigint {
+function v6Value(groups: Readonly<V6Groups>): bigint {
   // Two 64-bit halves from exact 48-bit + 16-bit sums: four bigint steps instead of eight.
   const high = BigInt(groups[0] * 2 ** 32 + groups[1] * 65536 + groups[2]) * 65536n + BigInt(groups[3]);
   const low = BigInt(groups[4] * 2 ** 32 + groups[5] * 65536 + groups[6]) * 65536n + BigInt(groups[7]);

@@ -11,9 +11,10 @@ export function parseWindow(window: unknown): number | undefined {
   if (typeof window === 'number') {
     ms = window;
   } else if (typeof window === 'string') {
-    const match = DURATION.exec(window.trim());
-    if (!match) return undefined;
-    ms = Number(match[1]) * UNIT_MS[match[2]];
+    const [, amount, unit] = DURATION.exec(window.trim()) ?? [];
+    const unitMs = unit === undefined ? undefined : UNIT_MS[unit];
+    if (unitMs === undefined) return undefined;
+    ms = Number(amount) * unitMs;
   } else {
     return undefined;
   }

@@ -2,6 +2,7 @@ import type { ExecutionContext } from '@nestjs/common';
 
 import type { ContextAdapter } from '../contexts/context-adapter.js';
 import type { Evaluation } from '../engine/decision-engine.js';
+import { elementAt } from '../element-at.js';
 import type { DecisionEvents } from '../engine/decision-events.js';
 import { mostRestrictive, rateLimitHeaders, toSeconds } from '../headers/rate-limit-headers.js';
 import { deniedMessage } from '../rate-limit.exception.js';
@@ -19,7 +20,9 @@ export function conclude(
   events: DecisionEvents,
   evaluations: readonly Evaluation[],
 ): void {
-  let pairs = evaluations.flatMap((e) => e.items.map((item, i) => [item, e.decisions[i]] as const));
+  let pairs = evaluations.flatMap((e) =>
+    e.items.map((item, i) => [item, elementAt(e.decisions, i, 'the decisions of an evaluation')] as const),
+  );
   events.report(pairs, ctx);
   // Shadow policies never deny and are not shown.
   if (pairs.some(([item]) => item.shadow === true)) pairs = pairs.filter(([item]) => item.shadow !== true);

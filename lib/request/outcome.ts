@@ -2,6 +2,7 @@ import type { ExecutionContext } from '@nestjs/common';
 
 import { quotaPeriodAt } from '../algorithms/quota/quota-period.js';
 import type { ContextAdapter } from '../contexts/context-adapter.js';
+import { elementAt } from '../element-at.js';
 import type { DecisionEngine, EngineItem, Evaluation } from '../engine/decision-engine.js';
 import { type Invocation, OUTCOME, type OutcomeWatch } from '../planning/handler-enhancers.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
@@ -114,7 +115,8 @@ export class OutcomeRefunds {
       if (evaluation.compensated === true) continue;
       evaluation.items.forEach((item, i) => {
         // A shadow item that would have denied consumed nothing.
-        if (item.count === undefined || item.cost === 0 || !evaluation.decisions[i].allowed) return;
+        if (item.count === undefined || item.cost === 0) return;
+        if (!elementAt(evaluation.decisions, i, 'the decisions of an evaluation').allowed) return;
         // An outcome not seen keeps every charge but the leases.
         if (outcome === undefined ? item.count !== 'release' : this.keeps(item, item.count, outcome)) return;
         // A lease ends with its invocation, whether it is given back or has expired.

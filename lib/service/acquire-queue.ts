@@ -161,8 +161,9 @@ class KeyQueue {
   /** Lets the head call the store, unless a call is on its way or the head sleeps; forgets an empty queue. */
   private next(): void {
     if (this.calling || this.timer !== undefined) return;
-    if (this.waiters.length === 0) this.onIdle();
-    else void this.attempt(this.waiters[0]);
+    const head = this.waiters[0];
+    if (head === undefined) this.onIdle();
+    else void this.attempt(head);
   }
 
   private async attempt(head: Waiter): Promise<void> {

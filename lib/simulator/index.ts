@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 
+import { elementAt } from '../element-at.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import { ALGORITHMS, type ResolvedPolicy } from '../policy/policy.types.js';
 import { validatePolicy } from '../policy/validate-policy.js';
@@ -84,7 +85,13 @@ export function trafficFor(request: SimulationRequest, windowMs: number, limit: 
 export function runSimulation(request: SimulationRequest): { svg: string; results: SimulationResult[] } {
   const algorithms = request.algorithm === 'all' ? ALGORITHMS : [request.algorithm];
   const policies = algorithms.map((algorithm) => policyFor(algorithm, request));
-  const traffic = trafficFor(request, policies[0].windowMs, policies[0].limit);
+  // One policy per algorithm, and at least one algorithm.
+  const first = elementAt(policies, 0, 'the policies of a simulation');
+  const traffic = trafficFor(request, first.windowMs, first.limit);
   const results = policies.map((policy) => simulate(policy, traffic));
-  return { svg: request.algorithm === 'all' ? comparisonSvg(results) : chartSvg(results[0]), results };
+  const svg =
+    request.algorithm === 'all'
+      ? comparisonSvg(results)
+      : chartSvg(elementAt(results, 0, 'the results of a simulation'));
+  return { svg, results };
 }

@@ -58,7 +58,9 @@ export interface PanelFrame {
 
 /** The right axis's top: at least twice the limit, in steps of half the limit, so that 1× and 2× are ticks. */
 export function trailingScale(results: readonly SimulationResult[]): number {
-  const limit = results[0].policy.limit;
+  const first = results[0];
+  if (first === undefined) throw new Error('nest-rate-limit: trailingScale needs at least one result');
+  const limit = first.policy.limit;
   const peak = Math.max(2 * limit, ...results.map((r) => r.busiestWindow.units));
   const half = Math.max(1, limit / 2);
   return Math.ceil(peak / half) * half;

@@ -1,5 +1,6 @@
 import { ALGORITHM_STEPS } from '../algorithms/index.js';
 import type { Clock } from '../clock.js';
+import { elementAt } from '../element-at.js';
 import type { ResolvedPolicy } from '../policy/policy.types.js';
 import type { Arrival, Traffic } from './traffic.js';
 
@@ -84,19 +85,18 @@ export function simulate(policy: ResolvedPolicy, traffic: Traffic): SimulationRe
   });
   const bucketMs = bucketWidth(traffic.durationMs);
   const count = Math.ceil(traffic.durationMs / bucketMs);
-  const admitted = new Array<number>(count).fill(0);
-  const denied = new Array<number>(count).fill(0);
-  for (const d of decisions) {
-    const index = Math.floor(d.atMs / bucketMs);
-    if (d.allowed) admitted[index]++;
-    else denied[index]++;
-  }
-  const buckets = admitted.map((a, i) => ({
+  const buckets = Array.from({ length: count }, (_, i) => ({
     startMs: i * bucketMs,
     endMs: Math.min((i + 1) * bucketMs, traffic.durationMs),
-    admitted: a,
-    denied: denied[i],
+    admitted: 0,
+    denied: 0,
   }));
+  for (const d of decisions) {
+    // Every arrival is before the end of the traffic: in one of the buckets.
+    const bucket = elementAt(buckets, Math.floor(d.atMs / bucketMs), 'the buckets of a simulation');
+    if (d.allowed) bucket.admitted++;
+    else bucket.denied++;
+  }
   const allowed = decisions.filter((d) => d.allowed);
   return {
     policy,
@@ -134,10 +134,12 @@ export function busiestWindow(
   let best = { fromMs: 0, units: 0 };
   let end = 0;
   let units = 0;
-  for (let start = 0; start < admitted.length; start++) {
-    while (end < admitted.length && admitted[end].atMs < admitted[start].atMs + windowMs) units += admitted[end++].cost;
-    if (units > best.units) best = { fromMs: admitted[start].atMs, units };
-    units -= admitted[start].cost;
+  for (const from of admitted) {
+    for (let next = admitted[end]; next !== undefined && next.atMs < from.atMs + windowMs; next = admitted[++end]) {
+      units += next.cost;
+    }
+    if (units > best.units) best = { fromMs: from.atMs, units };
+    units -= from.cost;
   }
   return best;
 }

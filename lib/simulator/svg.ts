@@ -126,6 +126,7 @@ export function chartSvg(r: SimulationResult): string {
  */
 export function comparisonSvg(results: readonly SimulationResult[]): string {
   const first = results[0];
+  if (first === undefined) throw new Error('nest-rate-limit: comparisonSvg needs at least one result');
   const withBurst = results.find((r) => r.policy.capacity !== r.policy.limit) ?? first;
   const title = `${results.length} algorithms: ${describePolicy(withBurst.policy)}, on ${first.traffic.name}`;
   const lines = [

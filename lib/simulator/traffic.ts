@@ -153,7 +153,7 @@ export function arrivalsTraffic(
   windowMs: number,
   durationMs?: number,
 ): Traffic {
-  const last = arrivals.length === 0 ? 0 : arrivals[arrivals.length - 1].atMs;
+  const last = arrivals.at(-1)?.atMs ?? 0;
   const end = durationMs ?? Math.max(1, Math.ceil((last + 1) / windowMs)) * windowMs;
   const kept = arrivals.filter((a) => a.atMs < end);
   return { name, description: `${kept.length} arrivals from ${name}`, arrivals: kept, durationMs: end };

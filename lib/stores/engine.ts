@@ -1,4 +1,5 @@
 import { ALGORITHM_STEPS, type StepResult } from '../algorithms/index.js';
+import { elementAt } from '../element-at.js';
 import type { RateLimitAlgorithm, RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 import { blockedDecision, blockingDenial, unwrapBlock, withBlock } from './blocked-state.js';
 
@@ -32,7 +33,7 @@ export function decisionsFromReply(
 ): RateLimitDecision[] {
   return items.map(({ policy, cost = 0 }, i) => {
     const values = Array.isArray(reply) ? reply.slice(i * 4, i * 4 + 4).map(Number) : [];
-    if (values.length !== 4 || !values.every(Number.isSafeInteger)) {
+    if (!isDecisionReply(values)) {
       throw new Error(`nest-rate-limit: unexpected reply from ${from}: ${JSON.stringify(reply)}`);
     }
     const [allowed, remaining, resetMs, retry] = values;
@@ -45,6 +46,11 @@ export function decisionsFromReply(
     if (allowed === 2) decision.blocked = true;
     return decision;
   });
+}
+
+/** The 4 integers of one item's decision in a reply. */
+function isDecisionReply(values: readonly number[]): values is [number, number, number, number] {
+  return values.length === 4 && values.every(Number.isSafeInteger);
 }
 
 /** Builds the public decision of one step. */
@@ -66,6 +72,10 @@ export function toDecision(
   }
   return decision;
 }
+
+// consumeAll pushes one step per item, in the order of the items.
+const STEPS = 'the steps of consumeAll';
+const ITEMS = 'the items of consumeAll';
 
 /**
  * Decides every item together and writes only if every enforced item is allowed (then every allowed item:
@@ -102,23 +112,23 @@ export function consumeAll(items: readonly KeyedItem[], nowMs: number, table: St
       }
     } else if (cost > 0) working.set(key, step.state);
   }
-  const decided = (i: number): RateLimitDecision => {
-    const step = steps[i];
-    return 'policy' in step ? step : toDecision(items[i].policy, step, items[i].cost);
+  const decided = (item: KeyedItem, i: number): RateLimitDecision => {
+    const step = elementAt(steps, i, STEPS);
+    return 'policy' in step ? step : toDecision(item.policy, step, item.cost);
   };
   if (allAllowed) {
     const written = new Map<string, number>();
     items.forEach((item, i) => {
-      if (item.cost > 0 && steps[i].allowed) written.set(item.key, i);
+      if (item.cost > 0 && elementAt(steps, i, STEPS).allowed) written.set(item.key, i);
     });
     for (const [key, i] of written) {
-      const step = steps[i] as StepResult<unknown>;
-      table.set(key, items[i].policy.algorithm, step.state, step.resetMs);
+      const step = elementAt(steps, i, STEPS) as StepResult<unknown>;
+      table.set(key, elementAt(items, i, ITEMS).policy.algorithm, step.state, step.resetMs);
     }
-    return items.map((_, i) => decided(i));
+    return items.map(decided);
   }
   return items.map((item, i) => {
-    if (!steps[i].allowed) return decided(i);
+    if (!elementAt(steps, i, STEPS).allowed) return decided(item, i);
     const [state] = original.get(item.key) as [unknown, number];
     const unchanged = ALGORITHM_STEPS[item.policy.algorithm].step(state, item.policy, nowMs, 0);
     return toDecision(item.policy, unchanged, 0);

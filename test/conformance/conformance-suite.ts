@@ -11,6 +11,7 @@ import {
 import type { Clock } from '../../lib/clock.js';
 import { MAX_UNITS } from '../../lib/policy/validate-policy.js';
 import { FakeClock } from '../support/fake-clock.js';
+import { nth } from '../support/harness.js';
 import { ReferenceStore } from '../support/reference-store.js';
 import { type StoreTarget } from '../support/store-targets.js';
 
@@ -140,8 +141,8 @@ function planned(policy: ResolvedPolicy, plan: number): ResolvedPolicy {
 }
 
 async function play(store: RateLimitStore, policies: ResolvedPolicy[], op: Op): Promise<RateLimitDecision[]> {
-  const chosen = [...new Set(op.pick.map((i) => policies[i % policies.length]))].map((p) => planned(p, op.plan));
-  const cost = costOf(op, chosen[0]);
+  const chosen = [...new Set(op.pick.map((i) => nth(policies, i % policies.length)))].map((p) => planned(p, op.plan));
+  const cost = costOf(op, nth(chosen, 0));
   const items = chosen.map((policy) => ({ policy, key: op.key, cost }));
   switch (op.kind) {
     case 'consume':

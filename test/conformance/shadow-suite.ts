@@ -46,8 +46,8 @@ export function shadowSuite(target: StoreTarget): void {
       expect(denied.map((d) => d.allowed)).toEqual([false, true]);
       expect(await remaining()).toEqual([3, 1]);
       // Shadow alone, as the only item of a call.
-      expect((await store.consume([{ policy: shadow, key, cost: 2, shadow: true }]))[0].allowed).toBe(false);
-      expect((await store.consume([{ policy: shadow, key, cost: 1, shadow: true }]))[0].allowed).toBe(true);
+      expect((await store.consume([{ policy: shadow, key, cost: 2, shadow: true }]))[0]?.allowed).toBe(false);
+      expect((await store.consume([{ policy: shadow, key, cost: 1, shadow: true }]))[0]?.allowed).toBe(true);
       expect(await remaining()).toEqual([3, 0]);
     });
   });

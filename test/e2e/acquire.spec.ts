@@ -14,6 +14,7 @@ import {
   type RateLimitStoreItem,
 } from '../../lib/index.js';
 import { FakeClock } from '../support/fake-clock.js';
+import { nth } from '../support/harness.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
 
 /** The wall clock, keeping its last reading in `nowMs`: waiting takes real (short) time here. */
@@ -38,9 +39,10 @@ class AdmissionLog extends MemoryRateLimitStore {
     const decisions = await decided;
     items.forEach(({ key, policy }, i) => {
       if (key !== 'provider') return;
-      this.calls.push(decisions[i].allowed);
+      const decision = nth(decisions, i);
+      this.calls.push(decision.allowed);
       // a sliding log's newest entry, this admission, is resetMs - windowMs from now
-      if (decisions[i].allowed) this.admittedAtMs.push(nowMs + decisions[i].resetMs - policy.windowMs);
+      if (decision.allowed) this.admittedAtMs.push(nowMs + decision.resetMs - policy.windowMs);
     });
     return decisions;
   }

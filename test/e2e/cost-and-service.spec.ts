@@ -152,7 +152,7 @@ describe.each(ADAPTERS)('cost and the service on %s', (adapter) => {
       { policy: 'ai-tokens', key: 'ip:127.0.0.1', cost: 100 },
       { policy: 'rows', key: 'ip:127.0.0.1', cost: 101 },
     ]);
-    expect([a.allowed, b.allowed]).toEqual([true, false]);
+    expect([a?.allowed, b?.allowed]).toEqual([true, false]);
     expect((await service.peek('ai-tokens', 'ip:127.0.0.1')).remaining).toBe(800);
     await service.reset('ai-tokens', 'ip:127.0.0.1');
     expect((await service.peek('ai-tokens', 'ip:127.0.0.1')).remaining).toBe(1000);
@@ -247,7 +247,7 @@ describe('the module', () => {
     });
     await request(app.getHttpServer()).get('/export?rows=7');
     expect(seen).toHaveLength(1);
-    expect(seen[0][0]).toMatchObject({ key: 'ip:127.0.0.1', cost: 7 });
+    expect(seen[0]?.[0]).toMatchObject({ key: 'ip:127.0.0.1', cost: 7 });
     await app.close();
   });
 });

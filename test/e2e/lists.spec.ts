@@ -449,7 +449,7 @@ describe.each(ADAPTERS)('allow and deny lists on %s (memory store)', (adapter: A
       for (const [path, policy] of [
         ['/fail/closed-deny', 'closed-deny'],
         ['/fail/closed-allow', 'closed-allow'],
-      ]) {
+      ] as const) {
         const res = await get(path);
         expect(res.status).toBe(503);
         expect(res.headers['retry-after']).toBe('1');

@@ -78,7 +78,7 @@ describe.each(ADAPTERS)('shadow mode over HTTP (%s)', (adapter) => {
           [true, false, 1],
           [true, false, 0],
         ]);
-        expect(shadow[0].context?.getType()).toBe('http');
+        expect(shadow[0]?.context?.getType()).toBe('http');
         // The enforced policy still denies: the sixth request is refused by it alone.
         const sixth = await request(app.getHttpServer()).get('/login');
         expect(sixth.status).toBe(429);
@@ -145,7 +145,7 @@ describe('onDecision', () => {
         ['service', 'k', false, undefined],
         ['service-wait', 'k', true, undefined],
       ]);
-      expect(events[1].retryAfterMs).toBeGreaterThan(0);
+      expect(events[1]?.retryAfterMs).toBeGreaterThan(0);
     } finally {
       await app.close();
     }
@@ -214,7 +214,7 @@ describe('shadow mode in GraphQL', () => {
       }
       const shadow = events.filter((e) => e.policy === 'gql-shadow');
       expect(shadow.map((e) => e.allowed)).toEqual([true, false, false, false]);
-      expect(shadow[0].context?.getType()).toBe('graphql');
+      expect(shadow[0]?.context?.getType()).toBe('graphql');
       expect((await gql.service().peek('gql-enforced', 'ip:127.0.0.1')).remaining).toBe(96);
     } finally {
       await gql.close();

@@ -50,7 +50,7 @@ class HostileController {
     limit: 100,
     window: '1m',
     key: 'ip',
-    cost: (ctx) => COSTS[ctx.switchToHttp().getRequest<Req>().query.kind] as number,
+    cost: (ctx) => COSTS[String(ctx.switchToHttp().getRequest<Req>().query.kind)] as number,
   })
   costOpen(@Query('kind') kind: string) {
     return kind;
@@ -64,7 +64,7 @@ class HostileController {
     window: '1m',
     key: 'ip',
     failMode: 'closed',
-    cost: (ctx) => COSTS[ctx.switchToHttp().getRequest<Req>().query.kind] as number,
+    cost: (ctx) => COSTS[String(ctx.switchToHttp().getRequest<Req>().query.kind)] as number,
   })
   costClosed(@Query('kind') kind: string) {
     return kind;

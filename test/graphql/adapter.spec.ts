@@ -207,7 +207,7 @@ describe.each(GRAPHQL_DRIVERS)('the GraphQL adapter on %s', (driver) => {
       locations: [expect.objectContaining({ line: 1 })],
       extensions: { code: 'RATE_LIMITED', policy: 'probe', retryAfter: 30 },
     });
-    expect(errors.never.extensions).toEqual({ code: 'RATE_LIMITED', policy: 'probe' });
+    expect(errors.never?.extensions).toEqual({ code: 'RATE_LIMITED', policy: 'probe' });
     expect(res.headers['retry-after']).toBe('30');
   });
 

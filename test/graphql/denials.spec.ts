@@ -75,7 +75,7 @@ describe.each(GRAPHQL_DRIVERS)('GraphQL policies and denials on %s', (driver) =>
     expect([await remaining('tight'), await remaining('loose'), await remaining('library')]).toEqual([0, 9, 99]);
     const denied = await t.gql('{ both }');
     expect(denied.data).toEqual({ both: null });
-    expect(denied.errors?.[0].extensions).toEqual({ code: 'RATE_LIMITED', policy: 'tight', retryAfter: 60 });
+    expect(denied.errors?.[0]?.extensions).toEqual({ code: 'RATE_LIMITED', policy: 'tight', retryAfter: 60 });
     expect([await remaining('tight'), await remaining('loose'), await remaining('library')]).toEqual([0, 9, 99]);
     expect(await remaining('per-user')).toBe(999);
   });
@@ -87,7 +87,7 @@ describe.each(GRAPHQL_DRIVERS)('GraphQL policies and denials on %s', (driver) =>
     const eight = await t.gql('{ books(first: 8) { id } }');
     expect(eight.data).toEqual({ books: null });
     // One token per 6 s: 8 - 7 = 1 missing.
-    expect(eight.errors?.[0].extensions).toEqual({ code: 'RATE_LIMITED', policy: 'book-rows', retryAfter: 6 });
+    expect(eight.errors?.[0]?.extensions).toEqual({ code: 'RATE_LIMITED', policy: 'book-rows', retryAfter: 6 });
     expect(eight.headers['retry-after']).toBe('6');
     expect(await remaining('book-rows')).toBe(7);
     t.clock.advance(6_000);
@@ -106,7 +106,7 @@ describe.each(GRAPHQL_DRIVERS)('GraphQL policies and denials on %s', (driver) =>
     expect((await t.gql('{ account(account: "a-1") }')).data).toEqual({ account: 'a-1' });
     expect((await t.gql('{ account(account: "a-2") }')).data).toEqual({ account: 'a-2' });
     const again = await t.gql('{ account(account: "a-1") }');
-    expect(again.errors?.[0].extensions).toEqual({ code: 'RATE_LIMITED', policy: 'per-account', retryAfter: 60 });
+    expect(again.errors?.[0]?.extensions).toEqual({ code: 'RATE_LIMITED', policy: 'per-account', retryAfter: 60 });
     expect(await remaining('per-account', 'account:a-1')).toBe(0);
   });
 
@@ -117,7 +117,7 @@ describe.each(GRAPHQL_DRIVERS)('GraphQL policies and denials on %s', (driver) =>
     expect(books.filter((b) => b.summary !== null)).toHaveLength(2);
     const denied = books.findIndex((b) => b.summary === null);
     expect(Object.keys(errorsByPath(res))).toEqual([`books.${denied}.summary`]);
-    expect(res.errors?.[0].extensions).toEqual({ code: 'RATE_LIMITED', policy: 'summaries', retryAfter: 60 });
+    expect(res.errors?.[0]?.extensions).toEqual({ code: 'RATE_LIMITED', policy: 'summaries', retryAfter: 60 });
     // The three summaries charged neither the defaults nor the class's policy: only `books` did.
     expect([await remaining('per-user'), await remaining('library'), await remaining('summaries')]).toEqual([
       999, 99, 0,

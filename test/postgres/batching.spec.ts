@@ -7,6 +7,7 @@ import {
   type RateLimitStoreItem,
 } from '../../lib/index.js';
 import { FakeClock } from '../support/fake-clock.js';
+import { nth } from '../support/harness.js';
 import { createTestSchema, type TestSchema } from '../support/postgres.js';
 import { ReferenceStore } from '../support/reference-store.js';
 
@@ -59,10 +60,10 @@ describe('PostgreSQL consumes that arrive together', () => {
       Promise.all(Array.from({ length: 100 }, () => s.consume([{ policy, key: 'k', cost: 1 }]))),
     );
     expect(statements).toBeLessThan(100 / 4);
-    const allowed = result.map(([d]) => d).filter((d) => d.allowed);
+    const allowed = result.map((r) => nth(r, 0)).filter((d) => d.allowed);
     // each admitted request saw the one before it: remaining counts down 59, 58, ... 0, once each
     expect(allowed.map((d) => d.remaining).sort((a, b) => b - a)).toEqual(Array.from({ length: 60 }, (_, i) => 59 - i));
-    expect(result.filter(([d]) => !d.allowed)).toHaveLength(40);
+    expect(result.filter((r) => !nth(r, 0).allowed)).toHaveLength(40);
   });
 
   it('stay all-or-nothing across keys shared between requests: a request denied by one policy consumes no other', async () => {
@@ -81,11 +82,13 @@ describe('PostgreSQL consumes that arrive together', () => {
     );
     const admitted = decisions.filter((pair) => pair.every((d) => d.allowed));
     expect(admitted).toHaveLength(25);
-    expect(decisions.filter((pair) => pair[0].allowed !== pair[1].allowed && pair[1].allowed)).toEqual([]);
-    expect((await s.peek([{ policy: global, key: 'all' }]))[0].remaining).toBe(0);
+    expect(decisions.filter((pair) => nth(pair, 0).allowed !== nth(pair, 1).allowed && nth(pair, 1).allowed)).toEqual(
+      [],
+    );
+    expect((await s.peek([{ policy: global, key: 'all' }]))[0]?.remaining).toBe(0);
     for (const user of users) {
-      const theirs = requests.filter((r, i) => r === user && decisions[i].every((d) => d.allowed)).length;
-      expect((await s.peek([{ policy: perUser, key: user }]))[0].remaining).toBe(10 - theirs);
+      const theirs = requests.filter((r, i) => r === user && nth(decisions, i).every((d) => d.allowed)).length;
+      expect((await s.peek([{ policy: perUser, key: user }]))[0]?.remaining).toBe(10 - theirs);
     }
   });
 
@@ -130,7 +133,7 @@ describe('PostgreSQL consumes that arrive together', () => {
       [1, 3],
       [0, 1],
       [1, 0],
-    ]) {
+    ] as const) {
       clock.advance(7000);
       expect(await s.consume(twice(first, second))).toEqual(await reference.consume(twice(first, second)));
     }
@@ -142,7 +145,7 @@ describe('PostgreSQL consumes that arrive together', () => {
     const decisions = await Promise.all(
       Array.from({ length: 80 }, (_, i) => s.consume([{ policy, key: `k${i % 4}`, cost: 1 }])),
     );
-    expect(decisions.filter(([d]) => d.allowed)).toHaveLength(80);
+    expect(decisions.filter((r) => nth(r, 0).allowed)).toHaveLength(80);
     const remaining = await s.peek(['k0', 'k1', 'k2', 'k3'].map((key) => ({ policy, key })));
     expect(remaining.map((d) => d.remaining)).toEqual([30, 30, 30, 30]);
   });

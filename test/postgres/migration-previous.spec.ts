@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { PostgresRateLimitStore, validatePolicy, type RateLimitDecision } from '../../lib/index.js';
 import { ALGORITHM_CODES } from '../../lib/algorithms/index.js';
 import { FakeClock } from '../support/fake-clock.js';
+import { nth } from '../support/harness.js';
 import { createTestSchema, type TestSchema } from '../support/postgres.js';
 import { ReferenceStore } from '../support/reference-store.js';
 
@@ -37,7 +38,7 @@ async function consumeAsBefore(policy: typeof bucket): Promise<string> {
       [policy.capacity],
     ],
   );
-  return rows[0].r;
+  return nth(rows, 0).r;
 }
 
 const store = () => new PostgresRateLimitStore({ pool: db.pool, schema: db.schema, clock, pruneIntervalMs: 0 });

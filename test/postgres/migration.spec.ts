@@ -4,6 +4,7 @@ import { PostgresRateLimitStore, validatePolicy, type RateLimitDecision } from '
 import { ALGORITHM_CODES } from '../../lib/algorithms/index.js';
 import { periodOf } from '../../lib/algorithms/quota/quota.js';
 import { FakeClock } from '../support/fake-clock.js';
+import { nth } from '../support/harness.js';
 import { createTestSchema, type TestSchema } from '../support/postgres.js';
 import { ReferenceStore } from '../support/reference-store.js';
 
@@ -31,7 +32,7 @@ async function consumeAsBefore(policy: typeof perMinute, nowMs = clock.now()): P
     `SELECT ${db.schema}.rate_limit('consume', $1, 1000, $2, $3, $4, $5, $6, '{1}') AS r`,
     [nowMs, [key(policy)], [ALGORITHM_CODES[policy.algorithm]], [policy.limit], [window[0]], [window[1]]],
   );
-  return rows[0].r;
+  return nth(rows, 0).r;
 }
 const periodEdges = (policy: typeof monthly, nowMs: number) => {
   const { startMs, endMs } = periodOf(policy, nowMs);
@@ -95,7 +96,7 @@ describe('migrating a schema of 0.1.0', () => {
       const decisions: RateLimitDecision[][] = [];
       for (let i = 0; i < 3; i++) decisions.push(await store.consume([{ policy, key: 'u', cost: 1 }]));
       // the last unit of the burst, then denials until the next whole unit is back
-      expect(decisions.map(([d]) => [d.allowed, d.remaining, d.retryAfterMs])).toEqual([
+      expect(decisions.map(([d]) => [d?.allowed, d?.remaining, d?.retryAfterMs])).toEqual([
         [true, 0, 0],
         [false, 0, 5_000],
         [false, 0, 5_000],

@@ -20,6 +20,11 @@ interface Req {
 const header = (name: string) => (ctx: { switchToHttp(): { getRequest<T>(): T } }) =>
   ctx.switchToHttp().getRequest<Req>().headers[name];
 const PLANS: Record<string, number> = { free: 3, pro: 10 };
+const planLimit = (plan = 'free'): number => {
+  const limit = PLANS[plan];
+  if (limit === undefined) throw new Error(`no plan ${plan}`);
+  return limit;
+};
 
 @Controller()
 class QuotaController {
@@ -30,7 +35,7 @@ class QuotaController {
     period: 'month',
     timeZone: 'Europe/Paris',
     key: (ctx) => header('x-user')(ctx),
-    limit: (ctx) => PLANS[header('x-plan')(ctx) ?? 'free'],
+    limit: (ctx) => planLimit(header('x-plan')(ctx)),
   })
   ai() {
     return 'ok';

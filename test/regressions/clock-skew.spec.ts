@@ -11,6 +11,7 @@ import {
   validatePolicy,
 } from '../../lib/index.js';
 import { FakeClock } from '../support/fake-clock.js';
+import { nth } from '../support/harness.js';
 import { createTestSchema, type TestSchema } from '../support/postgres.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 
@@ -149,7 +150,7 @@ describe('a key written by a clock ahead, decided by a clock behind', () => {
     const consume = async (store: RateLimitStore, count: number): Promise<number> => {
       let admitted = 0;
       for (let i = 0; i < count; i++)
-        if ((await store.consume([{ policy: resolved, key: 'one', cost: 1 }]))[0].allowed) admitted++;
+        if (nth(await store.consume([{ policy: resolved, key: 'one', cost: 1 }]), 0).allowed) admitted++;
       return admitted;
     };
     return [await consume(aheadStore, LIMIT), await consume(behindStore, 1), await consume(aheadStore, LIMIT)];
@@ -178,7 +179,7 @@ describe('a key written by a clock ahead, decided by a clock behind', () => {
       const store = new MemoryRateLimitStore({ clock });
       const resolved = validatePolicy(policy);
       const one = async (): Promise<boolean> =>
-        (await store.consume([{ policy: resolved, key: 'one', cost: 1 }]))[0].allowed;
+        nth(await store.consume([{ policy: resolved, key: 'one', cost: 1 }]), 0).allowed;
       let admitted = 0;
       for (let i = 0; i < LIMIT; i++) if (await one()) admitted++;
       clock.advance(-SKEW_MS);

@@ -6,6 +6,7 @@ import request from 'supertest';
 import { RateLimit, RateLimitModule, type RateLimitPolicy } from '../../lib/index.js';
 import { RATE_LIMIT_POLICIES } from '../../lib/rate-limit.constants.js';
 import type { FakeClock } from '../support/fake-clock.js';
+import { nth } from '../support/harness.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
 
 // Regression: @RateLimit was SetMetadata, so a second @RateLimit on the same class or handler replaced the
@@ -57,7 +58,7 @@ const policyNames = (res: request.Response): string[] =>
   String(res.headers['ratelimit-policy'] ?? '')
     .split(', ')
     .filter(Boolean)
-    .map((item) => item.split(';')[0]);
+    .map((item) => nth(item.split(';'), 0));
 
 describe.each(ADAPTERS)('stacked @RateLimit on %s', (adapter) => {
   let app: INestApplication;

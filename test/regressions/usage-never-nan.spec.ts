@@ -11,13 +11,18 @@ interface Req {
   headers: Record<string, string | undefined>;
 }
 const PLANS: Record<string, number> = { free: 5, pro: 50 };
+const planLimit = (plan = 'free'): number => {
+  const limit = PLANS[plan];
+  if (limit === undefined) throw new Error(`no plan ${plan}`);
+  return limit;
+};
 
 const perPlan: RateLimitPolicy = {
   name: 'plan-quota',
   algorithm: 'quota',
   period: 'month',
   key: 'ip',
-  limit: (ctx) => PLANS[ctx.switchToHttp().getRequest<Req>().headers['x-plan'] ?? 'free'],
+  limit: (ctx) => planLimit(ctx.switchToHttp().getRequest<Req>().headers['x-plan']),
 };
 const fixed: RateLimitPolicy = { name: 'fixed-quota', algorithm: 'quota', period: 'day', key: 'ip', limit: 7 };
 

@@ -3,6 +3,7 @@ import type { INestApplication } from '@nestjs/common';
 
 import { type Clock, RateLimitExceededException } from '../../lib/index.js';
 import { AiProviderService } from '../../sample-app/ai-provider.service.js';
+import { nth } from '../support/harness.js';
 import { startSampleApp, TestNetwork } from './harness.js';
 
 // Jest's fake timers move Date.now() and performance.now() together: the limiter's clock (this one) and the
@@ -67,7 +68,7 @@ describe("the sample app's AI provider stub (provider-rpm: 3 at once, then one e
     // The 6th would have its slot 6 s after the start: refused once that is certain, not after a wait in vain.
     expect(outcomes(calls)).toEqual(['answered', 'answered', 'answered', 'answered', 'answered', 'refused']);
     expect(network.roundTrips).toBe(5);
-    const refused = calls[5].error;
+    const refused = nth(calls, 5).error;
     expect(refused).toBeInstanceOf(RateLimitExceededException);
     expect((refused as RateLimitExceededException).getResponse()).toEqual({
       statusCode: 429,

@@ -13,6 +13,7 @@ import request from 'supertest';
 
 import { RATE_LIMIT_CLOCK, RateLimitModule, type RateLimitModuleOptions, RateLimitService } from '../../lib/index.js';
 import { FakeClock } from './fake-clock.js';
+import { nth } from './harness.js';
 
 /** Apollo Server on Express (@nestjs/apollo) and Mercurius on Fastify (@nestjs/mercurius). */
 export type GraphQLDriverName = 'apollo' | 'mercurius';
@@ -169,5 +170,5 @@ export function policyNames(res: GraphQLResponse): string[] {
   return (res.headers['ratelimit-policy'] ?? '')
     .split(', ')
     .filter(Boolean)
-    .map((item) => item.split(';')[0].replaceAll('"', ''));
+    .map((item) => nth(item.split(';'), 0).replaceAll('"', ''));
 }

@@ -8,7 +8,7 @@ export function limiter(policy: RateLimitPolicy, startMs = 1_700_000_000_000) {
   const clock = new FakeClock(startMs);
   const store = new MemoryRateLimitStore({ clock });
   const resolved = validatePolicy(policy);
-  const one = async (p: Promise<RateLimitDecision[]>): Promise<RateLimitDecision> => (await p)[0];
+  const one = async (p: Promise<RateLimitDecision[]>): Promise<RateLimitDecision> => nth(await p, 0);
   return {
     clock,
     store,
@@ -22,4 +22,11 @@ export function limiter(policy: RateLimitPolicy, startMs = 1_700_000_000_000) {
       return out;
     },
   };
+}
+
+/** Element `i` of `array`, for a test that counts on it: its absence fails the test, naming the index. */
+export function nth<T>(array: readonly T[], i: number): T {
+  const element = array[i];
+  if (element === undefined) throw new Error(`expected an element ${i}, but the array has ${array.length}`);
+  return element;
 }

@@ -5,6 +5,7 @@ import ipaddr from 'ipaddr.js';
 
 import { compileList, listAddress, v6Groups } from '../../lib/lists/address-list.js';
 import { RateLimitPolicyError, validatePolicy } from '../../lib/index.js';
+import { nth } from '../support/harness.js';
 
 const fail = (problem: string): never => {
   throw new Error(problem);
@@ -176,7 +177,8 @@ describe('the IPv6 parser of request addresses', () => {
           groups.map((g) => g.toString(16).padStart(4, '0')).join(':'),
         ];
         // The last 32 bits as a dotted quad, compressed or not.
-        const quad = `${groups[6] >> 8}.${groups[6] & 255}.${groups[7] >> 8}.${groups[7] & 255}`;
+        const [g6, g7] = [nth(groups, 6), nth(groups, 7)];
+        const quad = `${g6 >> 8}.${g6 & 255}.${g7 >> 8}.${g7 & 255}`;
         forms.push(
           `${groups
             .slice(0, 6)

@@ -13,8 +13,8 @@ describe('MemoryRateLimitStore', () => {
     for (let i = 0; i < 1_000_000; i++) await store.consume([{ policy, key: `k${i}`, cost: 1 }]);
     expect(store.size).toBe(10_000);
     // the newest keys are still counted, the oldest were evicted
-    expect((await store.peek([{ policy, key: 'k999999' }]))[0].remaining).toBe(9);
-    expect((await store.peek([{ policy, key: 'k0' }]))[0].remaining).toBe(10);
+    expect((await store.peek([{ policy, key: 'k999999' }]))[0]?.remaining).toBe(9);
+    expect((await store.peek([{ policy, key: 'k0' }]))[0]?.remaining).toBe(10);
   });
 
   it('reclaims expired keys as it works, with no timer, and its size returns to zero', async () => {

@@ -9,6 +9,7 @@ import { WebSocket } from 'ws';
 
 import { RATE_LIMIT_CLOCK, RateLimitModule, type RateLimitModuleOptions } from '../../lib/index.js';
 import { FakeClock } from '../support/fake-clock.js';
+import { nth } from '../support/harness.js';
 import { ChatGateway, type Message } from './gateways.js';
 
 /** socket.io (IoAdapter, Nest's default) with socket.io-client, or `ws` (WsAdapter) with the `ws` client. */
@@ -189,5 +190,5 @@ export const unavailable = (policy: string, retryAfter: number) => ({
 export async function ask(client: TestClient, event: string, data: unknown = null): Promise<Message> {
   const count = client.received.length + 1;
   client.send(event, data);
-  return (await client.waitFor(count))[count - 1];
+  return nth(await client.waitFor(count), count - 1);
 }

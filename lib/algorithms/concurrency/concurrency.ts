@@ -22,9 +22,10 @@ export const concurrency: Algorithm<ConcurrencyState> = {
   refund(state, policy, nowMs, amount) {
     const entries = alive(state, policy.windowMs, keyTime(state, nowMs)).map(([t, c]) => [t, c] as [number, number]);
     let left = amount;
-    for (let i = 0; i < entries.length && left > 0; i++) {
-      const take = Math.min(entries[i][1], left);
-      entries[i][1] -= take;
+    for (const entry of entries) {
+      if (left <= 0) break;
+      const take = Math.min(entry[1], left);
+      entry[1] -= take;
       left -= take;
     }
     const kept = entries.filter(([, c]) => c > 0);

@@ -40,7 +40,21 @@ function wallClock(
 ): { y: number; m: number; d: number; h: number; min: number; s: number } {
   const parts: Record<string, number> = {};
   for (const { type, value } of formatter(timeZone).formatToParts(ms)) parts[type] = Number(value);
-  return { y: parts.year, m: parts.month, d: parts.day, h: parts.hour, min: parts.minute, s: parts.second };
+  return {
+    y: part(parts, 'year', timeZone),
+    m: part(parts, 'month', timeZone),
+    d: part(parts, 'day', timeZone),
+    h: part(parts, 'hour', timeZone),
+    min: part(parts, 'minute', timeZone),
+    s: part(parts, 'second', timeZone),
+  };
+}
+
+/** One part of a formatted date: the formatter asks for each of them, so a missing one is a bug. */
+function part(parts: Record<string, number>, type: string, timeZone: string): number {
+  const value = parts[type];
+  if (value === undefined) throw new Error(`nest-rate-limit: the date formatted in ${timeZone} has no ${type}`);
+  return value;
 }
 
 /** Milliseconds the zone is ahead of UTC at the instant `ms` (whole seconds). */

@@ -1,3 +1,4 @@
+import { elementAt } from '../../element-at.js';
 import { type Algorithm, type StepResult } from '../algorithm.js';
 
 /** Entries `[timeMs, cost]` of the requests admitted in the last window, oldest first, one per millisecond. */
@@ -54,8 +55,9 @@ export const slidingWindowLog: Algorithm<SlidingWindowLogState> = {
     let left = amount;
     // The newest units go back first: they are the ones that would otherwise weigh longest.
     for (let i = entries.length - 1; i >= 0 && left > 0; i--) {
-      const take = Math.min(entries[i][1], left);
-      entries[i][1] -= take;
+      const entry = elementAt(entries, i, 'the live entries of a sliding log');
+      const take = Math.min(entry[1], left);
+      entry[1] -= take;
       left -= take;
     }
     const kept = entries.filter(([, c]) => c > 0);
@@ -65,7 +67,7 @@ export const slidingWindowLog: Algorithm<SlidingWindowLogState> = {
 
 /** The key's time: now, or its newest entry's when that is later. */
 export function keyTime(state: SlidingWindowLogState | undefined, nowMs: number): number {
-  const newest = state === undefined || state.length === 0 ? nowMs : state[state.length - 1][0];
+  const newest = state?.at(-1)?.[0] ?? nowMs;
   return newest > nowMs ? newest : nowMs;
 }
 
@@ -80,11 +82,12 @@ export function alive(
 
 /** Appends an entry at `atMs`, the key's time (never before the last entry), or adds to one of that millisecond. */
 function append(entries: SlidingWindowLogState, atMs: number, cost: number): SlidingWindowLogState {
-  const last = entries.length - 1;
-  if (last >= 0 && entries[last][0] === atMs) return [...entries.slice(0, last), [atMs, entries[last][1] + cost]];
+  const last = entries.at(-1);
+  if (last !== undefined && last[0] === atMs) return [...entries.slice(0, -1), [atMs, last[1] + cost]];
   return [...entries, [atMs, cost]];
 }
 
 function resetOf(entries: SlidingWindowLogState, windowMs: number, nowMs: number): number {
-  return entries.length === 0 ? 0 : entries[entries.length - 1][0] + windowMs - nowMs;
+  const newest = entries.at(-1);
+  return newest === undefined ? 0 : newest[0] + windowMs - nowMs;
 }

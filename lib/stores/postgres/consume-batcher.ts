@@ -1,3 +1,4 @@
+import { elementAt } from '../../element-at.js';
 import type { ItemColumns } from './item-columns.js';
 
 interface Waiting {
@@ -113,18 +114,20 @@ function statementValues(ordered: Waiting[], rounds: number[], slackMs: number):
     for (let i = 0; i < columns.keys.length; i++) {
       nows.push(now);
       reqs.push(r + 1);
-      keys.push(columns.keys[i]);
-      algos.push(columns.algos[i]);
-      limits.push(columns.limits[i]);
-      windows.push(columns.windows[i]);
-      capacities.push(columns.capacities[i]);
-      costs.push(columns.costs[i]);
+      // itemColumns fills every column with one entry per item
+      keys.push(elementAt(columns.keys, i, 'the keys column'));
+      algos.push(elementAt(columns.algos, i, 'the algos column'));
+      limits.push(elementAt(columns.limits, i, 'the limits column'));
+      windows.push(elementAt(columns.windows, i, 'the windows column'));
+      capacities.push(elementAt(columns.capacities, i, 'the capacities column'));
+      costs.push(elementAt(columns.costs, i, 'the costs column'));
       shadows?.push(columns.shadows?.[i] ?? false);
       blocks?.push(columns.blocks?.[i] ?? 0);
     }
   });
-  const storeClock = ordered[0].now === null;
-  const algo = algos.every((a) => a === algos[0]) ? algos[0] : 0;
+  const storeClock = elementAt(ordered, 0, 'a batch of consumes').now === null;
+  const [first] = algos;
+  const algo = first !== undefined && algos.every((a) => a === first) ? first : 0;
   const single = keys.length === ordered.length;
   return [
     slackMs,

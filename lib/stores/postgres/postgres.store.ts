@@ -89,7 +89,11 @@ export class PostgresRateLimitStore implements RateLimitStore {
       text: `SELECT ${S}.rate_limit_consume_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) AS r`,
     };
     this.batcher = new ConsumeBatcher(
-      async (values) => (await this.pool.query<{ r: string | null }>({ ...consume, values })).rows[0].r,
+      async (values) => {
+        const [row] = (await this.pool.query<{ r: string | null }>({ ...consume, values })).rows;
+        if (row === undefined) throw new Error('nest-rate-limit: rate_limit_consume_v2 returned no row');
+        return row.r;
+      },
       this.ttlSlack,
       CONSUMES_IN_FLIGHT,
     );
@@ -175,7 +179,8 @@ export class PostgresRateLimitStore implements RateLimitStore {
       `SELECT used, quota_limit FROM ${S}.rate_limit_quota_usage WHERE key = $1 AND period_start = $2`,
       [storageKey(this.keyPrefix, policy.id, key), periodStartMs],
     );
-    return rows.length === 0 ? { used: 0 } : { used: Number(rows[0].used), limit: Number(rows[0].quota_limit) };
+    const [row] = rows;
+    return row === undefined ? { used: 0 } : { used: Number(row.used), limit: Number(row.quota_limit) };
   }
 
   async ping(): Promise<unknown> {

@@ -1,3 +1,4 @@
+import { elementAt } from '../../element-at.js';
 import type { RateLimitDecision } from '../../policy/policy.types.js';
 import type { RateLimitStoreItem } from '../rate-limit-store.js';
 
@@ -12,7 +13,16 @@ export type RunInSlot = (
 
 /** Whether a slot's decisions deny the request: one of its enforced items was denied. */
 export const denied = (part: readonly SlotItem[], decisions: readonly RateLimitDecision[]): boolean =>
-  decisions.some((d, j) => !d.allowed && part[j].shadow !== true);
+  decisions.some((d, j) => !d.allowed && elementAt(part, j, 'the items of a slot').shadow !== true);
+
+/** The items at the indices of `group` (one slot's indices into `items`, from the store's grouping by slot). */
+export const slotItems = <T>(items: readonly T[], group: readonly number[]): T[] =>
+  group.map((i) => elementAt(items, i, 'the items of a request across slots'));
+
+/** Puts each decision of a slot's reply (one per item of the slot, in order) at its item's index in `out`. */
+function place(out: RateLimitDecision[], group: readonly number[], decisions: readonly RateLimitDecision[]): void {
+  group.forEach((i, j) => (out[i] = elementAt(decisions, j, "a slot's reply")));
+}
 
 /** A peek or refund whose keys span several Cluster slots: one call per slot, at once. */
 export async function acrossSlots(
@@ -24,12 +34,7 @@ export async function acrossSlots(
   const out: RateLimitDecision[] = new Array(items.length);
   await Promise.all(
     groups.map(async (group) => {
-      (
-        await run(
-          op,
-          group.map((i) => items[i]),
-        )
-      ).forEach((d, j) => (out[group[j]] = d));
+      place(out, group, await run(op, slotItems(items, group)));
     }),
   );
   return out;
@@ -47,35 +52,37 @@ export async function consumeAcrossSlots(
   groups: readonly number[][],
   run: RunInSlot,
 ): Promise<RateLimitDecision[]> {
-  const parts = groups.map((group) => group.map((i) => items[i]));
-  const place = (decided: RateLimitDecision[][]): RateLimitDecision[] => {
+  const parts = groups.map((group) => slotItems(items, group));
+  // parts[g], groups[g] and the g-th reply are one slot's.
+  const partOf = (g: number) => elementAt(parts, g, 'the items of the slots');
+  const placeAll = (decided: RateLimitDecision[][]): RateLimitDecision[] => {
     const out: RateLimitDecision[] = new Array(items.length);
-    decided.forEach((decisions, g) => decisions.forEach((d, j) => (out[groups[g][j]] = d)));
+    decided.forEach((decisions, g) => place(out, elementAt(groups, g, 'the slots'), decisions));
     return out;
   };
   const checked = await Promise.all(parts.map((part) => run('check', part)));
-  if (checked.some((decisions, g) => denied(parts[g], decisions))) {
-    return place(await startBlocks(parts, checked, run));
+  if (checked.some((decisions, g) => denied(partOf(g), decisions))) {
+    return placeAll(await startBlocks(parts, checked, run));
   }
   const decided = await Promise.all(parts.map((part) => run('consume', part)));
-  const out = place(decided);
-  if (!decided.some((decisions, g) => denied(parts[g], decisions))) return out;
-  const consumed = decided.map((decisions, g) => (denied(parts[g], decisions) ? -1 : g)).filter((g) => g >= 0);
+  const out = placeAll(decided);
+  if (!decided.some((decisions, g) => denied(partOf(g), decisions))) return out;
+  const consumed = decided.map((decisions, g) => (denied(partOf(g), decisions) ? -1 : g)).filter((g) => g >= 0);
   await Promise.all(
     consumed.map(async (g) => {
       // A shadow item that would have denied consumed nothing: nothing to give back.
-      const taken = groups[g].filter((_, j) => decided[g][j].allowed);
+      const decisions = elementAt(decided, g, 'the replies of the slots');
+      const taken = elementAt(groups, g, 'the slots').filter(
+        (_, j) => elementAt(decisions, j, "a slot's reply").allowed,
+      );
       let refunded: RateLimitDecision[];
       try {
-        refunded = await run(
-          'refund',
-          taken.map((i) => items[i]),
-        );
+        refunded = await run('refund', slotItems(items, taken));
       } catch {
         return; // the request stays denied; the units stay taken until they expire (under-admission only)
       }
-      refunded.forEach((d, j) => {
-        out[taken[j]] = { ...d, allowed: true, retryAfterMs: 0 };
+      taken.forEach((i, j) => {
+        out[i] = { ...elementAt(refunded, j, "a slot's reply to refund"), allowed: true, retryAfterMs: 0 };
       });
     }),
   );
@@ -93,18 +100,20 @@ async function startBlocks(
   run: RunInSlot,
 ): Promise<RateLimitDecision[][]> {
   const blocking = (part: readonly SlotItem[], decisions: readonly RateLimitDecision[]) =>
-    decisions.some(
-      (d, j) => !d.allowed && d.blocked !== true && part[j].shadow !== true && part[j].policy.blockMs !== undefined,
-    );
+    decisions.some((d, j) => {
+      if (d.allowed || d.blocked === true) return false;
+      const item = elementAt(part, j, 'the items of a slot');
+      return item.shadow !== true && item.policy.blockMs !== undefined;
+    });
   await Promise.all(
     parts.map(async (part, g) => {
-      if (!blocking(part, checked[g])) return;
+      if (!blocking(part, elementAt(checked, g, 'the replies of the slots'))) return;
       const decided = await run('consume', part);
       if (denied(part, decided)) checked[g] = decided;
       else
         await run(
           'refund',
-          part.filter((_, j) => decided[j].allowed),
+          part.filter((_, j) => elementAt(decided, j, "a slot's reply").allowed),
         );
     }),
   );

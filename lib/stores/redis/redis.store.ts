@@ -8,7 +8,7 @@ import { decisionsFromReply } from '../engine.js';
 import type { RedisClient } from '../client-types.js';
 import type { RateLimitStore, RateLimitStoreItem } from '../rate-limit-store.js';
 import { checkKeyPrefix, storageKey } from '../storage-key.js';
-import { acrossSlots, consumeAcrossSlots, type RunInSlot, type SlotItem } from './across-slots.js';
+import { acrossSlots, consumeAcrossSlots, type RunInSlot, type SlotItem, slotItems } from './across-slots.js';
 import { RATE_LIMIT_FUNCTION, RATE_LIMIT_LIBRARY, RATE_LIMIT_SCRIPT, RATE_LIMIT_SCRIPT_SHA } from './rate-limit.lua.js';
 
 /** Options of the Redis store. */
@@ -147,14 +147,7 @@ export class RedisRateLimitStore implements RateLimitStore {
   private async eachSlot(op: Operation, items: readonly Item[]): Promise<void> {
     if (items.length === 0) return;
     const groups = this.client.isCluster ? this.bySlot(items) : [items.map((_, i) => i)];
-    await Promise.all(
-      groups.map((group) =>
-        this.run(
-          op,
-          group.map((i) => items[i]),
-        ),
-      ),
-    );
+    await Promise.all(groups.map((group) => this.run(op, slotItems(items, group))));
   }
 
   private async run(op: Operation, items: readonly Item[]): Promise<unknown> {

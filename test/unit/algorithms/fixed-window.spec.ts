@@ -9,8 +9,8 @@ describe('fixed window', () => {
     const decisions = await l.consumeTimes(4);
     expect(decisions.map((d) => d.allowed)).toEqual([true, true, true, false]);
     expect(decisions.map((d) => d.remaining)).toEqual([2, 1, 0, 0]);
-    expect(decisions[0].resetMs).toBe(50_000);
-    expect(decisions[3].retryAfterMs).toBe(50_000);
+    expect(decisions[0]?.resetMs).toBe(50_000);
+    expect(decisions[3]?.retryAfterMs).toBe(50_000);
     l.clock.advance(49_999);
     expect((await l.consume()).allowed).toBe(false);
     l.clock.advance(1);
@@ -21,7 +21,7 @@ describe('fixed window', () => {
     const l = limiter({ algorithm: 'fixed-window', limit: 100, window: '1m' }, windowStart + MINUTE - 1);
     const end = await l.consumeTimes(101);
     expect(end.filter((d) => d.allowed)).toHaveLength(100);
-    expect(end[100].retryAfterMs).toBe(1);
+    expect(end[100]?.retryAfterMs).toBe(1);
     l.clock.advance(1);
     const start = await l.consumeTimes(101);
     expect(start.filter((d) => d.allowed)).toHaveLength(100);

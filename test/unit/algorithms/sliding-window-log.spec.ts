@@ -32,7 +32,7 @@ describe('sliding window log', () => {
       l.clock.advance(1);
     }
     const key = [...(l.store as unknown as { entries: Map<string, { state: unknown[] }> }).entries.values()][0];
-    expect(key.state).toHaveLength(5);
+    expect(key?.state).toHaveLength(5);
     expect((await l.refund(2)).remaining).toBe(2);
     expect((await l.consume(2)).allowed).toBe(true);
   });
