@@ -16,12 +16,16 @@ const MAX_REQUESTS = 64;
  * Sends consumes to rate_limit_consume_v2, gathering the requests that arrive while `parallel` statements are
  * busy into the next statement: a request alone is sent at once, and under load one statement (one round trip,
  * one transaction) decides many. Each request stays all-or-nothing and is decided in arrival order with the
- * requests that share a key with it (rounds, see consume.sql.ts); `execute` runs one statement with its values.
+ * requests that share a key with it: in one statement by rounds (see consume.sql.ts); across statements by
+ * holding a request back while a statement in flight has one of its keys (two statements on one key could take
+ * its lock in either order). `execute` runs one statement with its values.
  */
 export class ConsumeBatcher {
-  private readonly queue: Waiting[] = [];
+  private queue: Waiting[] = [];
   private busy = 0;
   private scheduled = false;
+  /** The keys of the statements in flight, with how many of them hold each. */
+  private readonly keysInFlight = new Map<string, number>();
 
   constructor(
     private readonly execute: (values: unknown[]) => Promise<string | null>,
@@ -45,12 +49,39 @@ export class ConsumeBatcher {
     this.scheduled = false;
     while (this.busy < this.parallel && this.queue.length > 0) {
       const size = Math.min(MAX_REQUESTS, Math.ceil(this.queue.length / (this.parallel - this.busy)));
-      this.send(this.queue.splice(0, size));
+      const batch = this.keysInFlight.size === 0 ? this.queue.splice(0, size) : this.takeFree(size);
+      // Everything waiting shares a key with a statement in flight: the next flush is when one ends.
+      if (batch.length === 0) return;
+      this.send(batch);
     }
+  }
+
+  /**
+   * Up to `size` waiting requests, first come first, that share no key with a statement in flight nor with a
+   * request held back before them; the others stay queued in their order.
+   */
+  private takeFree(size: number): Waiting[] {
+    const taken: Waiting[] = [];
+    const held: Waiting[] = [];
+    const heldKeys = new Set<string>();
+    for (const waiting of this.queue) {
+      const { keys } = waiting.columns;
+      if (taken.length < size && !keys.some((key) => this.keysInFlight.has(key) || heldKeys.has(key))) {
+        taken.push(waiting);
+        continue;
+      }
+      held.push(waiting);
+      for (const key of keys) heldKeys.add(key);
+    }
+    this.queue = held;
+    return taken;
   }
 
   private send(batch: Waiting[]): void {
     this.busy++;
+    for (const { columns } of batch) {
+      for (const key of columns.keys) this.keysInFlight.set(key, (this.keysInFlight.get(key) ?? 0) + 1);
+    }
     const { ordered, rounds } = inRounds(batch);
     const values = statementValues(ordered, rounds, this.slackMs);
     this.execute(values)
@@ -68,6 +99,13 @@ export class ConsumeBatcher {
       )
       .finally(() => {
         this.busy--;
+        for (const { columns } of batch) {
+          for (const key of columns.keys) {
+            const holding = (this.keysInFlight.get(key) ?? 1) - 1;
+            if (holding === 0) this.keysInFlight.delete(key);
+            else this.keysInFlight.set(key, holding);
+          }
+        }
         this.flush();
       });
   }
