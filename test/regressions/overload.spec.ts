@@ -8,12 +8,13 @@ const IN_FLIGHT = 1200;
 const FLOOD_MS = 10_500;
 const KEYS = 1500;
 /**
- * Every key is offered more than its burst of 5 on a healthy Redis: the flood goes on past FLOOD_MS until
- * this many were sent (a machine whose cores other suites share sent only 5,506 in 10.5 s, and no key saw a
- * 429). The GCRA bound is computed from the flood's real duration.
+ * On a healthy Redis every key is offered more than it may pass (6: the burst of 5, and less than one more
+ * refilled in a flood of up to an hour): the flood goes on past FLOOD_MS until this many were sent. A machine
+ * whose cores other suites shared sent only 5,506 in 10.5 s, and no key saw a 429; with a per-minute policy a
+ * longer flood refilled as fast as it offered.
  */
-const HEALTHY_MIN_SENT = 6 * KEYS;
-const HEALTHY_MAX_MS = 45_000;
+const HEALTHY_MIN_SENT = 7 * KEYS;
+const HEALTHY_MAX_MS = 60_000;
 const TIMEOUT_MS = 100;
 /** Slack for a saturated loop (every answer queues behind ~1,000 others) and a heavy handler's stall. */
 const MARGIN_MS = 1500;
@@ -59,21 +60,21 @@ describe('an app overloaded by its own traffic', () => {
       const bound = gcraBound(result.durationMs);
 
       expect(result.errors).toBe(0);
-      expect(result.sent).toBeGreaterThan(5 * KEYS); // every key was offered more than its burst
+      expect(result.sent).toBeGreaterThan(bound * KEYS); // every key was offered more than it may pass
       expect(failures).toEqual([]);
       expect(Math.max(...result.admitted.values())).toBeLessThanOrEqual(bound);
       expect([...result.byStatus.keys()].sort()).toEqual([200, 429]);
-    }, 90_000);
+    }, 120_000);
 
     it('never answers 503 on a fail-closed policy while the store answers', async () => {
       const result = await floodHealthy('/closed');
 
       expect(result.errors).toBe(0);
-      expect(result.sent).toBeGreaterThan(5 * KEYS);
+      expect(result.sent).toBeGreaterThan(gcraBound(result.durationMs) * KEYS);
       expect(failures).toEqual([]);
       expect([...result.byStatus.keys()].sort()).toEqual([200, 429]);
       expect(Math.max(...result.admitted.values())).toBeLessThanOrEqual(gcraBound(result.durationMs));
-    }, 90_000);
+    }, 120_000);
   });
 
   describe('with Redis paused (SIGSTOP)', () => {
