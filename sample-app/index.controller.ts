@@ -1,4 +1,4 @@
-import { Controller, Get } from '@nestjs/common';
+import { Controller, Get, Headers } from '@nestjs/common';
 
 /** One route of the index: what it shows, and a command that tries it. */
 interface Route {
@@ -7,53 +7,57 @@ interface Route {
   readonly try: string;
 }
 
-const BASE = 'http://localhost:3000';
-
-const ROUTES: readonly Route[] = [
+/** The routes, with commands against `base`: the address the client reached the app at (PORT, HOST). */
+const routesAt = (base: string): readonly Route[] => [
   {
     route: 'POST /auth/login',
     shows: 'counting by outcome: 5 failed logins per account per 15 minutes; successful ones are given back',
-    try: `curl -i -X POST ${BASE}/auth/login -H 'content-type: application/json' -d '{"username":"alice","password":"wrong"}'`,
+    try: `curl -i -X POST ${base}/auth/login -H 'content-type: application/json' -d '{"username":"alice","password":"wrong"}'`,
   },
   {
     route: 'POST /ai/complete',
     shows:
       'a concurrency limit (2 in flight per user), AI tokens charged as a cost, a monthly quota per plan, and an outbound call that waits for a shared provider budget',
-    try: `curl -i -X POST ${BASE}/ai/complete -H 'x-api-key: demo-key-alice' -H 'content-type: application/json' -d '{"prompt":"hi","maxTokens":200}'`,
+    try: `curl -i -X POST ${base}/ai/complete -H 'x-api-key: demo-key-alice' -H 'content-type: application/json' -d '{"prompt":"hi","maxTokens":200}'`,
   },
   {
     route: 'GET /ai/usage',
     shows: "this month's quota usage, as an invoice would read it",
-    try: `curl -s ${BASE}/ai/usage -H 'x-api-key: demo-key-bob'`,
+    try: `curl -s ${base}/ai/usage -H 'x-api-key: demo-key-bob'`,
   },
   {
     route: 'GET /reports/export?rows=N',
     shows: 'a cost per request: N exported rows out of 50,000 per hour',
-    try: `curl -i '${BASE}/reports/export?rows=20000' -H 'x-api-key: demo-key-alice'`,
+    try: `curl -i '${base}/reports/export?rows=20000' -H 'x-api-key: demo-key-alice'`,
   },
   {
     route: 'POST /graphql',
     shows: 'GraphQL: greetings(count) costs count, 30 per minute per client IP',
-    try: `curl -s ${BASE}/graphql -H 'content-type: application/json' -d '{"query":"{ greetings(count: 5) }"}'`,
+    try: `curl -s ${base}/graphql -H 'content-type: application/json' -d '{"query":"{ greetings(count: 5) }"}'`,
   },
   {
     route: 'socket.io event chat',
     shows: 'WebSockets: 30 messages per minute, burst 5',
     try: 'see sample-app/README.md',
   },
-  { route: 'GET /health', shows: 'a route without any limit (@SkipRateLimit)', try: `curl -i ${BASE}/health` },
+  { route: 'GET /health', shows: 'a route without any limit (@SkipRateLimit)', try: `curl -i ${base}/health` },
 ];
 
 @Controller()
 export class IndexController {
   /** What the sample app has and how to try each part; itself under the default per-user limit. */
   @Get()
-  index(): { app: string; walkthrough: string; headers: string; routes: readonly Route[] } {
+  index(@Headers('host') host: string | undefined): {
+    app: string;
+    walkthrough: string;
+    headers: string;
+    routes: readonly Route[];
+  } {
     return {
       app: 'nest-rate-limit sample app',
       walkthrough: 'sample-app/README.md',
       headers: 'every limited answer carries RateLimit and RateLimit-Policy; a 429 also Retry-After',
-      routes: ROUTES,
+      routes: routesAt(`http://${host ?? 'localhost:3000'}`),
     };
   }
 }

@@ -87,6 +87,15 @@ describe.each(ADAPTERS)('the sample app on %s (the README walkthrough)', (adapte
     expect(res.headers['ratelimit-policy']).toContain('"per-user"');
   });
 
+  // Regression: the commands named localhost:3000 whatever PORT the app listened on.
+  it('GET /: its commands use the address the client reached the app at', async () => {
+    const res = await http().get('/').set('host', 'localhost:8080');
+    const commands = (res.body as { routes: { try: string }[] }).routes.map((r) => r.try);
+    const curls = commands.filter((c) => c.startsWith('curl'));
+    expect(curls.length).toBeGreaterThan(4);
+    expect(curls.filter((c) => !c.includes('http://localhost:8080/'))).toEqual([]);
+  });
+
   it('GET /health: 200 without rate-limit headers', async () => {
     for (let i = 0; i < 3; i++) {
       const res = await http().get('/health');
