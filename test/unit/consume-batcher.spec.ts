@@ -1,3 +1,5 @@
+import { jest } from '@jest/globals';
+
 import { ConsumeBatcher } from '../../lib/stores/postgres/consume-batcher.js';
 import type { ItemColumns } from '../../lib/stores/postgres/item-columns.js';
 
@@ -40,7 +42,7 @@ const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 describe('the PostgreSQL consume batcher', () => {
   it('never has two statements in flight that share a key: a request waits for the statement holding its key', async () => {
     const db = fakeDatabase();
-    const batcher = new ConsumeBatcher(db.execute, 1000, 2);
+    const batcher = new ConsumeBatcher(db.execute, 1000, 2, 5000);
     const order: string[] = [];
     const consume = (name: string, ...keys: string[]) =>
       batcher.consume(request(...keys), 0).then(() => order.push(name));
@@ -67,7 +69,7 @@ describe('the PostgreSQL consume batcher', () => {
 
   it('splits what arrives together into two statements only along keys they do not share', async () => {
     const db = fakeDatabase();
-    const batcher = new ConsumeBatcher(db.execute, 1000, 2);
+    const batcher = new ConsumeBatcher(db.execute, 1000, 2, 5000);
     // 12 requests on one key, and two on keys of their own, in one turn of the event loop.
     const all = [
       ...Array.from({ length: 12 }, () => batcher.consume(request('k'), 0)),
@@ -86,5 +88,41 @@ describe('the PostgreSQL consume batcher', () => {
     expect(db.statements[2]?.keys).toEqual(['k', 'k', 'k', 'k', 'b', 'k']);
     db.statements[2]?.answer();
     await expect(Promise.all(all)).resolves.toHaveLength(15);
+  });
+
+  // Regression (review): a statement that never ends held its keys for ever, and the requests queued behind
+  // it were sent once it ended, charged although the limiter had long answered them.
+  describe('with a statement that does not end', () => {
+    beforeEach(() => jest.useFakeTimers());
+    afterEach(() => jest.useRealTimers());
+
+    it('refuses a request that waited queueTimeoutMs for it, and never sends it', async () => {
+      const db = fakeDatabase();
+      const batcher = new ConsumeBatcher(db.execute, 1000, 2, 100);
+      void batcher.consume(request('k'), 0);
+      await Promise.resolve();
+      const waiting = batcher.consume(request('k'), 0);
+      const refused = expect(waiting).rejects.toThrow(
+        'nest-rate-limit: a PostgreSQL consume waited 100 ms for a statement (queueTimeoutMs)',
+      );
+      await jest.advanceTimersByTimeAsync(99);
+      expect(db.statements).toHaveLength(1);
+      await jest.advanceTimersByTimeAsync(2);
+      await refused;
+      db.statements[0]?.answer();
+      await jest.advanceTimersByTimeAsync(10);
+      expect(db.statements.map((s) => s.keys)).toEqual([['k']]);
+    });
+  });
+
+  it('fails a request whose columns do not line up, and goes on with the others', async () => {
+    const db = fakeDatabase();
+    const batcher = new ConsumeBatcher(db.execute, 1000, 2, 5000);
+    const broken = { ...request('k'), algos: [] };
+    await expect(batcher.consume(broken, 0)).rejects.toThrow('the algos column has no element 0');
+    const next = batcher.consume(request('k'), 0);
+    await turn();
+    db.statements[0]?.answer();
+    await expect(next).resolves.toEqual(['1', '9', '60000', '0']);
   });
 });

@@ -5,6 +5,8 @@ interface Waiting {
   readonly columns: ItemColumns;
   /** ms since the epoch, or null for the database's clock */
   readonly now: number | null;
+  /** performance.now() when it was queued */
+  readonly queuedMs: number;
   resolve(values: string[]): void;
   reject(error: unknown): void;
 }
@@ -18,7 +20,9 @@ const MAX_REQUESTS = 64;
  * one transaction) decides many. Each request stays all-or-nothing and is decided in arrival order with the
  * requests that share a key with it: in one statement by rounds (see consume.sql.ts); across statements by
  * holding a request back while a statement in flight has one of its keys (two statements on one key could take
- * its lock in either order). `execute` runs one statement with its values.
+ * its lock in either order). A request that has waited `queueTimeoutMs` for a statement is refused and never
+ * sent: its caller has had its answer (the limiter's timeout, which is shorter), and a late statement would
+ * charge a request already answered. `execute` runs one statement with its values.
  */
 export class ConsumeBatcher {
   private queue: Waiting[] = [];
@@ -26,17 +30,20 @@ export class ConsumeBatcher {
   private scheduled = false;
   /** The keys of the statements in flight, with how many of them hold each. */
   private readonly keysInFlight = new Map<string, number>();
+  /** Set while requests wait, to refuse them on time even when no statement ends meanwhile. */
+  private expiry: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly execute: (values: unknown[]) => Promise<string | null>,
     private readonly slackMs: number,
     private readonly parallel: number,
+    private readonly queueTimeoutMs: number,
   ) {}
 
   /** The reply values of one request: 4 per item (allowed 0/1/2, remaining, reset_ms, retry_ms), as strings. */
   consume(columns: ItemColumns, now: number | null): Promise<string[]> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ columns, now, resolve, reject });
+      this.queue.push({ columns, now, queuedMs: performance.now(), resolve, reject });
       if (!this.scheduled) {
         // the requests of this turn of the event loop go out together
         this.scheduled = true;
@@ -47,13 +54,39 @@ export class ConsumeBatcher {
 
   private flush(): void {
     this.scheduled = false;
+    this.refuseExpired();
     while (this.busy < this.parallel && this.queue.length > 0) {
       const size = Math.min(MAX_REQUESTS, Math.ceil(this.queue.length / (this.parallel - this.busy)));
       const batch = this.keysInFlight.size === 0 ? this.queue.splice(0, size) : this.takeFree(size);
       // Everything waiting shares a key with a statement in flight: the next flush is when one ends.
-      if (batch.length === 0) return;
+      if (batch.length === 0) break;
       this.send(batch);
     }
+    this.watchExpiry();
+  }
+
+  /** Refuses the requests that have waited too long: the oldest first (the queue is in arrival order). */
+  private refuseExpired(): void {
+    const oldest = performance.now() - this.queueTimeoutMs;
+    let expired = 0;
+    while (expired < this.queue.length && (this.queue[expired]?.queuedMs ?? Infinity) <= oldest) expired++;
+    if (expired === 0) return;
+    const error = new Error(
+      `nest-rate-limit: a PostgreSQL consume waited ${this.queueTimeoutMs} ms for a statement (queueTimeoutMs)`,
+    );
+    for (const waiting of this.queue.splice(0, expired)) waiting.reject(error);
+  }
+
+  /** While requests wait, a timer at the oldest one's deadline (a stuck statement ends no flush). */
+  private watchExpiry(): void {
+    const [oldest] = this.queue;
+    if (oldest === undefined || this.expiry !== undefined) return;
+    const inMs = Math.max(0, oldest.queuedMs + this.queueTimeoutMs - performance.now());
+    this.expiry = setTimeout(() => {
+      this.expiry = undefined;
+      this.flush();
+    }, inMs + 1);
+    this.expiry.unref();
   }
 
   /**
@@ -78,12 +111,21 @@ export class ConsumeBatcher {
   }
 
   private send(batch: Waiting[]): void {
+    let ordered: Waiting[];
+    let values: unknown[];
+    try {
+      let rounds: number[];
+      ({ ordered, rounds } = inRounds(batch));
+      values = statementValues(ordered, rounds, this.slackMs);
+    } catch (error) {
+      // A bug in the columns: these requests fail, and nothing is held for them.
+      batch.forEach((waiting) => waiting.reject(error));
+      return;
+    }
     this.busy++;
     for (const { columns } of batch) {
       for (const key of columns.keys) this.keysInFlight.set(key, (this.keysInFlight.get(key) ?? 0) + 1);
     }
-    const { ordered, rounds } = inRounds(batch);
-    const values = statementValues(ordered, rounds, this.slackMs);
     this.execute(values)
       .then(
         (reply) => {

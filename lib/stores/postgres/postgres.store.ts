@@ -26,6 +26,12 @@ export interface PostgresRateLimitStoreOptions {
   pruneIntervalMs?: number;
   /** Rows deleted per statement when pruning; default 1000. */
   pruneBatch?: number;
+  /**
+   * Most ms a consume waits in the store for a statement (while both are busy, or one holds its key); past
+   * it, the consume is refused and never sent. Default 5000; RateLimitModule sets its own `timeout`, after
+   * which the limiter has answered the request already.
+   */
+  queueTimeoutMs?: number;
 }
 
 type Operation = 'consume' | 'peek' | 'refund' | 'reset' | 'block' | 'unblock';
@@ -96,6 +102,7 @@ export class PostgresRateLimitStore implements RateLimitStore {
       },
       this.ttlSlack,
       CONSUMES_IN_FLIGHT,
+      integer('queueTimeoutMs', options.queueTimeoutMs ?? 5000, 1),
     );
     // 0 turns pruning off; setInterval takes at most 2^31 - 1 ms (beyond, it would fire every millisecond).
     const interval = integer('pruneIntervalMs', options.pruneIntervalMs ?? 60_000, 0, 2 ** 31 - 1);
