@@ -51,6 +51,7 @@ export type {
   RedisClient,
   RedisConnection,
   RedisConnectionOptions,
+  RedisSentinelAddress,
 } from './stores/client-types.js';
 export { RedisRateLimitStore, type RedisRateLimitStoreOptions } from './stores/redis/redis.store.js';
 export { storageKey } from './stores/storage-key.js';

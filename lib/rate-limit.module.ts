@@ -127,6 +127,8 @@ async function createPostgres(
     ttlSlackMs,
     pruneIntervalMs,
     pruneBatch,
+    // A consume queued past the limiter's timeout has had its answer (a bad `timeout` stops the start later).
+    queueTimeoutMs: Number.isSafeInteger(options.timeout) && (options.timeout ?? 0) >= 1 ? options.timeout : undefined,
   });
   if (migrate === true) await store.migrate();
   const poolOptions = (pool ?? (own as Pool)).options as

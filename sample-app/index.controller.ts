@@ -57,7 +57,8 @@ export class IndexController {
       app: 'nest-rate-limit sample app',
       walkthrough: 'sample-app/README.md',
       headers: 'every limited answer carries RateLimit and RateLimit-Policy; a 429 also Retry-After',
-      routes: routesAt(`http://${host ?? 'localhost:3000'}`),
+      // A host[:port] as the client sent it (not pasted into shell commands when it is anything else).
+      routes: routesAt(`http://${host !== undefined && /^[\w.-]+(:\d+)?$/.test(host) ? host : 'localhost:3000'}`),
     };
   }
 }

@@ -26,18 +26,27 @@ export interface RedisConnection extends RedisClient {
  * every other option ioredis knows.
  */
 export interface RedisConnectionOptions {
-  host?: string;
-  port?: number;
-  path?: string;
-  username?: string;
-  password?: string;
-  db?: number;
-  sentinels?: Partial<{ host: string; port: number }>[];
+  // `| undefined` throughout: an ioredis RedisOptions must be assignable under exactOptionalPropertyTypes too.
+  host?: string | undefined;
+  port?: number | undefined;
+  path?: string | undefined;
+  username?: string | undefined;
+  password?: string | undefined;
+  db?: number | undefined;
+  sentinels?: RedisSentinelAddress[] | undefined;
   /** The Sentinel master's name. */
-  name?: string;
+  name?: string | undefined;
   // `any`, not `unknown`: an ioredis RedisOptions (an interface, without an index signature) must be assignable.
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   [option: string]: any;
+}
+
+/** A sentinel of ioredis' `sentinels` option. */
+export interface RedisSentinelAddress {
+  host?: string | undefined;
+  port?: number | undefined;
+  /** 4 or 6 */
+  family?: number | undefined;
 }
 
 /** A `pg` query result, as far as the module reads it. */

@@ -21,9 +21,9 @@ const INSTALL_MS = 300_000;
  * test, as `nest new` sets it up), and Node with `--no-experimental-require-module`.
  */
 const CONSUMERS = [
-  { name: 'nest10-cjs', nest: '10', commonjs: true, jest: false },
-  { name: 'nest11-cjs', nest: '11', commonjs: true, jest: true },
-  { name: 'nest12-esm', nest: '12', commonjs: false, jest: false },
+  { name: 'nest10-cjs', nest: '10', commonjs: true, jest: false, realImport: false },
+  { name: 'nest11-cjs', nest: '11', commonjs: true, jest: true, realImport: true },
+  { name: 'nest12-esm', nest: '12', commonjs: false, jest: false, realImport: true },
 ] as const;
 
 let work: string;
@@ -42,7 +42,7 @@ afterAll(async () => {
   if (work !== undefined) await rm(work, { recursive: true, force: true });
 });
 
-describe.each(CONSUMERS)('a $name app on the packed package', ({ name, nest, commonjs, jest }) => {
+describe.each(CONSUMERS)('a $name app on the packed package', ({ name, nest, commonjs, jest, realImport }) => {
   let dir: string;
 
   beforeAll(async () => {
@@ -121,7 +121,8 @@ describe.each(CONSUMERS)('a $name app on the packed package', ({ name, nest, com
       ]);
     });
 
-    if (commonjs && flags.length === 0) {
+    // Where the app's `import()` stays one (`module: commonjs` compiles it to require), in a CommonJS app.
+    if (commonjs && realImport && flags.length === 0) {
       it('holds one copy of the module for require() and import()', async () => {
         expect(await (await fetch(`${base}/copies`)).json()).toEqual({ copies: 1 });
       });

@@ -49,3 +49,13 @@ it.each([undefined, ''])('refuses a redis option whose url is %j, naming the opt
     /option "redis" names no server: url is (undefined|empty)/,
   );
 });
+
+// Regression (review): options whose only key was misspelt (`hots`) connected to localhost:6379 silently.
+it.each([{ hots: 'redis.internal' }, { password: 'secret' }, { host: '' }, { sentinels: [] }])(
+  'refuses redis options that name no host, port, path or sentinels (%j)',
+  async (options) => {
+    await expect(
+      createApp('express', { imports: [RateLimitModule.forRoot({ redis: { url: undefined, options } })] }),
+    ).rejects.toThrow('option "redis" names no server: url is undefined, and options name no host, port, path');
+  },
+);

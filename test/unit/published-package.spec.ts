@@ -27,7 +27,7 @@ describe('the published package (dist/, built by npm run build)', () => {
   it('has types that name no optional peer (ioredis, pg, @opentelemetry/api, the context packages)', () => {
     const files = declarations(DIST);
     const offending = files.flatMap((file) =>
-      [...readFileSync(file, 'utf8').matchAll(/(?:from |import\()'([^']+)'/g)]
+      [...readFileSync(file, 'utf8').matchAll(/(?:from |import\(|<reference types=)["']([^"']+)["']/g)]
         .map((match) => match[1] ?? '')
         .filter((specifier) => !ALLOWED.test(specifier))
         .map((specifier) => `${relative(DIST, file)}: ${specifier}`),
