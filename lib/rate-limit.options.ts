@@ -28,7 +28,8 @@ export interface RateLimitModuleOptions {
    * Redis connection; absent means the in-memory store (limits per process, with one startup warning). The
    * limiter opens a connection of its own: from `url` (e.g. 'redis://:password@host:6379/0') and/or ioredis
    * `options` (host, port, sentinels...), or `client.duplicate()` of your Redis or Cluster, which stays as
-   * it was. A `redis` option that names no server (an unset REDIS_URL) stops the start.
+   * it was. A `redis` option that names no server (an unset REDIS_URL; `options` without host, port, path or
+   * sentinels) stops the start.
    */
   redis?: {
     /** A Redis URL. */
