@@ -13,6 +13,7 @@ export default tseslint.config(
       // Compiled (strict) by each consumer app of test/consumers/consumers.spec.ts, on the packed package.
       'test/consumers/app/',
       'test/consumers/nest11-cjs/e2e/',
+      'test/consumers/nest12-esm/e2e/',
     ],
   },
   js.configs.recommended,

@@ -15,7 +15,8 @@ const INSTALL_MS = 300_000;
  * optional peers (ioredis, pg, @opentelemetry/api, the GraphQL, WebSocket and microservice packages):
  * - Nest 10, CommonJS, `module: commonjs` (TypeScript reads the package's top-level `types`);
  * - Nest 11, CommonJS, `module: nodenext` (the `require` condition's types);
- * - Nest 12, ES modules, strict TypeScript without `skipLibCheck` (the `import` condition's types).
+ * - Nest 12, ES modules, strict TypeScript without `skipLibCheck` (the `import` condition's types); plus its
+ *   Jest e2e test in Jest's ESM mode, on the ES module build.
  * Node 20.19+ loads the ES module build for require() and import() alike (the `module-sync` condition); the
  * CommonJS build is what loaders without require(esm) take: Jest's CommonJS runtime (the Nest 11 app's e2e
  * test, as `nest new` sets it up), and Node with `--no-experimental-require-module`.
@@ -23,7 +24,7 @@ const INSTALL_MS = 300_000;
 const CONSUMERS = [
   { name: 'nest10-cjs', nest: '10', commonjs: true, jest: false, realImport: false },
   { name: 'nest11-cjs', nest: '11', commonjs: true, jest: true, realImport: true },
-  { name: 'nest12-esm', nest: '12', commonjs: false, jest: false, realImport: true },
+  { name: 'nest12-esm', nest: '12', commonjs: false, jest: true, realImport: true },
 ] as const;
 
 let work: string;
@@ -74,7 +75,7 @@ describe.each(CONSUMERS)('a $name app on the packed package', ({ name, nest, com
   }, 60_000);
 
   if (jest) {
-    it("passes its Jest e2e test (Jest's CommonJS runtime, on the CommonJS build)", async () => {
+    it(`passes its Jest e2e test (Jest's ${commonjs ? 'CommonJS runtime, on the CommonJS' : 'ESM mode, on the ES module'} build)`, async () => {
       const { stderr } = await run('npm', ['run', '--silent', 'test:e2e'], { cwd: dir, timeout: 120_000 });
       expect(stderr).toMatch(/Tests:\s+2 passed, 2 total/);
     }, 150_000);
