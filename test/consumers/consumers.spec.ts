@@ -51,6 +51,7 @@ describe.each(CONSUMERS)('a $name app on the packed package', ({ name, nest, com
     await mkdir(dir);
     await cp(join(HERE, name), dir, { recursive: true });
     await cp(join(HERE, 'app', 'src'), join(dir, 'src'), { recursive: true });
+    if (jest) await cp(join(HERE, 'app', 'e2e'), join(dir, 'e2e'), { recursive: true });
     const npm = (...args: string[]) =>
       run('npm', [...args, '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: dir, timeout: INSTALL_MS });
     await npm('ci');
