@@ -18,7 +18,7 @@ import type { RateLimitStores } from './stores/rate-limit-stores.js';
 import { PostgresRateLimitStore } from './stores/postgres/postgres.store.js';
 import { RedisRateLimitStore } from './stores/redis/redis.store.js';
 import type { RedisConnection } from './stores/client-types.js';
-import { checkRedisOption, redisAddress, withoutCredentials } from './stores/store-description.js';
+import { checkRedisOption, postgresAddress, redisAddress } from './stores/store-description.js';
 
 /**
  * How the limiter's own connection behaves: a command fails at once while disconnected instead of waiting in
@@ -131,15 +131,9 @@ async function createPostgres(
     queueTimeoutMs: Number.isSafeInteger(options.timeout) && (options.timeout ?? 0) >= 1 ? options.timeout : undefined,
   });
   if (migrate === true) await store.migrate();
-  const poolOptions = (pool ?? (own as Pool)).options as
-    { connectionString?: string; host?: string; port?: number; database?: string } | undefined;
-  const address =
-    connectionString !== undefined
-      ? withoutCredentials(connectionString)
-      : `${poolOptions?.host ?? process.env.PGHOST ?? 'localhost'}:${poolOptions?.port ?? process.env.PGPORT ?? 5432}/${poolOptions?.database ?? process.env.PGDATABASE ?? ''}`;
   return {
     store,
-    where: `PostgreSQL at ${address}, schema ${schema ?? 'public'}`,
+    where: postgresAddress(pool ?? (own as Pool), connectionString, schema),
     close: async () => {
       await store.close();
       await own?.end();

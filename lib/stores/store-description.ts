@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 
 import type { RateLimitModuleOptions } from '../rate-limit.options.js';
-import type { RedisConnection, RedisConnectionOptions } from './client-types.js';
+import type { PgPool, RedisConnection, RedisConnectionOptions } from './client-types.js';
 
 /** A connection string without its password (and user name), for logs. */
 export function withoutCredentials(connection: string): string {
@@ -34,6 +34,16 @@ export function redisAddress(client: RedisConnection): string {
   }
   if (path !== undefined && path !== null && path !== '') return `Redis at ${path}`;
   return `Redis at ${host ?? 'localhost'}:${port ?? 6379}${db ? `/${db}` : ''}`;
+}
+
+/** Where a PostgreSQL pool connects (without credentials), and the schema of the module's tables. */
+export function postgresAddress(pool: PgPool, connectionString: string | undefined, schema = 'public'): string {
+  const options = pool.options as { host?: string; port?: number; database?: string } | undefined;
+  const address =
+    connectionString !== undefined
+      ? withoutCredentials(connectionString)
+      : `${options?.host ?? process.env.PGHOST ?? 'localhost'}:${options?.port ?? process.env.PGPORT ?? 5432}/${options?.database ?? process.env.PGDATABASE ?? ''}`;
+  return `PostgreSQL at ${address}, schema ${schema}`;
 }
 
 /**

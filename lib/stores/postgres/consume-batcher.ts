@@ -123,9 +123,7 @@ export class ConsumeBatcher {
       return;
     }
     this.busy++;
-    for (const { columns } of batch) {
-      for (const key of columns.keys) this.keysInFlight.set(key, (this.keysInFlight.get(key) ?? 0) + 1);
-    }
+    this.holdKeys(batch, +1);
     this.execute(values)
       .then(
         (reply) => {
@@ -141,15 +139,20 @@ export class ConsumeBatcher {
       )
       .finally(() => {
         this.busy--;
-        for (const { columns } of batch) {
-          for (const key of columns.keys) {
-            const holding = (this.keysInFlight.get(key) ?? 1) - 1;
-            if (holding === 0) this.keysInFlight.delete(key);
-            else this.keysInFlight.set(key, holding);
-          }
-        }
+        this.holdKeys(batch, -1);
         this.flush();
       });
+  }
+
+  /** Counts the keys of a statement as in flight (+1) when it is sent, and no more (-1) when it has ended. */
+  private holdKeys(batch: readonly Waiting[], delta: 1 | -1): void {
+    for (const { columns } of batch) {
+      for (const key of columns.keys) {
+        const holding = (this.keysInFlight.get(key) ?? 0) + delta;
+        if (holding <= 0) this.keysInFlight.delete(key);
+        else this.keysInFlight.set(key, holding);
+      }
+    }
   }
 }
 
