@@ -193,6 +193,28 @@ export function conformanceSuite(target: StoreTarget, { runs = 150 }: { runs?: n
       );
     });
 
+    it.each(['token-bucket', 'gcra'] as const)(
+      'regression (a downgrade after the old TTL): %s units drain at the limit they were written with, so a store that expired the key decides as one that did not',
+      async (algorithm) => {
+        const clock = new FakeClock(1_700_000_000_000);
+        const reference = new ReferenceStore(clock);
+        const store = target.make(clock);
+        const policy = validatePolicy({ name: `downgraded-${algorithm}`, algorithm, limit: 10, window: '10m' });
+        const halved: ResolvedPolicy = Object.freeze({ ...policy, limit: 5, capacity: 5 });
+        const both = async (p: ResolvedPolicy, cost: number) => {
+          const expected = await reference.consume([{ policy: p, key: 'k', cost }]);
+          expect(await store.consume([{ policy: p, key: 'k', cost }])).toEqual(expected);
+          return nth(expected, 0);
+        };
+        expect((await both(policy, 10)).allowed).toBe(true);
+        // 15 min later the key's TTL (10 min at 10 per 10 min) and the PostgreSQL target's slack (1 min) have
+        // passed: that store no longer holds the key. At the new 5 per 10 min, 2.5 units would still be taken.
+        clock.advance(15 * 60_000);
+        const downgraded = await both(halved, 5);
+        expect(downgraded).toMatchObject({ allowed: true, remaining: 0, limit: 5 });
+      },
+    );
+
     it('decides GCRA and token bucket identically on every sequence', async () => {
       await fc.assert(
         fc.asyncProperty(windowPolicyArb(0), fc.array(opArb, { minLength: 1, maxLength: 50 }), async (base, ops) => {

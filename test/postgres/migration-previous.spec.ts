@@ -81,7 +81,7 @@ describe('migrating a schema of the previous version (35896cc)', () => {
     expect(columns.map((c) => c.table_name)).toEqual(['rate_limit_quota_usage', 'rate_limit_state']);
     const after = await functions();
     expect(after.filter((f) => f.n !== 1)).toEqual([]);
-    expect(after.map((f) => f.proname)).toEqual(expect.arrayContaining(['rate_limit_v2', 'rate_limit_consume_v2']));
+    expect(after.map((f) => f.proname)).toEqual(expect.arrayContaining(['rate_limit_v3', 'rate_limit_consume_v3']));
     expect(
       after.map((f) => f.proname).filter((name) => /^rl_(tb|gcra)_|^rl_(decision|refunded|save)$/.test(name)),
     ).toEqual([]);

@@ -105,12 +105,12 @@ describe('migrating a schema of 0.1.0', () => {
       for (let i = 0; i < 3; i++) expected.push(await reference.consume([{ policy, key: 'u', cost: 1 }]));
       expect(decisions).toEqual(expected);
     }
-    // written back in units, which no twin of 0.1.0 can take for its own state
+    // written back in units with the limit they drain at, which no twin of 0.1.0 can take for its own state
     const { rows } = await db.pool.query<{ state: string }>(
       `SELECT state FROM ${db.schema}.rate_limit_state WHERE key = ANY($1) ORDER BY key`,
       [[key(bucket), key(cell)]],
     );
-    expect(rows.map((row) => row.state)).toEqual([`210000@${later.now()}`, `210000@${later.now()}`]);
+    expect(rows.map((row) => row.state)).toEqual([`210000@${later.now()}@6`, `210000@${later.now()}@6`]);
     await store.close();
   });
 

@@ -16,7 +16,7 @@ afterAll(() => redis.stop());
 
 /** Encodes with the store's own Lua, decodes again; returns the stored bytes' length and the numbers read. */
 async function roundTrip(
-  kind: 'pair' | 'triple' | 'log',
+  kind: 'pair' | 'triple' | 'rated' | 'log',
   numbers: number[],
 ): Promise<{ length: number; packed: boolean; back: string[] }> {
   const encode =
@@ -31,7 +31,7 @@ async function roundTrip(
       : `local raw = ${kind}_encode(${numbers.map((_, i) => `tonumber(ARGV[${i + 1}])`).join(', ')})
          local back = { ${kind}_decode(raw) }
          for i = 1, #back do back[i] = fmt(back[i]) end
-         return { #raw, is_packed(raw) and 1 or 0, back }`;
+         return { #raw, (is_packed(raw) or byte(raw, 1) >= 128) and 1 or 0, back }`;
   const [length, packed, back] = (await client.eval(
     `${luaPrelude}\n${stateCodecLua}\n${encode}`,
     0,
@@ -43,7 +43,7 @@ async function roundTrip(
 describe('the Lua state codec', () => {
   const now = 1_796_053_232_358;
 
-  it.each<['pair' | 'triple' | 'log', number[], boolean]>([
+  it.each<['pair' | 'triple' | 'rated' | 'log', number[], boolean]>([
     ['pair', [498_903, 1], false], // short text stays text
     ['pair', [now, 0], true],
     ['pair', [now, 2 ** 47 - 1], true],
@@ -58,6 +58,14 @@ describe('the Lua state codec', () => {
     ['triple', [1_796_053_268, 2 ** 23 - 1, 0], true],
     ['triple', [1_796_053_268, 2 ** 23, 0], false],
     ['triple', [-1_796_053_268, 1, 0], false],
+    ['rated', [4_000, 5, 6], false], // 8 characters: text
+    ['rated', [now, 360_000_000, 100], true], // 100 per hour, all taken
+    ['rated', [now, 2 ** 33 - 1, 127], true], // 33 + 7 bits
+    ['rated', [now, 2 ** 33, 127], false],
+    ['rated', [now, 1, 2 ** 39 - 1], true],
+    ['rated', [now, 1, 2 ** 39], false],
+    ['rated', [now, 0, 2 ** 51], false],
+    ['rated', [-now, 5, 6], true], // a time before the epoch fits its 6 signed bytes
     ['log', [now, 1], true],
     ['log', [now, 1, now + 5, 3, now + 9, 2 ** 40], true],
     ['log', [now, 1, -5, 1], false], // one entry that cannot be packed keeps the whole log as text
@@ -67,6 +75,20 @@ describe('the Lua state codec', () => {
     if (packed) expect(result.length).toBe(kind === 'log' ? 6 * numbers.length : 12);
     expect(result.back).toEqual(numbers.map((n) => n.toFixed(0)));
   });
+
+  it.each([
+    ['packed', `struct.pack('>i6i6', ${now}, 42)`],
+    ['text', `'${now}:42'`],
+  ])(
+    'reads a pair (%s) as a rated state without its rate: a token bucket state of an earlier version',
+    async (_, raw) => {
+      const back = (await client.eval(
+        `${luaPrelude}\n${stateCodecLua}\nlocal back = { rated_decode(${raw}) } for i = 1, #back do back[i] = fmt(back[i]) end return back`,
+        0,
+      )) as string[];
+      expect(back).toEqual([String(now), '42']);
+    },
+  );
 
   it('reads a state written as text by the store before it packed states', async () => {
     const [w, c, p] = (await client.eval(

@@ -3,7 +3,7 @@ import { jest } from '@jest/globals';
 import { ConsumeBatcher } from '../../lib/stores/postgres/consume-batcher.js';
 import type { ItemColumns } from '../../lib/stores/postgres/item-columns.js';
 
-/** The keys column of a statement's values (rate_limit_consume_v2's 7th parameter). */
+/** The keys column of a statement's values (rate_limit_consume_v3's 7th parameter). */
 const KEYS = 6;
 
 /** A request of one item per key. */

@@ -2,13 +2,16 @@ import { type Algorithm, ceilDiv, type StepResult } from '../algorithm.js';
 
 /**
  * The units taken from the bucket, scaled by windowMs (one request = windowMs units, given back at `limit`
- * units per millisecond, so the refill is exact integer math), and the time in ms they were counted at. The
- * state is in units, not in tokens left or in time: when a key's limit or burst changes (a plan upgrade),
- * what it took stays taken under the new limit, and the bucket refills at the new rate.
+ * units per millisecond, so the refill is exact integer math), the time in ms they were counted at, and the
+ * limit they were written with. The state is in units, not in tokens left or in time: when a key's limit or
+ * burst changes (a plan upgrade), what it took stays taken under the new limit. Units drain at the limit of
+ * the write that counted them until the next write, which counts them at its own limit: so the state runs
+ * out exactly when the store's TTL for it does, and a key that expired decides as one that did not.
  */
 export interface TokenBucketState {
   readonly taken: number;
   readonly atMs: number;
+  readonly limit: number;
 }
 
 /**
@@ -19,20 +22,30 @@ export const tokenBucket: Algorithm<TokenBucketState> = {
   step(state, policy, nowMs, cost): StepResult<TokenBucketState> {
     const { limit, windowMs: w } = policy;
     const full = policy.capacity * w;
-    const [taken, atMs] = takenAt(state, limit, nowMs);
+    const { taken, atMs, rate } = counted(state, limit, nowMs);
     const need = cost * w;
     if (cost > policy.capacity || taken + need > full) {
       return {
         state,
         allowed: false,
         remaining: Math.floor(Math.max(0, full - taken) / w),
-        resetMs: ceilDiv(taken, limit),
-        retryAfterMs: cost > policy.capacity ? Infinity : ceilDiv(taken + need - full, limit),
+        resetMs: ceilDiv(taken, rate),
+        retryAfterMs: cost > policy.capacity ? Infinity : ceilDiv(taken + need - full, rate),
+      };
+    }
+    if (cost === 0) {
+      // nothing is written, so the units keep draining at the rate they were written with
+      return {
+        state,
+        allowed: true,
+        remaining: Math.floor((full - taken) / w),
+        resetMs: ceilDiv(taken, rate),
+        retryAfterMs: 0,
       };
     }
     const next = taken + need;
     return {
-      state: next > 0 ? { taken: next, atMs } : undefined,
+      state: { taken: next, atMs, limit },
       allowed: true,
       remaining: Math.floor((full - next) / w),
       resetMs: ceilDiv(next, limit),
@@ -41,16 +54,24 @@ export const tokenBucket: Algorithm<TokenBucketState> = {
   },
 
   refund(state, policy, nowMs, amount) {
-    const [taken, atMs] = takenAt(state, policy.limit, nowMs);
+    const { taken, atMs } = counted(state, policy.limit, nowMs);
     const next = Math.max(0, taken - amount * policy.windowMs);
-    return next > 0 ? { taken: next, atMs } : undefined;
+    return next > 0 ? { taken: next, atMs, limit: policy.limit } : undefined;
   },
 };
 
-/** Units taken at `nowMs` and the time they are counted at; a clock that steps back gives nothing back. */
-function takenAt(state: TokenBucketState | undefined, limit: number, nowMs: number): [number, number] {
-  if (state === undefined) return [0, nowMs];
+/**
+ * Units taken at `nowMs`, the time they are counted at and the rate they drain at until the next write (the
+ * limit of the last one); a clock that steps back gives nothing back.
+ */
+function counted(
+  state: TokenBucketState | undefined,
+  limit: number,
+  nowMs: number,
+): { taken: number; atMs: number; rate: number } {
+  if (state === undefined) return { taken: 0, atMs: nowMs, rate: limit };
+  const rate = state.limit;
   const elapsed = nowMs - state.atMs;
-  if (elapsed <= 0) return [state.taken, state.atMs];
-  return [Math.max(0, state.taken - elapsed * limit), nowMs];
+  if (elapsed <= 0) return { taken: state.taken, atMs: state.atMs, rate };
+  return { taken: Math.max(0, state.taken - elapsed * rate), atMs: nowMs, rate };
 }

@@ -15,7 +15,7 @@ interface Waiting {
 const MAX_REQUESTS = 64;
 
 /**
- * Sends consumes to rate_limit_consume_v2, gathering the requests that arrive while `parallel` statements are
+ * Sends consumes to rate_limit_consume_v3, gathering the requests that arrive while `parallel` statements are
  * busy into the next statement: a request alone is sent at once, and under load one statement (one round trip,
  * one transaction) decides many. Each request stays all-or-nothing and is decided in arrival order with the
  * requests that share a key with it: in one statement by rounds (see consume.sql.ts); across statements by
@@ -180,7 +180,7 @@ function inRounds(batch: Waiting[]): { ordered: Waiting[]; rounds: number[] } {
   return { ordered: byRound.flat(), rounds };
 }
 
-/** The values of one rate_limit_consume_v2 call, in the order of its parameters. */
+/** The values of one rate_limit_consume_v3 call, in the order of its parameters. */
 function statementValues(ordered: Waiting[], rounds: number[], slackMs: number): unknown[] {
   const nows: (number | null)[] = [];
   const reqs: number[] = [];

@@ -20,24 +20,24 @@ $fn$;
  * previous schema's twins took, are not reused: see rate-limit.sql.ts.
  */
 export const decisionSql = (S: string): string => `
-CREATE OR REPLACE FUNCTION ${S}.rl_algo_decision(algo int, st text, lim bigint, w bigint, cap bigint, now_ms bigint,
+CREATE OR REPLACE FUNCTION ${S}.rl_algo_decision_v3(algo int, st text, lim bigint, w bigint, cap bigint, now_ms bigint,
   cost bigint) RETURNS TABLE (${SQL_DECISION})
 LANGUAGE sql IMMUTABLE AS $fn$
   SELECT * FROM ${S}.rl_fw_decision(st, lim, w, now_ms, cost) WHERE algo = 1
   UNION ALL SELECT (d.x).* FROM (SELECT ${S}.rl_swl_decision(st, lim, w, now_ms, cost) AS x OFFSET 0) d
     WHERE algo = 2 OR algo = 7
   UNION ALL SELECT * FROM ${S}.rl_swc_decision(st, lim, w, now_ms, cost) WHERE algo = 3
-  UNION ALL SELECT * FROM ${S}.rl_bucket_decision(st, algo, lim, w, cap, now_ms, cost) WHERE algo = 4 OR algo = 5
+  UNION ALL SELECT * FROM ${S}.rl_bucket_decision_v3(st, algo, lim, w, cap, now_ms, cost) WHERE algo = 4 OR algo = 5
   UNION ALL SELECT * FROM ${S}.rl_quota_decision(st, lim, w, cap, now_ms, cost) WHERE algo = 6
 $fn$;
 
-CREATE OR REPLACE FUNCTION ${S}.rl_algo_refunded(algo int, st text, lim bigint, w bigint, cap bigint, now_ms bigint,
+CREATE OR REPLACE FUNCTION ${S}.rl_algo_refunded_v3(algo int, st text, lim bigint, w bigint, cap bigint, now_ms bigint,
   amount bigint) RETURNS TABLE (new_st text)
 LANGUAGE sql IMMUTABLE AS $fn$
   SELECT * FROM ${S}.rl_fw_refunded(st, w, now_ms, amount) WHERE algo = 1
   UNION ALL SELECT ${S}.rl_swl_refunded(st, w, now_ms, amount) WHERE algo = 2
   UNION ALL SELECT * FROM ${S}.rl_swc_refunded(st, w, now_ms, amount) WHERE algo = 3
-  UNION ALL SELECT * FROM ${S}.rl_bucket_refunded(st, algo, lim, w, cap, now_ms, amount) WHERE algo = 4 OR algo = 5
+  UNION ALL SELECT * FROM ${S}.rl_bucket_refunded_v3(st, algo, lim, w, cap, now_ms, amount) WHERE algo = 4 OR algo = 5
   UNION ALL SELECT * FROM ${S}.rl_quota_refunded(st, w, amount) WHERE algo = 6
   UNION ALL SELECT ${S}.rl_conc_refunded(st, w, now_ms, amount) WHERE algo = 7
 $fn$;

@@ -59,6 +59,15 @@ const OBSOLETE_FUNCTIONS = [
   'rl_decision(int, text, bigint, bigint, bigint, bigint, bigint)',
   'rl_refunded(int, text, bigint, bigint, bigint, bigint, bigint)',
   'rl_consume_one(bigint, int, bigint, text, bigint, bigint, bigint, bigint)',
+  // the schema of blocks and shadow items (entry points _v2): token bucket and GCRA states without the limit
+  // their units drain at, and the functions that call their twins
+  'rl_bucket_taken(text, int, bigint, bigint, bigint, bigint)',
+  'rl_bucket_decision(text, int, bigint, bigint, bigint, bigint, bigint)',
+  'rl_bucket_refunded(text, int, bigint, bigint, bigint, bigint, bigint)',
+  'rl_algo_decision(int, text, bigint, bigint, bigint, bigint, bigint)',
+  'rl_algo_refunded(int, text, bigint, bigint, bigint, bigint, bigint)',
+  'rl_standing(int, text, bigint, bigint, bigint, bigint, bigint)',
+  'rl_consume_item(bigint, int, bigint, text, bigint, bigint, bigint, bigint, boolean, bigint)',
 ];
 
 /**

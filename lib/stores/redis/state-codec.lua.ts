@@ -7,10 +7,13 @@
  *
  * pair_encode(a, b) / pair_decode(raw) -> a, b     "<a>:<b>" or 12 bytes (6 + 6)
  * triple_encode(a, b, c) / triple_decode(raw)      "<a>:<b>:<c>" or 12 bytes (6 + 3 + 3), b and c >= 0
+ * rated_encode(a, b, r) / rated_decode(raw)        "<a>:<b>:<r>" or 12 bytes: 128 + k (r < 2^k), a in 6 bytes,
+ *                                                  then b·2^k + r in 5; b >= 0, r >= 1. rated_decode also
+ *                                                  reads a pair, with r nil: its first byte tells them apart
  * log_encode(times, costs) / log_decode(raw)       "<t>:<c>,<t>:<c>,..." or 12 bytes per entry
  */
 export const stateCodecLua = `
-local PACKABLE, I6, U3 = 2 ^ 45, 2 ^ 47, 2 ^ 23
+local PACKABLE, I6, U3, U5 = 2 ^ 45, 2 ^ 47, 2 ^ 23, 2 ^ 40
 local pack, unpack, byte = struct.pack, struct.unpack, string.byte
 local function packable(a) return a >= 0 and a < PACKABLE end
 local function fits6(b) return b >= -I6 and b < I6 end
@@ -44,6 +47,30 @@ local function triple_decode(raw)
   local a, b, c = string.match(raw, '^(%-?%d+):(%d+):(%d+)$')
   if not a then return nil end
   return tonumber(a), tonumber(b), tonumber(c)
+end
+local function rated_encode(a, b, r)
+  local s = fmt(a) .. ':' .. fmt(b) .. ':' .. fmt(r)
+  if #s <= 12 or not fits6(a) or r >= U5 then return s end
+  local _, k = math.frexp(r)
+  local scale = 2 ^ k
+  if b >= U5 / scale then return s end
+  return pack('>Bi6I5', 128 + k, a, b * scale + r)
+end
+local function rated_decode(raw)
+  local first = byte(raw, 1)
+  if first == nil then return nil end
+  if first >= 128 then
+    if #raw ~= 12 then return nil end
+    local _, a, v = unpack('>Bi6I5', raw)
+    local scale = 2 ^ (first - 128)
+    local r = v % scale
+    return a, (v - r) / scale, r
+  end
+  if first >= 32 then
+    local a, b, r = string.match(raw, '^(%-?%d+):(%d+):(%d+)$')
+    if a then return tonumber(a), tonumber(b), tonumber(r) end
+  end
+  return pair_decode(raw)
 end
 local function log_encode(times, costs)
   local parts, packed = {}, true

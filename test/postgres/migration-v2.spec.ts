@@ -1,0 +1,113 @@
+import { readFileSync } from 'node:fs';
+
+import { PostgresRateLimitStore, validatePolicy, type RateLimitDecision } from '../../lib/index.js';
+import { ALGORITHM_CODES } from '../../lib/algorithms/index.js';
+import { FakeClock } from '../support/fake-clock.js';
+import { nth } from '../support/harness.js';
+import { createTestSchema, type TestSchema } from '../support/postgres.js';
+import { ReferenceStore } from '../support/reference-store.js';
+
+/** The schema of git 1216cd4 (entry points _v2): token bucket states without the limit they drain at. */
+const PREVIOUS = readFileSync(new URL('../support/schema-1216cd4.sql', import.meta.url), 'utf8');
+
+let db: TestSchema;
+const migratePrevious = () => db.pool.query(PREVIOUS.replaceAll('"__SCHEMA__"', `"${db.schema}"`));
+beforeAll(async () => {
+  db = await createTestSchema();
+  await migratePrevious();
+});
+afterAll(() => db.drop());
+
+const clock = new FakeClock(Date.parse('2026-11-30T10:00:00Z'));
+const reference = new ReferenceStore(clock);
+const bucket = validatePolicy({ name: 'bucket', algorithm: 'token-bucket', limit: 6, burst: 4, window: '1m' });
+const key = `rl:{${bucket.id}:u}`;
+
+/** A consume of one item through rate_limit_consume_v2(), as an application of that version sends it. */
+async function consumeAsBefore(): Promise<string> {
+  const code = ALGORITHM_CODES[bucket.algorithm];
+  const { rows } = await db.pool.query<{ r: string }>(
+    `SELECT ${db.schema}.rate_limit_consume_v2(1000, true, $1, $2, '{1}', '{1}', $3, $4, $5, $6, $7, '{1}', NULL, NULL) AS r`,
+    [code, [clock.now()], [key], [code], [bucket.limit], [bucket.windowMs], [bucket.capacity]],
+  );
+  return nth(rows, 0).r;
+}
+
+async function state(): Promise<string | undefined> {
+  const { rows } = await db.pool.query<{ state: string }>(
+    `SELECT state FROM ${db.schema}.rate_limit_state WHERE key = $1`,
+    [key],
+  );
+  return rows[0]?.state;
+}
+
+const store = () => new PostgresRateLimitStore({ pool: db.pool, schema: db.schema, clock, pruneIntervalMs: 0 });
+
+async function functions(): Promise<{ proname: string; n: number }[]> {
+  const { rows } = await db.pool.query<{ proname: string; n: number }>(
+    `SELECT proname, count(*)::int AS n FROM pg_proc JOIN pg_namespace ON pg_namespace.oid = pronamespace
+      WHERE nspname = $1 GROUP BY proname ORDER BY proname`,
+    [db.schema],
+  );
+  return rows;
+}
+
+/** The next decisions of the bucket on PostgreSQL and in the reference, which saw the same consumes. */
+async function bucketAgainstReference(s: PostgresRateLimitStore, count: number): Promise<void> {
+  const actual: RateLimitDecision[][] = [];
+  const expected: RateLimitDecision[][] = [];
+  for (let i = 0; i < count; i++) {
+    actual.push(await s.consume([{ policy: bucket, key: 'u', cost: 1 }]));
+    expected.push(await reference.consume([{ policy: bucket, key: 'u', cost: 1 }]));
+  }
+  expect(actual).toEqual(expected);
+}
+
+const OBSOLETE = /^rl_bucket_(taken|decision|refunded)$|^rl_algo_(decision|refunded)$|^rl_standing$|^rl_consume_item$/;
+
+describe('migrating a schema of the previous version (1216cd4, entry points _v2)', () => {
+  it('reads its token bucket states (no limit) as draining at the current limit, and leaves none of its functions', async () => {
+    for (let i = 0; i < 3; i++) {
+      expect(await consumeAsBefore()).toMatch(/^1,/);
+      await reference.consume([{ policy: bucket, key: 'u', cost: 1 }]);
+    }
+    expect(await state()).toMatch(/^\d+@\d+$/);
+
+    const s = store();
+    await s.migrate();
+    const after = await functions();
+    expect(after.filter((f) => f.n !== 1)).toEqual([]);
+    expect(after.map((f) => f.proname)).toEqual(
+      expect.arrayContaining(['rate_limit_v3', 'rate_limit_consume_v3', 'rate_limit_v2', 'rate_limit_consume_v2']),
+    );
+    expect(after.map((f) => f.proname).filter((name) => OBSOLETE.test(name))).toEqual([]);
+    clock.advance(5_000);
+    await bucketAgainstReference(s, 2);
+    expect(await state()).toMatch(/^\d+@\d+@6$/);
+    await s.close();
+  });
+
+  it("leaves its entry point working on this version's twins", async () => {
+    clock.advance(1_000);
+    const expected = nth(await reference.consume([{ policy: bucket, key: 'u', cost: 1 }]), 0);
+    const [allowed, remaining, resetMs, retryAfterMs] = (await consumeAsBefore()).split(',').map(Number);
+    expect({ allowed: allowed === 1, remaining, resetMs, retryAfterMs }).toEqual({
+      allowed: expected.allowed,
+      remaining: expected.remaining,
+      resetMs: expected.resetMs,
+      retryAfterMs: expected.retryAfterMs,
+    });
+    expect(await state()).toMatch(/^\d+@\d+@6$/);
+  });
+
+  it('lets an instance of the previous version migrate again meanwhile without replacing what this version calls, then cleans up again', async () => {
+    await migratePrevious();
+    const s = store();
+    clock.advance(10_000);
+    await bucketAgainstReference(s, 2);
+    await s.migrate();
+    const after = await functions();
+    expect(after.filter((f) => f.n !== 1 || OBSOLETE.test(f.proname))).toEqual([]);
+    await s.close();
+  });
+});
