@@ -8,7 +8,8 @@
 import { register } from 'node:module';
 import { isMainThread } from 'node:worker_threads';
 
-const DIST = new URL('../dist/', import.meta.url).href;
+// BENCH_DIST: another build of the library, measured beside this one (bench/app.mjs)
+const DIST = new URL(`${process.env.BENCH_DIST ?? '../dist'}/`, import.meta.url).href;
 const FROM_BENCH = new URL('./app.mjs', import.meta.url).href;
 const PEERS = /^(@nestjs\/common|@nestjs\/core|ioredis|reflect-metadata|rxjs)(\/|$)/;
 

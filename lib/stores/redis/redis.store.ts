@@ -9,6 +9,7 @@ import type { RedisClient } from '../client-types.js';
 import type { RateLimitStore, RateLimitStoreItem } from '../rate-limit-store.js';
 import { checkKeyPrefix, storageKey } from '../storage-key.js';
 import { acrossSlots, consumeAcrossSlots, type RunInSlot, type SlotItem, slotItems } from './across-slots.js';
+import { type BatchedRequest, CallBatcher } from './call-batcher.js';
 import { RATE_LIMIT_FUNCTION, RATE_LIMIT_LIBRARY, RATE_LIMIT_SCRIPT, RATE_LIMIT_SCRIPT_SHA } from './rate-limit.lua.js';
 
 /** Options of the Redis store. */
@@ -44,6 +45,7 @@ export class RedisRateLimitStore implements RateLimitStore {
    */
   private functions: 'unknown' | 'yes' | 'no';
   private loadingFunction: Promise<void> | undefined;
+  private readonly batcher: CallBatcher;
 
   constructor(options: RedisRateLimitStoreOptions) {
     if (options?.client === undefined) {
@@ -57,6 +59,7 @@ export class RedisRateLimitStore implements RateLimitStore {
       throw new TypeError(`nest-rate-limit: ttlSlackMs must be an integer >= 0, got ${slack}`);
     }
     this.ttlSlack = String(slack);
+    this.batcher = new CallBatcher(this.sendBatch);
     // Every master of a Cluster would need the library: the script, which travels with the call, is simpler.
     this.functions = this.client.isCluster ? 'no' : 'unknown';
   }
@@ -151,25 +154,76 @@ export class RedisRateLimitStore implements RateLimitStore {
   }
 
   private async run(op: Operation, items: readonly Item[]): Promise<unknown> {
+    const request = this.request(op, items);
+    // Consumes on one connection with the function loaded are gathered per turn of the event loop.
+    if (op === 'consume' && this.functions === 'yes' && !this.client.isCluster) return this.batcher.consume(request);
+    return this.execute(request.keys, [op, this.now(), this.ttlSlack, ...request.fields]);
+  }
+
+  private now(): string {
+    return this.clock === undefined ? '' : String(this.clock.now());
+  }
+
+  /** The storage keys of the items and their fields in the call's arguments (after the time and the slack). */
+  private request(op: Operation, items: readonly Item[]): BatchedRequest {
     const keys: string[] = [];
-    const args: string[] = [op, this.clock === undefined ? '' : String(this.clock.now()), this.ttlSlack];
+    const fields: string[] = [];
     for (const { policy, key, cost = 0, shadow } of items) {
       keys.push(storageKey(this.keyPrefix, policy.id, key));
       const [algorithm, limit, windowMs, capacity, nextEnd] = argsOf(policy, this.clock ?? systemClock);
       // A shadow item's algorithm code is negated (see the script's ARGV).
-      args.push(
+      fields.push(
         shadow === true && (op === 'consume' || op === 'check') ? `-${algorithm}` : algorithm,
         limit,
         windowMs,
         capacity,
         String(cost),
       );
-      if (nextEnd !== undefined) args.push(nextEnd);
-      if (policy.blockMs !== undefined) args.push(String(policy.blockMs));
+      if (nextEnd !== undefined) fields.push(nextEnd);
+      if (policy.blockMs !== undefined) fields.push(String(policy.blockMs));
     }
+    return { keys, fields };
+  }
+
+  /**
+   * One call for the consumes the batcher gathered: the function's 'batch' entry, split back into each request's
+   * reply. When Redis refuses it (the function flushed, an error in one request), each request is sent on its
+   * own, so that only its own call can fail it.
+   */
+  private readonly sendBatch = async (requests: readonly BatchedRequest[]): Promise<unknown[]> => {
+    const now = this.now();
+    const alone = (request: BatchedRequest) =>
+      this.execute(request.keys, ['consume', now, this.ttlSlack, ...request.fields]);
+    if (requests.length === 1) return [await alone(requests[0] as BatchedRequest)];
+    const keys: string[] = [];
+    const args: string[] = ['batch', now, this.ttlSlack];
+    for (const request of requests) {
+      keys.push(...request.keys);
+      args.push(String(request.keys.length), String(request.fields.length), ...request.fields);
+    }
+    let reply: unknown;
+    try {
+      reply = await this.client.call('FCALL', RATE_LIMIT_FUNCTION, keys.length, ...keys, ...args);
+    } catch (error) {
+      if (!isReplyError(error)) throw error;
+      return requests.map(alone);
+    }
+    let at = 0;
+    return requests.map((request) => {
+      const part = Array.isArray(reply) ? reply.slice(at, at + 4 * request.keys.length) : reply;
+      at += 4 * request.keys.length;
+      return part;
+    });
+  };
+
+  /** One call: FCALL while the function is there (loading it when it is missing), else EVALSHA or EVAL. */
+  private async execute(keys: readonly string[], args: readonly string[]): Promise<unknown> {
     if (this.functions !== 'no') {
       try {
-        return await this.client.call('FCALL', RATE_LIMIT_FUNCTION, keys.length, ...keys, ...args);
+        const reply = await this.client.call('FCALL', RATE_LIMIT_FUNCTION, keys.length, ...keys, ...args);
+        // loaded by another instance, or by this one before
+        this.functions = 'yes';
+        return reply;
       } catch (error) {
         if (!isReplyError(error)) throw error;
         // Not there yet, or flushed (FUNCTION FLUSH): load it and call again; no FCALL at all: the script.

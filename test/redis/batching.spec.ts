@@ -1,0 +1,74 @@
+import type { Redis } from 'ioredis';
+
+import { RedisRateLimitStore, validatePolicy } from '../../lib/index.js';
+import { startRedis, type TestRedis } from '../support/redis-server.js';
+
+let redis: TestRedis;
+let admin: Redis;
+let client: Redis;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  admin = redis.client();
+  client = redis.client();
+});
+afterAll(async () => {
+  client.disconnect();
+  admin.disconnect();
+  await redis.stop();
+});
+
+async function calls(command: string): Promise<number> {
+  const stats = await admin.info('commandstats');
+  return Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(stats)?.[1] ?? 0);
+}
+
+const perUser = validatePolicy({ name: 'per-user', algorithm: 'sliding-window-counter', limit: 20, window: '1m' });
+const burst = validatePolicy({ name: 'burst', algorithm: 'token-bucket', limit: 5, window: '1s', burst: 20 });
+
+describe('consumes gathered into one call while calls are in flight (Redis 7 function)', () => {
+  it('decides 200 concurrent requests in fewer calls, each as its own consume', async () => {
+    const store = new RedisRateLimitStore({ client, keyPrefix: 'gathered:' });
+    await store.load();
+    const [fcalls, gets] = [await calls('fcall'), await calls('get')];
+    const decisions = await Promise.all(
+      Array.from({ length: 200 }, (_, i) =>
+        store.consume([
+          { policy: perUser, key: `user:${i}`, cost: 1 },
+          { policy: burst, key: `user:${i}`, cost: 1 },
+        ]),
+      ),
+    );
+    expect(decisions.flat().every((d) => d.allowed)).toBe(true);
+    expect(decisions.map((d) => d.map((x) => x.remaining))).toEqual(Array(200).fill([19, 19]));
+    // every item read its key once; the 200 requests took far fewer calls
+    expect((await calls('get')) - gets).toBe(400);
+    const used = (await calls('fcall')) - fcalls;
+    expect(used).toBeGreaterThanOrEqual(2);
+    expect(used).toBeLessThanOrEqual(20);
+  });
+
+  it('stays exact on one key under concurrency, admitting the first 20 of 60 in the order they came', async () => {
+    const store = new RedisRateLimitStore({ client, keyPrefix: 'one-key:' });
+    await store.load();
+    const decisions = await Promise.all(
+      Array.from({ length: 60 }, () => store.consume([{ policy: perUser, key: 'hot', cost: 1 }])),
+    );
+    expect(decisions.map(([d]) => d?.allowed)).toEqual([...Array(20).fill(true), ...Array(40).fill(false)]);
+    expect(decisions.slice(0, 20).map(([d]) => d?.remaining)).toEqual(Array.from({ length: 20 }, (_, i) => 19 - i));
+  });
+
+  it('sends each request on its own when Redis refuses a gathered call (the function flushed), and loses none', async () => {
+    const store = new RedisRateLimitStore({ client, keyPrefix: 'flushed:' });
+    await store.load();
+    // Warm: the store knows the function is there.
+    await store.consume([{ policy: perUser, key: 'warm', cost: 1 }]);
+    await admin.call('FUNCTION', 'FLUSH');
+    const decisions = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => store.consume([{ policy: perUser, key: `user:${i}`, cost: 1 }])),
+    );
+    expect(decisions.map(([d]) => d?.remaining)).toEqual(Array(50).fill(19));
+    const listed = (await admin.call('FUNCTION', 'LIST')) as unknown[];
+    expect(listed).toHaveLength(1);
+  });
+});
