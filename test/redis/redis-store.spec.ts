@@ -139,7 +139,12 @@ describe('RedisRateLimitStore', () => {
     const d = nth(await store.consume([{ policy, key: 'u', cost: 1 }]), 0);
     const windowEnd = (Math.floor((Number(seconds) * 1000) / 3_600_000) + 1) * 3_600_000;
     expect(Math.abs(Number(seconds) * 1000 + d.resetMs - windowEnd)).toBeLessThan(2000);
-    expect(await client.get(`${keyPrefix}{p:u}`)).toBe(`${Math.floor((Number(seconds) * 1000) / 3_600_000)}:1`);
+    // the fixed window's state, packed: the window's index (from Redis' clock) and its count, 6 bytes each
+    const state = (await client.getBuffer(`${keyPrefix}{p:u}`)) as Buffer;
+    expect([state.readIntBE(0, 6), state.readIntBE(6, 6)]).toEqual([
+      Math.floor((Number(seconds) * 1000) / 3_600_000),
+      1,
+    ]);
   });
 
   it('puts a TTL on every key and leaves none behind once the longest window has passed', async () => {

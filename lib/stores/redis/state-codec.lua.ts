@@ -1,8 +1,8 @@
 /**
  * How the Lua twins store their states. Redis keeps a string of at most 12 bytes in its smallest allocation:
- * 88 bytes per key (MEMORY USAGE), 104 from 13 bytes on. A state whose text is longer — a millisecond
- * timestamp alone has 13 digits — is packed into big-endian integers of 6 (and 3) bytes when its numbers fit,
- * else kept as text. The first number of a packed state is in [0, 2^45), so its first byte is below 32,
+ * 88 bytes per key (MEMORY USAGE), 104 from 13 bytes on. A state is packed into big-endian integers of 6 (and
+ * 3 or 5) bytes when its numbers fit — a millisecond timestamp alone has 13 digits as text, and packing costs
+ * Redis less than formatting the numbers — else kept as text (which is also read). The first number of a packed state is in [0, 2^45), so its first byte is below 32,
  * while text starts with a digit or '-': a decoder tells the two apart by that byte.
  *
  * pair_encode(a, b) / pair_decode(raw) -> a, b     "<a>:<b>" or 12 bytes (6 + 6)
@@ -19,9 +19,8 @@ local function packable(a) return a >= 0 and a < PACKABLE end
 local function fits6(b) return b >= -I6 and b < I6 end
 local function is_packed(raw) return byte(raw, 1) < 32 end
 local function pair_encode(a, b)
-  local s = fmt(a) .. ':' .. fmt(b)
-  if #s > 12 and packable(a) and fits6(b) then return pack('>i6i6', a, b) end
-  return s
+  if packable(a) and fits6(b) then return pack('>i6i6', a, b) end
+  return fmt(a) .. ':' .. fmt(b)
 end
 local function pair_decode(raw)
   if is_packed(raw) then
@@ -34,9 +33,8 @@ local function pair_decode(raw)
   return tonumber(a), tonumber(b)
 end
 local function triple_encode(a, b, c)
-  local s = fmt(a) .. ':' .. fmt(b) .. ':' .. fmt(c)
-  if #s > 12 and packable(a) and b >= 0 and b < U3 and c >= 0 and c < U3 then return pack('>i6i3i3', a, b, c) end
-  return s
+  if packable(a) and b >= 0 and b < U3 and c >= 0 and c < U3 then return pack('>i6i3i3', a, b, c) end
+  return fmt(a) .. ':' .. fmt(b) .. ':' .. fmt(c)
 end
 local function triple_decode(raw)
   if is_packed(raw) then
@@ -49,12 +47,12 @@ local function triple_decode(raw)
   return tonumber(a), tonumber(b), tonumber(c)
 end
 local function rated_encode(a, b, r)
-  local s = fmt(a) .. ':' .. fmt(b) .. ':' .. fmt(r)
-  if #s <= 12 or not fits6(a) or r >= U5 then return s end
-  local _, k = math.frexp(r)
-  local scale = 2 ^ k
-  if b >= U5 / scale then return s end
-  return pack('>Bi6I5', 128 + k, a, b * scale + r)
+  if fits6(a) and r < U5 then
+    local _, k = math.frexp(r)
+    local scale = 2 ^ k
+    if b < U5 / scale then return pack('>Bi6I5', 128 + k, a, b * scale + r) end
+  end
+  return fmt(a) .. ':' .. fmt(b) .. ':' .. fmt(r)
 end
 local function rated_decode(raw)
   local first = byte(raw, 1)
