@@ -1,10 +1,6 @@
-/** One request's part of a batched call: its storage keys and its fields (a consume's, after the time and slack). */
-export interface BatchedRequest {
-  readonly keys: readonly string[];
-  readonly fields: readonly string[];
-}
-
-interface Waiting extends BatchedRequest {
+/** A request waiting for its call. */
+interface Waiting<R> {
+  readonly request: R;
   /** Takes the request's part of the reply, or a promise of its own call's reply. */
   resolve(reply: unknown): void;
   reject(error: unknown): void;
@@ -28,16 +24,16 @@ const SPLIT_FROM = 8;
  * sent, and the requests of one call in their order: the requests of a key are decided in the order they
  * came. `send` makes one call and resolves with each request's part of the reply (or a promise of it).
  */
-export class CallBatcher {
-  private waiting: Waiting[] = [];
+export class CallBatcher<R> {
+  private waiting: Waiting<R>[] = [];
   private scheduled = false;
 
-  constructor(private readonly send: (requests: readonly BatchedRequest[]) => Promise<readonly unknown[]>) {}
+  constructor(private readonly send: (requests: readonly R[]) => Promise<readonly unknown[]>) {}
 
   /** The reply of one request (4 integers per item), as a consume of its own would have it. */
-  consume(request: BatchedRequest): Promise<unknown> {
+  consume(request: R): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      this.waiting.push({ ...request, resolve, reject });
+      this.waiting.push({ request, resolve, reject });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => this.flush());
@@ -54,8 +50,8 @@ export class CallBatcher {
     for (let at = 0; at < all.length; at += size) this.call(all.slice(at, at + size));
   }
 
-  private call(batch: Waiting[]): void {
-    this.send(batch).then(
+  private call(batch: Waiting<R>[]): void {
+    this.send(batch.map((waiting) => waiting.request)).then(
       (replies) => batch.forEach((waiting, i) => waiting.resolve(replies[i])),
       (error: unknown) => batch.forEach((waiting) => waiting.reject(error)),
     );

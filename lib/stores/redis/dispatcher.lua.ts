@@ -90,156 +90,82 @@ local function emit(out, r)
   local n = #out
   out[n + 1], out[n + 2], out[n + 3], out[n + 4] = r[1], r[2], r[3], r[4]
 end
-`;
-
-/**
- * The per-call part of the dispatcher: reads KEYS and ARGV, decides, writes, returns. A consume of one item
- * (most requests) takes a path of its own, without the tables that several items need: about 2 µs of Redis
- * CPU less per decision.
- */
-export const dispatcherCall = `
-local op = ARGV[1]
-if op == 'consume' and #KEYS == 1 then
-  local code = tonumber(ARGV[4])
-  if code < 0 then code = -code end
-  local block = nil
-  if code > 16 then
-    code = code - 16
-    if code == 6 then block = tonumber(ARGV[10]) else block = tonumber(ARGV[9]) end
-  end
-  local a, key, cost = algorithm(code), KEYS[1], tonumber(ARGV[8])
-  local now = clock(ARGV[2])
-  local nxt = nil
-  if code == 6 then nxt = tonumber(ARGV[9]) end
-  local old, untl = decode(a, redis.call('GET', key))
-  if untl > now then return blocked(untl, now) end
-  local st, allowed, remaining, reset, retry =
-    a.step(old, tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), now, cost, nxt)
-  if allowed == 1 then
-    if cost > 0 then save(key, a, st, reset, tonumber(ARGV[3]), 0, now) end
-  elseif block and tonumber(ARGV[4]) > 0 then
-    save(key, a, old, reset, tonumber(ARGV[3]), now + block, now)
-    return blocking(block, remaining, reset, retry)
-  end
-  return { allowed, remaining, reset, retry }
-end
-if op == 'reset' then
-  for i = 1, #KEYS do redis.call('DEL', KEYS[i]) end
-  return {}
-end
-local now = clock(ARGV[2])
-local slack = tonumber(ARGV[3])
-
-local items = {}
-local b = 3
-for i = 1, #KEYS do
+-- An item's policy from its fields at ARGV[b + 1...]: algorithm code, limit, window, capacity, then (with_cost)
+-- the cost, then a quota's next end and a block's length. Returns the policy, the cost (nil without) and the
+-- index of the last field read.
+local function policy_at(ARGV, b, with_cost)
   local code = tonumber(ARGV[b + 1])
   local shadow = code < 0
   if shadow then code = -code end
   local has_block = code > 16
   if has_block then code = code - 16 end
-  items[i] = {
-    key = KEYS[i], algo = algorithm(code), limit = tonumber(ARGV[b + 2]),
-    window = tonumber(ARGV[b + 3]), cap = tonumber(ARGV[b + 4]), cost = tonumber(ARGV[b + 5]), shadow = shadow,
+  local p = {
+    algo = algorithm(code), limit = tonumber(ARGV[b + 2]), window = tonumber(ARGV[b + 3]),
+    cap = tonumber(ARGV[b + 4]), shadow = shadow,
   }
-  b = b + 5
+  b = b + 4
+  local cost = nil
+  if with_cost then
+    cost = tonumber(ARGV[b + 1])
+    b = b + 1
+  end
   if code == 6 then
-    items[i].nxt = tonumber(ARGV[b + 1])
+    p.nxt = tonumber(ARGV[b + 1])
     b = b + 1
   end
   if has_block then
-    items[i].block = tonumber(ARGV[b + 1])
+    p.block = tonumber(ARGV[b + 1])
     b = b + 1
   end
+  return p, cost, b
 end
-
-local original, blocks = {}, {}
-local out = {}
-if op == 'peek' then
-  for i = 1, #items do
-    local st, untl = load(original, blocks, items[i])
-    if untl > now then emit(out, blocked(untl, now)) else emit(out, peek(items[i], st, now)) end
+-- The consume of one item (most requests), without the tables that several items need.
+local function consume_one(key, p, cost, now, slack)
+  local a = p.algo
+  local old, untl = decode(a, redis.call('GET', key))
+  if untl > now then return blocked(untl, now) end
+  local st, allowed, remaining, reset, retry = a.step(old, p.limit, p.window, p.cap, now, cost, p.nxt)
+  if allowed == 1 then
+    if cost > 0 then save(key, a, st, reset, slack, 0, now) end
+  elseif p.block and not p.shadow then
+    save(key, a, old, reset, slack, now + p.block, now)
+    return blocking(p.block, remaining, reset, retry)
   end
-  return out
+  return { allowed, remaining, reset, retry }
 end
+-- An item: its key, cost and policy's fields in one table (several items may share a policy).
+local function item_of(key, p, cost)
+  return {
+    key = key, algo = p.algo, limit = p.limit, window = p.window, cap = p.cap, cost = cost, shadow = p.shadow,
+    nxt = p.nxt, block = p.block,
+  }
+end
+`;
 
--- block: blocks each key until now + the item's cost (ms), its state kept; unblock: lifts the blocks
-if op == 'block' or op == 'unblock' then
-  for i = 1, #items do
-    local it = items[i]
-    local st = load(original, blocks, it)
-    local untl = 0
-    if op == 'block' then untl = now + it.cost end
-    save(it.key, it.algo, st, peek(it, st, now)[3], slack, untl, now)
-  end
+/**
+ * The per-call part of the dispatcher: reads KEYS and ARGV, decides, writes, returns. A consume of one item
+ * (most requests) takes a path of its own (consume_one), without the tables that several items need: about
+ * 2 µs of Redis CPU less per decision.
+ */
+export const dispatcherCall = `
+local op = ARGV[1]
+if op == 'batch' then return batch(KEYS, ARGV) end
+if op == 'consume' and #KEYS == 1 then
+  local p, cost = policy_at(ARGV, 3, true)
+  return consume_one(KEYS[1], p, cost, clock(ARGV[2]), tonumber(ARGV[3]))
+end
+if op == 'reset' then
+  for i = 1, #KEYS do redis.call('DEL', KEYS[i]) end
   return {}
 end
-
-if op == 'refund' then
-  for i = 1, #items do
-    local it = items[i]
-    local old, untl = load(original, blocks, it)
-    local st = it.algo.refund(old, it.limit, it.window, it.cap, now, it.cost)
-    original[it.key] = st
-    local r = peek(it, st, now)
-    save(it.key, it.algo, st, r[3], slack, untl, now)
-    if untl > now then r = blocked(untl, now) end
-    emit(out, r)
-  end
-  return out
+local items = {}
+local b = 3
+for i = 1, #KEYS do
+  local p, cost
+  p, cost, b = policy_at(ARGV, b, true)
+  items[i] = item_of(KEYS[i], p, cost)
 end
-
--- consume: decide every item, write only when all enforced items are allowed (and then the allowed items
--- only: a shadow item that would deny consumes nothing); a denial of an item with a block writes the block
--- whatever the others decide; check: decide, report as a denied consume does (the allowed items as they
--- stand), write nothing
-local working = {}
-local results = {}
-local all_allowed = true
-for i = 1, #items do
-  local it = items[i]
-  local old, untl = load(original, blocks, it)
-  if untl > now then
-    results[i] = blocked(untl, now)
-    if not it.shadow then all_allowed = false end
-  else
-    local st = working[it.key]
-    if st == nil then st = old end
-    local new_st, allowed, remaining, reset, retry = it.algo.step(st, it.limit, it.window, it.cap, now, it.cost, it.nxt)
-    results[i] = { allowed, remaining, reset, retry, new_st or false }
-    if allowed == 0 then
-      if not it.shadow then
-        all_allowed = false
-        if it.block and op == 'consume' then
-          save(it.key, it.algo, old, reset, slack, now + it.block, now)
-          results[i] = blocking(it.block, remaining, reset, retry)
-        end
-      end
-    elseif it.cost > 0 then
-      working[it.key] = new_st or false
-    end
-  end
-end
-if all_allowed and op == 'consume' then
-  local last = {}
-  for i = 1, #items do
-    if items[i].cost > 0 and results[i][1] == 1 then last[items[i].key] = i end
-  end
-  for i = 1, #items do
-    local it = items[i]
-    if last[it.key] == i then save(it.key, it.algo, results[i][5], results[i][3], slack, 0, now) end
-    emit(out, results[i])
-  end
-  return out
-end
-for i = 1, #items do
-  local it = items[i]
-  if results[i][1] == 1 then
-    local _, _, remaining, reset = it.algo.step(original[it.key], it.limit, it.window, it.cap, now, 0, it.nxt)
-    emit(out, { 1, remaining, reset, 0 })
-  else
-    emit(out, results[i])
-  end
-end
+local out = {}
+decide_items(op, items, clock(ARGV[2]), tonumber(ARGV[3]), out)
 return out
 `;

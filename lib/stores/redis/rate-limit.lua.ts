@@ -11,6 +11,7 @@ import { slidingWindowCounterLua } from '../../algorithms/sliding-window-counter
 import { slidingWindowLogLua } from '../../algorithms/sliding-window-log/sliding-window-log.lua.js';
 import { tokenBucketLua } from '../../algorithms/token-bucket/token-bucket.lua.js';
 import { dispatcherCall, dispatcherSetup } from './dispatcher.lua.js';
+import { requestsLua } from './requests.lua.js';
 import { stateCodecLua } from './state-codec.lua.js';
 
 /** Locals every Lua part below relies on. */
@@ -47,6 +48,7 @@ const definitions = [
   // in the order of ALGORITHM_CODES
   'local MAKERS = { make_FW, make_SWL, make_SWC, make_TB, make_GCRA, make_QUOTA, make_CONC }',
   dispatcherSetup,
+  requestsLua,
 ].join('\n');
 
 /** The one script of the Redis store: every algorithm's Lua twin and the multi-item dispatcher. */
@@ -56,38 +58,12 @@ export const RATE_LIMIT_SCRIPT = `${definitions}\n${dispatcherCall}`;
 export const RATE_LIMIT_SCRIPT_SHA = createHash('sha1').update(RATE_LIMIT_SCRIPT).digest('hex');
 
 /**
- * The function's entry for several requests in one call (ARGV[1] 'batch', then the time and the TTL slack as
- * for every call, then per request: its number of keys, its number of fields, its fields as a consume's): each
- * request is decided as its own consume, all-or-nothing, after the ones before it. Returns the replies of the
- * requests one after the other (4 integers per item).
- */
-const batchCall = `
-local function batch(KEYS, ARGV)
-  local out, k, b, n = {}, 0, 4, #ARGV
-  while b <= n do
-    local nk, na = tonumber(ARGV[b]), tonumber(ARGV[b + 1])
-    local keys, argv = {}, { 'consume', ARGV[2], ARGV[3] }
-    for i = 1, nk do keys[i] = KEYS[k + i] end
-    for i = 1, na do argv[3 + i] = ARGV[b + 1 + i] end
-    local r = decide(keys, argv)
-    for i = 1, #r do out[#out + 1] = r[i] end
-    k = k + nk
-    b = b + 2 + na
-  end
-  return out
-end
-`;
-
-/**
  * The function (Redis 7 `FCALL`) of the same code: its library builds the twins once, at the first call (the
  * standard libraries are not there while a library loads), and each call then runs only the dispatcher — a
- * script runs all its definitions again at every EVALSHA. Named after the hash of its code, so that
+ * script runs all its definitions again at every EVALSHA. Named after the script's hash, so that
  * applications on different versions of the module can share a Redis.
  */
-export const RATE_LIMIT_FUNCTION = `nest_rate_limit_${createHash('sha1')
-  .update(`${RATE_LIMIT_SCRIPT}\n${batchCall}`)
-  .digest('hex')
-  .slice(0, 16)}`;
+export const RATE_LIMIT_FUNCTION = `nest_rate_limit_${RATE_LIMIT_SCRIPT_SHA.slice(0, 16)}`;
 
 /** The library that registers RATE_LIMIT_FUNCTION (`FUNCTION LOAD REPLACE`). */
 export const RATE_LIMIT_LIBRARY = [
@@ -99,10 +75,8 @@ export const RATE_LIMIT_LIBRARY = [
   'end',
   'end',
   'local decide',
-  batchCall,
   `redis.register_function('${RATE_LIMIT_FUNCTION}', function(KEYS, ARGV)`,
   '  if not decide then decide = build() end',
-  "  if ARGV[1] == 'batch' then return batch(KEYS, ARGV) end",
   '  return decide(KEYS, ARGV)',
   'end)',
 ].join('\n');

@@ -1,15 +1,14 @@
 import calculateSlot from 'cluster-key-slot';
 
-import { ALGORITHM_CODES } from '../../algorithms/index.js';
-import { periodOf } from '../../algorithms/quota/quota.js';
 import { type Clock, systemClock } from '../../clock.js';
-import type { RateLimitDecision, ResolvedPolicy } from '../../policy/policy.types.js';
+import type { RateLimitDecision } from '../../policy/policy.types.js';
 import { decisionsFromReply } from '../engine.js';
 import type { RedisClient } from '../client-types.js';
 import type { RateLimitStore, RateLimitStoreItem } from '../rate-limit-store.js';
 import { checkKeyPrefix, storageKey } from '../storage-key.js';
 import { acrossSlots, consumeAcrossSlots, type RunInSlot, type SlotItem, slotItems } from './across-slots.js';
-import { type BatchedRequest, CallBatcher } from './call-batcher.js';
+import { batchArgs, callFields, type RequestArgs, requestArgs, splitReply } from './call-args.js';
+import { CallBatcher } from './call-batcher.js';
 import { RATE_LIMIT_FUNCTION, RATE_LIMIT_LIBRARY, RATE_LIMIT_SCRIPT, RATE_LIMIT_SCRIPT_SHA } from './rate-limit.lua.js';
 
 /** Options of the Redis store. */
@@ -45,7 +44,7 @@ export class RedisRateLimitStore implements RateLimitStore {
    */
   private functions: 'unknown' | 'yes' | 'no';
   private loadingFunction: Promise<void> | undefined;
-  private readonly batcher: CallBatcher;
+  private readonly batcher: CallBatcher<RequestArgs>;
 
   constructor(options: RedisRateLimitStoreOptions) {
     if (options?.client === undefined) {
@@ -154,66 +153,33 @@ export class RedisRateLimitStore implements RateLimitStore {
   }
 
   private async run(op: Operation, items: readonly Item[]): Promise<unknown> {
-    const request = this.request(op, items);
-    // Consumes on one connection with the function loaded are gathered per turn of the event loop.
-    if (op === 'consume' && this.functions === 'yes' && !this.client.isCluster) return this.batcher.consume(request);
-    return this.execute(request.keys, [op, this.now(), this.ttlSlack, ...request.fields]);
+    const request = requestArgs(op, items, this.keyPrefix, this.clock ?? systemClock);
+    // The consumes on one connection are gathered per turn of the event loop.
+    if (op === 'consume' && !this.client.isCluster) return this.batcher.consume(request);
+    return this.execute(request.keys, [op, this.now(), this.ttlSlack, ...callFields(request)]);
   }
 
   private now(): string {
     return this.clock === undefined ? '' : String(this.clock.now());
   }
 
-  /** The storage keys of the items and their fields in the call's arguments (after the time and the slack). */
-  private request(op: Operation, items: readonly Item[]): BatchedRequest {
-    const keys: string[] = [];
-    const fields: string[] = [];
-    for (const { policy, key, cost = 0, shadow } of items) {
-      keys.push(storageKey(this.keyPrefix, policy.id, key));
-      const [algorithm, limit, windowMs, capacity, nextEnd] = argsOf(policy, this.clock ?? systemClock);
-      // A shadow item's algorithm code is negated (see the script's ARGV).
-      fields.push(
-        shadow === true && (op === 'consume' || op === 'check') ? `-${algorithm}` : algorithm,
-        limit,
-        windowMs,
-        capacity,
-        String(cost),
-      );
-      if (nextEnd !== undefined) fields.push(nextEnd);
-      if (policy.blockMs !== undefined) fields.push(String(policy.blockMs));
-    }
-    return { keys, fields };
-  }
-
   /**
-   * One call for the consumes the batcher gathered: the function's 'batch' entry, split back into each request's
+   * One call for the consumes the batcher gathered (the dispatcher's 'batch'), split back into each request's
    * reply. When Redis refuses it (the function flushed, an error in one request), each request is sent on its
    * own, so that only its own call can fail it.
    */
-  private readonly sendBatch = async (requests: readonly BatchedRequest[]): Promise<unknown[]> => {
+  private readonly sendBatch = async (requests: readonly RequestArgs[]): Promise<unknown[]> => {
     const now = this.now();
-    const alone = (request: BatchedRequest) =>
-      this.execute(request.keys, ['consume', now, this.ttlSlack, ...request.fields]);
-    if (requests.length === 1) return [await alone(requests[0] as BatchedRequest)];
-    const keys: string[] = [];
-    const args: string[] = ['batch', now, this.ttlSlack];
-    for (const request of requests) {
-      keys.push(...request.keys);
-      args.push(String(request.keys.length), String(request.fields.length), ...request.fields);
-    }
-    let reply: unknown;
+    const alone = (request: RequestArgs) =>
+      this.execute(request.keys, ['consume', now, this.ttlSlack, ...callFields(request)]);
+    if (requests.length === 1) return [await alone(requests[0] as RequestArgs)];
+    const { keys, args } = batchArgs(requests, now, this.ttlSlack);
     try {
-      reply = await this.client.call('FCALL', RATE_LIMIT_FUNCTION, keys.length, ...keys, ...args);
+      return splitReply(await this.execute(keys, args), requests);
     } catch (error) {
       if (!isReplyError(error)) throw error;
       return requests.map(alone);
     }
-    let at = 0;
-    return requests.map((request) => {
-      const part = Array.isArray(reply) ? reply.slice(at, at + 4 * request.keys.length) : reply;
-      at += 4 * request.keys.length;
-      return part;
-    });
   };
 
   /** One call: FCALL while the function is there (loading it when it is missing), else EVALSHA or EVAL. */
@@ -242,31 +208,6 @@ export class RedisRateLimitStore implements RateLimitStore {
     }
   }
 }
-
-/**
- * The script arguments of a policy, as strings, computed once per policy. A quota passes its current
- * period instead of a window (Lua knows no time zones), and the end of the next period, where a key may be
- * already when another instance's clock is ahead; its edges come from the app's clock, also when the script
- * reads Redis TIME.
- */
-type PolicyArgs = readonly [string, string, string, string, string?];
-const policyArgs = new WeakMap<ResolvedPolicy, PolicyArgs>();
-function argsOf(policy: ResolvedPolicy, clock: Clock): PolicyArgs {
-  if (policy.quota !== undefined) {
-    const { startMs, endMs, nextEndMs } = periodOf(policy, clock.now());
-    return [codeOf(policy), String(policy.limit), String(startMs), String(endMs), String(nextEndMs)];
-  }
-  let args = policyArgs.get(policy);
-  if (args === undefined) {
-    args = [codeOf(policy), String(policy.limit), String(policy.windowMs), String(policy.capacity)];
-    policyArgs.set(policy, args);
-  }
-  return args;
-}
-
-/** The script's code of a policy's algorithm, with 16 added when the policy blocks after a denial. */
-const codeOf = (policy: ResolvedPolicy): string =>
-  String(ALGORITHM_CODES[policy.algorithm] + (policy.blockMs === undefined ? 0 : 16));
 
 /** An error Redis answered with (as opposed to a connection that failed). */
 function isReplyError(error: unknown): error is Error {

@@ -1,0 +1,105 @@
+import { ALGORITHM_CODES } from '../../algorithms/index.js';
+import { periodOf } from '../../algorithms/quota/quota.js';
+import type { Clock } from '../../clock.js';
+import type { ResolvedPolicy } from '../../policy/policy.types.js';
+import { storageKey } from '../storage-key.js';
+import type { SlotItem } from './across-slots.js';
+
+/**
+ * One item's arguments: its policy's fields (algorithm code, limit, window, capacity, then a quota's next end
+ * and a block's length: see the script's ARGV) and its cost.
+ */
+interface ItemArgs {
+  readonly policy: readonly string[];
+  readonly cost: string;
+}
+
+/** The arguments of one request: its storage keys and its items', in order. */
+export interface RequestArgs {
+  readonly keys: readonly string[];
+  readonly items: readonly ItemArgs[];
+}
+
+/** The arguments of `items` for `op`. A shadow item's algorithm code is negated in consumes and checks. */
+export function requestArgs(op: string, items: readonly SlotItem[], keyPrefix: string, clock: Clock): RequestArgs {
+  const keys: string[] = [];
+  const args: ItemArgs[] = [];
+  const shadowing = op === 'consume' || op === 'check';
+  for (const { policy, key, cost = 0, shadow } of items) {
+    keys.push(storageKey(keyPrefix, policy.id, key));
+    args.push({ policy: policyArgs(policy, shadowing && shadow === true, clock), cost: String(cost) });
+  }
+  return { keys, items: args };
+}
+
+/** The fields of a call of one request, after the operation, the time and the slack: an item's cost 5th. */
+export function callFields({ items }: RequestArgs): string[] {
+  const fields: string[] = [];
+  for (const { policy, cost } of items) {
+    fields.push(policy[0] ?? '', policy[1] ?? '', policy[2] ?? '', policy[3] ?? '', cost, ...policy.slice(4));
+  }
+  return fields;
+}
+
+/**
+ * The keys and arguments of one 'batch' call of `requests` (requests.lua.ts): the policies they use, once
+ * each, then per request its number of items and each item's policy (its number) and cost.
+ */
+export function batchArgs(
+  requests: readonly RequestArgs[],
+  now: string,
+  slack: string,
+): { keys: string[]; args: string[] } {
+  const keys: string[] = [];
+  const numbers = new Map<readonly string[], number>();
+  const policies: string[] = [];
+  const tail: string[] = [];
+  for (const request of requests) {
+    keys.push(...request.keys);
+    tail.push(String(request.items.length));
+    for (const { policy, cost } of request.items) {
+      let number = numbers.get(policy);
+      if (number === undefined) {
+        numbers.set(policy, (number = numbers.size + 1));
+        policies.push(...policy);
+      }
+      tail.push(String(number), cost);
+    }
+  }
+  return { keys, args: ['batch', now, slack, String(numbers.size), ...policies, ...tail] };
+}
+
+/** Each request's part of the reply of a batch: 4 integers per item, one request after the other. */
+export function splitReply(reply: unknown, requests: readonly RequestArgs[]): unknown[] {
+  let at = 0;
+  return requests.map(({ keys }) => {
+    const part = Array.isArray(reply) ? reply.slice(at, at + 4 * keys.length) : reply;
+    at += 4 * keys.length;
+    return part;
+  });
+}
+
+/**
+ * A policy's fields, as strings, made once per policy (and shadow or not), so that a batch names each policy
+ * once. A quota passes its current period instead of a window (Lua knows no time zones), and the end of the
+ * next period, where a key may be already when another instance's clock is ahead; its edges come from the
+ * app's clock, also when the script reads Redis TIME.
+ */
+const cached = new WeakMap<ResolvedPolicy, (readonly string[] | undefined)[]>();
+function policyArgs(policy: ResolvedPolicy, shadow: boolean, clock: Clock): readonly string[] {
+  if (policy.quota === undefined) {
+    let byShadow = cached.get(policy);
+    if (byShadow === undefined) cached.set(policy, (byShadow = [undefined, undefined]));
+    const at = shadow ? 1 : 0;
+    return (byShadow[at] ??= fieldsOf(policy, shadow, [String(policy.windowMs), String(policy.capacity)]));
+  }
+  const { startMs, endMs, nextEndMs } = periodOf(policy, clock.now());
+  return fieldsOf(policy, shadow, [String(startMs), String(endMs), String(nextEndMs)]);
+}
+
+/** The code (16 added for a block, negated for a shadow item), the limit, `middle`, then the block's length. */
+function fieldsOf(policy: ResolvedPolicy, shadow: boolean, middle: readonly string[]): readonly string[] {
+  const code = ALGORITHM_CODES[policy.algorithm] + (policy.blockMs === undefined ? 0 : 16);
+  const block = policy.blockMs === undefined ? [] : [String(policy.blockMs)];
+  return [String(shadow ? -code : code), String(policy.limit), ...middle, ...block];
+}

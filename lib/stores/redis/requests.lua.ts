@@ -1,0 +1,131 @@
+/**
+ * The dispatcher's requests of several items, and its batch of requests (both defined once, with the helpers of
+ * dispatcher.lua.ts).
+ *
+ * decide_items(op, items, now, slack, out): decides `items` (item_of) for 'peek', 'refund', 'block', 'unblock',
+ * 'consume' or 'check', writes, and appends 4 integers per item to `out` (nothing for block and unblock).
+ *
+ * batch(KEYS, ARGV): several consumes in one call. ARGV: 'batch', the time (or ''), the TTL slack, the number of
+ * policies, each policy's fields as an item's without the cost, then per request its number of items and, per
+ * item, the number of its policy (1-based) and its cost; KEYS: the items' keys, in order. Each request is
+ * decided as its own consume, all-or-nothing, after the ones before it; returns their replies one after the
+ * other.
+ */
+export const requestsLua = `
+local function decide_items(op, items, now, slack, out)
+  local original, blocks = {}, {}
+  if op == 'peek' then
+    for i = 1, #items do
+      local st, untl = load(original, blocks, items[i])
+      if untl > now then emit(out, blocked(untl, now)) else emit(out, peek(items[i], st, now)) end
+    end
+    return
+  end
+
+  -- block: blocks each key until now + the item's cost (ms), its state kept; unblock: lifts the blocks
+  if op == 'block' or op == 'unblock' then
+    for i = 1, #items do
+      local it = items[i]
+      local st = load(original, blocks, it)
+      local untl = 0
+      if op == 'block' then untl = now + it.cost end
+      save(it.key, it.algo, st, peek(it, st, now)[3], slack, untl, now)
+    end
+    return
+  end
+
+  if op == 'refund' then
+    for i = 1, #items do
+      local it = items[i]
+      local old, untl = load(original, blocks, it)
+      local st = it.algo.refund(old, it.limit, it.window, it.cap, now, it.cost)
+      original[it.key] = st
+      local r = peek(it, st, now)
+      save(it.key, it.algo, st, r[3], slack, untl, now)
+      if untl > now then r = blocked(untl, now) end
+      emit(out, r)
+    end
+    return
+  end
+
+  -- consume: decide every item, write only when all enforced items are allowed (and then the allowed items
+  -- only: a shadow item that would deny consumes nothing); a denial of an item with a block writes the block
+  -- whatever the others decide; check: decide, report as a denied consume does (the allowed items as they
+  -- stand), write nothing
+  local working = {}
+  local results = {}
+  local all_allowed = true
+  for i = 1, #items do
+    local it = items[i]
+    local old, untl = load(original, blocks, it)
+    if untl > now then
+      results[i] = blocked(untl, now)
+      if not it.shadow then all_allowed = false end
+    else
+      local st = working[it.key]
+      if st == nil then st = old end
+      local new_st, allowed, remaining, reset, retry = it.algo.step(st, it.limit, it.window, it.cap, now, it.cost, it.nxt)
+      results[i] = { allowed, remaining, reset, retry, new_st or false }
+      if allowed == 0 then
+        if not it.shadow then
+          all_allowed = false
+          if it.block and op == 'consume' then
+            save(it.key, it.algo, old, reset, slack, now + it.block, now)
+            results[i] = blocking(it.block, remaining, reset, retry)
+          end
+        end
+      elseif it.cost > 0 then
+        working[it.key] = new_st or false
+      end
+    end
+  end
+  if all_allowed and op == 'consume' then
+    local last = {}
+    for i = 1, #items do
+      if items[i].cost > 0 and results[i][1] == 1 then last[items[i].key] = i end
+    end
+    for i = 1, #items do
+      local it = items[i]
+      if last[it.key] == i then save(it.key, it.algo, results[i][5], results[i][3], slack, 0, now) end
+      emit(out, results[i])
+    end
+    return
+  end
+  for i = 1, #items do
+    local it = items[i]
+    if results[i][1] == 1 then
+      local _, _, remaining, reset = it.algo.step(original[it.key], it.limit, it.window, it.cap, now, 0, it.nxt)
+      emit(out, { 1, remaining, reset, 0 })
+    else
+      emit(out, results[i])
+    end
+  end
+end
+local function batch(KEYS, ARGV)
+  local now, slack = clock(ARGV[2]), tonumber(ARGV[3])
+  local policies, b = {}, 4
+  for i = 1, tonumber(ARGV[4]) do
+    local p, no_cost
+    p, no_cost, b = policy_at(ARGV, b, false)
+    policies[i] = p
+  end
+  local out, k, n = {}, 0, #ARGV
+  b = b + 1
+  while b <= n do
+    local count = tonumber(ARGV[b])
+    if count == 1 then
+      k = k + 1
+      emit(out, consume_one(KEYS[k], policies[tonumber(ARGV[b + 1])], tonumber(ARGV[b + 2]), now, slack))
+    else
+      local items = {}
+      for i = 1, count do
+        items[i] = item_of(KEYS[k + i], policies[tonumber(ARGV[b + 2 * i - 1])], tonumber(ARGV[b + 2 * i]))
+      end
+      k = k + count
+      decide_items('consume', items, now, slack, out)
+    end
+    b = b + 1 + 2 * count
+  end
+  return out
+end
+`;
