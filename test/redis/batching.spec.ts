@@ -58,7 +58,44 @@ describe('consumes gathered into one call while calls are in flight (Redis 7 fun
     expect(decisions.slice(0, 20).map(([d]) => d?.remaining)).toEqual(Array.from({ length: 20 }, (_, i) => 19 - i));
   });
 
-  it('sends each request on its own when Redis refuses a gathered call (the function flushed), and loses none', async () => {
+  it('gathers consumes through the script too, on a Redis without functions', async () => {
+    const old = await startRedis({ args: ['--rename-command', 'FCALL', '', '--rename-command', 'FUNCTION', ''] });
+    try {
+      const oldClient = old.client();
+      const store = new RedisRateLimitStore({ client: oldClient, keyPrefix: 'scripted:' });
+      await store.load();
+      const decisions = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => store.consume([{ policy: perUser, key: `user:${i % 4}`, cost: 1 }])),
+      );
+      // 10 requests on each of 4 keys, decided in their order
+      expect(decisions.map(([d]) => d?.remaining)).toEqual(
+        Array.from({ length: 40 }, (_, i) => 19 - Math.floor(i / 4)),
+      );
+      const stats = await oldClient.info('commandstats');
+      const evalsha = Number(/^cmdstat_evalsha:calls=(\d+)/m.exec(stats)?.[1]);
+      expect(evalsha).toBeGreaterThanOrEqual(2);
+      expect(evalsha).toBeLessThanOrEqual(10);
+    } finally {
+      await old.stop();
+    }
+  });
+
+  it('sends the requests of a gathered call one by one when Redis refuses it, so only the request at fault fails', async () => {
+    const store = new RedisRateLimitStore({ client, keyPrefix: 'wrongtype:' });
+    await store.load();
+    // a key of another type where a state should be: GET answers WRONGTYPE, which fails the whole script call
+    await admin.hset('wrongtype:{per-user:user:bad}', 'field', 'value');
+    const users = ['a', 'b', 'bad', 'c', 'd', 'e', 'f', 'g', 'h', 'i'];
+    const settled = await Promise.allSettled(
+      users.map((user) => store.consume([{ policy: perUser, key: `user:${user}`, cost: 1 }])),
+    );
+    expect(settled.map((s) => s.status)).toEqual(users.map((u) => (u === 'bad' ? 'rejected' : 'fulfilled')));
+    expect((settled[2] as PromiseRejectedResult).reason).toMatchObject({
+      message: expect.stringContaining('WRONGTYPE'),
+    });
+  });
+
+  it('loads the function again when it was flushed while consumes were gathered, and loses none', async () => {
     const store = new RedisRateLimitStore({ client, keyPrefix: 'flushed:' });
     await store.load();
     // Warm: the store knows the function is there.
