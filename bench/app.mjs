@@ -46,10 +46,6 @@ process.on('message', (message) => {
 // which would measure something cheaper than the limiter. Store failures are counted and reported.
 const rateLimit = (options) => [RateLimitModule.forRoot({ timeout: 2000, onError: () => storeFailures++, ...options })];
 const throttler = (options) => [ThrottlerModule.forRoot(options)];
-const memoryWith = (options) => ({
-  imports: rateLimit({ store: new MemoryRateLimitStore(), ...options }),
-  providers: [],
-});
 const postgres = () => ({
   connectionString: process.env.BENCH_PG_URL,
   schema: process.env.BENCH_PG_SCHEMA,
@@ -64,27 +60,6 @@ const VARIANTS = {
   memory: () => ({ imports: rateLimit({ store: new MemoryRateLimitStore(), defaults: [perUser] }), providers: [] }),
   // the same app; the load sends one x-user, so every request is on one key
   'memory-hot': () => VARIANTS.memory(),
-  // the features of the policies issue, each on the memory store beside `memory` (none of them ever denies here)
-  // a second policy in shadow mode
-  'memory-shadow': () => memoryWith({ defaults: [perUser, { ...perUser, name: 'shadow', mode: 'shadow' }] }),
-  // a second policy, enforced: what the shadow one is measured against
-  'memory-2': () => memoryWith({ defaults: [perUser, { ...perUser, name: 'second' }] }),
-  // a penalty on the policy (a block after a denial; none here)
-  'memory-block': () => memoryWith({ defaults: [{ ...perUser, block: '1m' }] }),
-  // module allow and deny lists that the client's address matches neither of
-  'memory-lists': () =>
-    memoryWith({ defaults: [perUser], allow: ['10.0.0.0/8', '2001:db8::/32'], deny: ['192.0.2.0/24'] }),
-  // the limit as a function of the request (a plan)
-  'memory-plan': () => memoryWith({ defaults: [{ ...perUser, limit: () => LIMIT }] }),
-  // counting failed requests only: charged when decided, given back when the handler succeeds
-  'memory-failed': () => memoryWith({ defaults: [{ ...perUser, count: 'failed' }] }),
-  // a concurrency limit: a lease per request, given back when the response ends
-  'memory-concurrency': () =>
-    memoryWith({
-      defaults: [{ name: 'in-flight', algorithm: 'concurrency', limit: LIMIT, window: '1m', key: byUser }],
-    }),
-  // the onDecision hook, doing nothing
-  'memory-ondecision': () => memoryWith({ defaults: [perUser], onDecision: () => undefined }),
   // this module's default key ('user', falling back to the client IP): no user is known, so the global guard
   // leaves the policy to the interceptor; every request comes from 127.0.0.1, so it is one key
   'memory-ip': () => ({

@@ -15,7 +15,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { freePort, ping } from './net.mjs';
+import { flushAll, freePort, ping } from './net.mjs';
 
 const BENCH = fileURLToPath(new URL('.', import.meta.url));
 const ROOT = join(BENCH, '..');
@@ -39,39 +39,8 @@ const ALL_VARIANTS = [
   { name: 'throttler-redis', users: USERS, what: '@nestjs/throttler + @nest-lab/throttler-storage-redis' },
   { name: 'flexible-redis', users: USERS, what: 'rate-limiter-flexible RateLimiterRedis as a guard' },
 ];
-/**
- * With --features: what each feature of the policies issue adds to a request on the memory store, against
- * `memory`; BENCH_BASELINE_DIST (an earlier build's dist/, e.g. of 543b5fb, before those features) adds
- * `memory@base`, the same app on that build: what the features cost a request that uses none of them.
- */
-const FEATURE_VARIANTS = [
-  { name: 'none', users: USERS, what: 'no rate limiter' },
-  { name: 'memory', users: USERS, what: 'this module, memory store, 1 policy' },
-  ...(process.env.BENCH_BASELINE_DIST === undefined
-    ? []
-    : [
-        {
-          name: 'memory@base',
-          app: 'memory',
-          dist: process.env.BENCH_BASELINE_DIST,
-          users: USERS,
-          what: `the same app on ${process.env.BENCH_BASELINE_DIST}`,
-        },
-      ]),
-  { name: 'memory-2', users: USERS, what: '2 policies, enforced' },
-  { name: 'memory-shadow', users: USERS, what: '2 policies, the second in shadow mode' },
-  { name: 'memory-block', users: USERS, what: '1 policy with a block (penalty) after a denial' },
-  { name: 'memory-lists', users: USERS, what: '1 policy, module allow and deny lists (no match)' },
-  { name: 'memory-plan', users: USERS, what: '1 policy whose limit is a function of the request' },
-  { name: 'memory-failed', users: USERS, what: "1 policy counting failed requests only (count: 'failed')" },
-  { name: 'memory-concurrency', users: USERS, what: '1 concurrency limit (a lease per request)' },
-  { name: 'memory-ondecision', users: USERS, what: '1 policy and an onDecision hook' },
-];
-const features = process.argv.includes('--features');
 const only = process.env.BENCH_VARIANTS?.split(',');
-const VARIANTS = (features ? FEATURE_VARIANTS : ALL_VARIANTS).filter(
-  (v) => only === undefined || v.name === 'none' || only.includes(v.name),
-);
+const VARIANTS = ALL_VARIANTS.filter((v) => only === undefined || v.name === 'none' || only.includes(v.name));
 
 const log = (message) => process.stdout.write(`[in-process] ${message}\n`);
 const median = (xs) => {
@@ -114,12 +83,11 @@ function measure(variant, redis) {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      ['--import', join(BENCH, 'peers.mjs'), join(BENCH, 'app.mjs'), variant.app ?? variant.name, redis.url],
+      ['--import', join(BENCH, 'peers.mjs'), join(BENCH, 'app.mjs'), variant.name, redis.url],
       {
         cwd: ROOT,
         env: {
           ...process.env,
-          ...(variant.dist === undefined ? {} : { BENCH_DIST: variant.dist }),
           BENCH_INJECT: `${REQUESTS},${IN_FLIGHT},${variant.users}`,
           BENCH_REDIS_PID: String(redis.pid),
         },
@@ -224,6 +192,8 @@ async function main() {
   for (let round = 0; round < ROUNDS; round++) {
     const results = {};
     for (const variant of VARIANTS) {
+      // an earlier variant's keys would expire while this one is measured, on Redis' CPU
+      await flushAll(redis.port);
       results[variant.name] = await measure(variant, redis);
       const r = results[variant.name];
       log(
@@ -232,7 +202,7 @@ async function main() {
     }
     rounds.push(results);
   }
-  const memory = features ? [] : redisMemory(redis);
+  const memory = redisMemory(redis);
   redis.stop();
 
   const m = {};
@@ -245,8 +215,6 @@ async function main() {
       appCpuSpread: spread(of('appCpuUs')),
       addedCpuUs: median(addedCpu),
       addedCpuSpread: spread(addedCpu),
-      overMemoryUs: median(rounds.map((r) => r[v.name].appCpuUs - (r.memory?.appCpuUs ?? NaN))),
-      overMemorySpread: spread(rounds.map((r) => r[v.name].appCpuUs - (r.memory?.appCpuUs ?? NaN))),
       redisCpuUs: usesRedis ? median(of('redisCpuUs')) : null,
       redisCpuSpread: usesRedis ? spread(of('redisCpuUs')) : null,
       wallUs: median(of('wallUs')),
@@ -292,10 +260,6 @@ ${goals.join('\n')}
 
 ${problems.length === 0 ? 'Every request of every variant was answered 200, and no store failure was reported.' : `Problems:\n\n${problems.join('\n')}`}
 `;
-  if (features) {
-    writeFeatures(m);
-    return;
-  }
   writeFileSync(join(OUT, 'RESULTS-in-process.md'), report);
   writeFileSync(join(OUT, 'in-process.svg'), chart(VARIANTS, m));
   process.stdout.write(
@@ -303,41 +267,6 @@ ${problems.length === 0 ? 'Every request of every variant was answered 200, and 
   );
   log(`wrote ${join(OUT, 'RESULTS-in-process.md')} and in-process.svg`);
   if (quick && process.env.BENCH_OUT === undefined) log(`(quick run: ${OUT} is temporary)`);
-}
-
-/** The report of --features: each variant's app CPU against `memory`'s of the same round. */
-function writeFeatures(m) {
-  const range = (s) => (s === null ? '' : ` (${fmt(s[0])}–${fmt(s[1])})`);
-  const lines = [
-    '| variant | app CPU µs/request | added over none | added over `memory` | wall µs/request |',
-    '| --- | ---: | ---: | ---: | ---: |',
-    ...VARIANTS.map((v) => {
-      const x = m[v.name];
-      const over = v.name === 'none' || v.name === 'memory' ? '—' : fmt(x.overMemoryUs) + range(x.overMemorySpread);
-      return `| \`${v.name}\`: ${v.what} | ${fmt(x.appCpuUs)}${range(x.appCpuSpread)} | ${v.name === 'none' ? '—' : fmt(x.addedCpuUs) + range(x.addedCpuSpread)} | ${over} | ${fmt(x.wallUs)} |`;
-    }),
-  ];
-  const problems = VARIANTS.filter((v) => m[v.name].failed > 0 || m[v.name].storeFailures > 0).map(
-    (v) => `- \`${v.name}\`: ${m[v.name].failed} answers other than 200, ${m[v.name].storeFailures} store failures`,
-  );
-  const report = `# What each policy feature costs a request
-
-Generated by \`npm run bench:features\` on ${new Date().toISOString()} (${os.availableParallelism()} cores, Node ${process.version}):
-the in-process benchmark (bench/in-process.mjs: Nest 12 + Express, requests injected without sockets, every
-variant in a fresh process, ${ROUNDS} interleaved rounds of ${REQUESTS} requests, ${IN_FLIGHT} in flight, over
-${USERS.toLocaleString('en')} users) on the memory store, where the limiter's own work is all there is to see.
-Medians, spreads (min–max) in parentheses; *added over \`memory\`* is the variant's app CPU minus the 1-policy
-app's of the same round: what the feature adds when it is used. \`memory@base\`, when present, is the 1-policy
-app on an earlier build: \`memory\` minus it is what the features cost a request that uses none of them. No
-variant ever denies (limits far above what is sent).
-
-${lines.join('\n')}
-
-${problems.length === 0 ? 'Every request of every variant was answered 200.' : `Problems:\n\n${problems.join('\n')}`}
-`;
-  writeFileSync(join(OUT, 'RESULTS-features.md'), report);
-  process.stdout.write(`\n${lines.join('\n')}\n\n`);
-  log(`wrote ${join(OUT, 'RESULTS-features.md')}`);
 }
 
 main().then(

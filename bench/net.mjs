@@ -23,3 +23,17 @@ export function ping(port) {
     });
   });
 }
+
+/** FLUSHALL on the redis-server at `port` (so that no variant's keys expire while another is measured). */
+export function flushAll(port) {
+  return new Promise((resolve, reject) => {
+    const socket = createConnection({ host: '127.0.0.1', port });
+    socket.once('error', reject);
+    socket.once('connect', () => socket.write('FLUSHALL SYNC\r\n'));
+    socket.once('data', (data) => {
+      socket.destroy();
+      if (data.toString().startsWith('+OK')) resolve();
+      else reject(new Error(`FLUSHALL answered ${data.toString().trim()}`));
+    });
+  });
+}
