@@ -5,11 +5,13 @@
 // 'stats' with { storeFailures }: the store failures this module reported (onError) so far.
 import 'reflect-metadata';
 import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
-import { Controller, Get, Module } from '@nestjs/common';
+import { Module } from '@nestjs/common';
 import { APP_GUARD, NestFactory } from '@nestjs/core';
 import { ThrottlerGuard, ThrottlerModule } from '@nestjs/throttler';
 import { Redis } from 'ioredis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
+
+import { Hello } from './hello.mjs';
 
 // BENCH_DIST: another build of the library (an earlier version's dist/, measured beside this one)
 const { MemoryRateLimitStore, RateLimitModule } = await import(
@@ -146,19 +148,6 @@ if (!(variant in VARIANTS)) {
   process.stderr.write(`unknown variant ${variant}; one of ${Object.keys(VARIANTS).join(', ')}\n`);
   process.exit(2);
 }
-
-class HelloController {
-  hello() {
-    return { hello: 'world' };
-  }
-}
-Reflect.decorate(
-  [Get('hello')],
-  HelloController.prototype,
-  'hello',
-  Object.getOwnPropertyDescriptor(HelloController.prototype, 'hello'),
-);
-const Hello = Reflect.decorate([Controller()], HelloController);
 
 class BenchModule {}
 const AppModule = Reflect.decorate([Module({ ...VARIANTS[variant](), controllers: [Hello] })], BenchModule);

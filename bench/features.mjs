@@ -15,9 +15,11 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { Controller, Get, Module } from '@nestjs/common';
+import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import inject from 'light-my-request';
+
+import { Hello } from './hello.mjs';
 
 const BENCH = fileURLToPath(new URL('.', import.meta.url));
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 15);
@@ -59,19 +61,6 @@ const VARIANTS = {
   ],
   'memory-ondecision': ['1 policy and an onDecision hook', { defaults: [perUser], onDecision: () => undefined }],
 };
-
-class HelloController {
-  hello() {
-    return { hello: 'world' };
-  }
-}
-Reflect.decorate(
-  [Get('hello')],
-  HelloController.prototype,
-  'hello',
-  Object.getOwnPropertyDescriptor(HelloController.prototype, 'hello'),
-);
-const Hello = Reflect.decorate([Controller()], HelloController);
 
 /** One app with the module of `lib` (a build's exports) and `options`; returns its Express instance. */
 async function appOf(lib, options) {

@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
 
-import { PostgresRateLimitStore, validatePolicy, type RateLimitDecision } from '../../lib/index.js';
+import { PostgresRateLimitStore, validatePolicy } from '../../lib/index.js';
 import { ALGORITHM_CODES } from '../../lib/algorithms/index.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { nth } from '../support/harness.js';
+import { decideAlike, schemaFunctions } from '../support/migrations.js';
 import { createTestSchema, type TestSchema } from '../support/postgres.js';
 import { ReferenceStore } from '../support/reference-store.js';
 
@@ -43,33 +44,13 @@ async function consumeAsBefore(policy: typeof bucket): Promise<string> {
 
 const store = () => new PostgresRateLimitStore({ pool: db.pool, schema: db.schema, clock, pruneIntervalMs: 0 });
 
-async function functions(): Promise<{ proname: string; n: number }[]> {
-  const { rows } = await db.pool.query<{ proname: string; n: number }>(
-    `SELECT proname, count(*)::int AS n FROM pg_proc JOIN pg_namespace ON pg_namespace.oid = pronamespace
-      WHERE nspname = $1 GROUP BY proname ORDER BY proname`,
-    [db.schema],
-  );
-  return rows;
-}
-
-/** The next decisions of the bucket on PostgreSQL and in the reference, which saw the same consumes. */
-async function bucketAgainstReference(s: PostgresRateLimitStore, count: number): Promise<void> {
-  const actual: RateLimitDecision[][] = [];
-  const expected: RateLimitDecision[][] = [];
-  for (let i = 0; i < count; i++) {
-    actual.push(await s.consume([{ policy: bucket, key: 'u', cost: 1 }]));
-    expected.push(await reference.consume([{ policy: bucket, key: 'u', cost: 1 }]));
-  }
-  expect(actual).toEqual(expected);
-}
-
 describe('migrating a schema of the previous version (35896cc)', () => {
   it('adds the block columns, reads its token bucket states as units taken, and leaves none of its functions', async () => {
     for (let i = 0; i < 3; i++) {
       expect(await consumeAsBefore(bucket)).toMatch(/^1,/);
       await reference.consume([{ policy: bucket, key: 'u', cost: 1 }]);
     }
-    expect((await functions()).map((f) => f.proname)).toContain('rl_tb_decision');
+    expect((await schemaFunctions(db)).map((f) => f.proname)).toContain('rl_tb_decision');
 
     const s = store();
     await s.migrate();
@@ -79,14 +60,14 @@ describe('migrating a schema of the previous version (35896cc)', () => {
       [db.schema],
     );
     expect(columns.map((c) => c.table_name)).toEqual(['rate_limit_quota_usage', 'rate_limit_state']);
-    const after = await functions();
+    const after = await schemaFunctions(db);
     expect(after.filter((f) => f.n !== 1)).toEqual([]);
     expect(after.map((f) => f.proname)).toEqual(expect.arrayContaining(['rate_limit_v3', 'rate_limit_consume_v3']));
     expect(
       after.map((f) => f.proname).filter((name) => /^rl_(tb|gcra)_|^rl_(decision|refunded|save)$/.test(name)),
     ).toEqual([]);
     clock.advance(5_000);
-    await bucketAgainstReference(s, 2);
+    await decideAlike(s, reference, bucket, 2);
     await s.close();
   });
 
@@ -109,9 +90,9 @@ describe('migrating a schema of the previous version (35896cc)', () => {
       retryAfterMs: 60_000,
     });
     clock.advance(10_000);
-    await bucketAgainstReference(s, 2);
+    await decideAlike(s, reference, bucket, 2);
     await s.migrate();
-    const after = await functions();
+    const after = await schemaFunctions(db);
     expect(after.filter((f) => f.n !== 1 || /^rl_tb_|^rl_consume_one$/.test(f.proname))).toEqual([]);
     await s.close();
   });

@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
 
-import { PostgresRateLimitStore, validatePolicy, type RateLimitDecision } from '../../lib/index.js';
+import { PostgresRateLimitStore, validatePolicy } from '../../lib/index.js';
 import { ALGORITHM_CODES } from '../../lib/algorithms/index.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { nth } from '../support/harness.js';
+import { decideAlike, schemaFunctions } from '../support/migrations.js';
 import { createTestSchema, type TestSchema } from '../support/postgres.js';
 import { ReferenceStore } from '../support/reference-store.js';
 
@@ -43,26 +44,6 @@ async function state(): Promise<string | undefined> {
 
 const store = () => new PostgresRateLimitStore({ pool: db.pool, schema: db.schema, clock, pruneIntervalMs: 0 });
 
-async function functions(): Promise<{ proname: string; n: number }[]> {
-  const { rows } = await db.pool.query<{ proname: string; n: number }>(
-    `SELECT proname, count(*)::int AS n FROM pg_proc JOIN pg_namespace ON pg_namespace.oid = pronamespace
-      WHERE nspname = $1 GROUP BY proname ORDER BY proname`,
-    [db.schema],
-  );
-  return rows;
-}
-
-/** The next decisions of the bucket on PostgreSQL and in the reference, which saw the same consumes. */
-async function bucketAgainstReference(s: PostgresRateLimitStore, count: number): Promise<void> {
-  const actual: RateLimitDecision[][] = [];
-  const expected: RateLimitDecision[][] = [];
-  for (let i = 0; i < count; i++) {
-    actual.push(await s.consume([{ policy: bucket, key: 'u', cost: 1 }]));
-    expected.push(await reference.consume([{ policy: bucket, key: 'u', cost: 1 }]));
-  }
-  expect(actual).toEqual(expected);
-}
-
 const OBSOLETE = /^rl_bucket_(taken|decision|refunded)$|^rl_algo_(decision|refunded)$|^rl_standing$|^rl_consume_item$/;
 
 describe('migrating a schema of the previous version (1216cd4, entry points _v2)', () => {
@@ -75,14 +56,14 @@ describe('migrating a schema of the previous version (1216cd4, entry points _v2)
 
     const s = store();
     await s.migrate();
-    const after = await functions();
+    const after = await schemaFunctions(db);
     expect(after.filter((f) => f.n !== 1)).toEqual([]);
     expect(after.map((f) => f.proname)).toEqual(
       expect.arrayContaining(['rate_limit_v3', 'rate_limit_consume_v3', 'rate_limit_v2', 'rate_limit_consume_v2']),
     );
     expect(after.map((f) => f.proname).filter((name) => OBSOLETE.test(name))).toEqual([]);
     clock.advance(5_000);
-    await bucketAgainstReference(s, 2);
+    await decideAlike(s, reference, bucket, 2);
     expect(await state()).toMatch(/^\d+@\d+@6$/);
     await s.close();
   });
@@ -104,9 +85,9 @@ describe('migrating a schema of the previous version (1216cd4, entry points _v2)
     await migratePrevious();
     const s = store();
     clock.advance(10_000);
-    await bucketAgainstReference(s, 2);
+    await decideAlike(s, reference, bucket, 2);
     await s.migrate();
-    const after = await functions();
+    const after = await schemaFunctions(db);
     expect(after.filter((f) => f.n !== 1 || OBSOLETE.test(f.proname))).toEqual([]);
     await s.close();
   });

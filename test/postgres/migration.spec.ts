@@ -5,6 +5,7 @@ import { ALGORITHM_CODES } from '../../lib/algorithms/index.js';
 import { periodOf } from '../../lib/algorithms/quota/quota.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { nth } from '../support/harness.js';
+import { schemaFunctions } from '../support/migrations.js';
 import { createTestSchema, type TestSchema } from '../support/postgres.js';
 import { ReferenceStore } from '../support/reference-store.js';
 
@@ -39,15 +40,6 @@ const periodEdges = (policy: typeof monthly, nowMs: number) => {
   return [startMs, endMs];
 };
 
-async function functions(): Promise<{ proname: string; n: number }[]> {
-  const { rows } = await db.pool.query<{ proname: string; n: number }>(
-    `SELECT proname, count(*)::int AS n FROM pg_proc JOIN pg_namespace ON pg_namespace.oid = pronamespace
-      WHERE nspname = $1 GROUP BY proname ORDER BY proname`,
-    [db.schema],
-  );
-  return rows;
-}
-
 /** What 0.1.0 consumed of the bucket and the cell (3 units each, at 10:00:00), as the reference counts it. */
 const later = new FakeClock(clock.now());
 const reference = new ReferenceStore(later);
@@ -68,11 +60,11 @@ describe('migrating a schema of 0.1.0', () => {
       [[key(bucket), key(cell)]],
     );
     expect(rows.map((row) => row.state)).toEqual([`60000:${clock.now()}`, `${clock.now() + 30_000}:0`]);
-    expect((await functions()).map((f) => f.proname)).toContain('rl_fw_step');
+    expect((await schemaFunctions(db)).map((f) => f.proname)).toContain('rl_fw_step');
 
     const store = new PostgresRateLimitStore({ pool: db.pool, schema: db.schema, clock, pruneIntervalMs: 0 });
     await store.migrate();
-    const after = await functions();
+    const after = await schemaFunctions(db);
     expect(after.filter((f) => f.n !== 1)).toEqual([]); // no overloads
     expect(after.map((f) => f.proname)).toEqual(expect.arrayContaining(['rate_limit', 'rate_limit_consume']));
     // the PL/pgSQL steps of 0.1.0 are gone
@@ -127,15 +119,15 @@ describe('migrating a schema of 0.1.0', () => {
     expect(await store.consume([{ policy: perMinute, key: 'u', cost: 1 }])).toMatchObject([{ remaining: 4 }]);
     expect((await consumeAsBefore(perMinute)).slice(0, 2)).toEqual(['1', '3']);
     await store.migrate();
-    expect((await functions()).filter((f) => f.n !== 1 || f.proname.endsWith('_step'))).toEqual([]);
+    expect((await schemaFunctions(db)).filter((f) => f.n !== 1 || f.proname.endsWith('_step'))).toEqual([]);
     await store.close();
   });
 
   it('is run again without a change (every start migrates)', async () => {
-    const before = await functions();
+    const before = await schemaFunctions(db);
     const store = new PostgresRateLimitStore({ pool: db.pool, schema: db.schema, clock, pruneIntervalMs: 0 });
     await store.migrate();
-    expect(await functions()).toEqual(before);
+    expect(await schemaFunctions(db)).toEqual(before);
     await store.close();
   });
 });
