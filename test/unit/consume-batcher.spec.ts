@@ -115,6 +115,25 @@ describe('the PostgreSQL consume batcher', () => {
     });
   });
 
+  // Regression (an app overloaded by its own traffic, on PostgreSQL): the wait was counted from the moment a
+  // request was queued, so time the loop spent on other work before reading a statement's reply refused
+  // requests — their fail mode — with the database healthy.
+  it('counts only the store time: a request queued while the loop was busy goes out when a statement ends', async () => {
+    const db = fakeDatabase();
+    const batcher = new ConsumeBatcher(db.execute, 1000, 1, 100);
+    void batcher.consume(request('a'), 0);
+    await turn();
+    const second = batcher.consume(request('b'), 0);
+    // the app busy with other requests for longer than queueTimeoutMs, then the statement's reply is read
+    const until = performance.now() + 150;
+    while (performance.now() < until);
+    db.statements[0]?.answer();
+    await turn();
+    expect(db.statements.map((s) => s.keys)).toEqual([['a'], ['b']]);
+    db.statements[1]?.answer();
+    await expect(second).resolves.toEqual(['1', '9', '60000', '0']);
+  });
+
   it('fails a request whose columns do not line up, and goes on with the others', async () => {
     const db = fakeDatabase();
     const batcher = new ConsumeBatcher(db.execute, 1000, 2, 5000);

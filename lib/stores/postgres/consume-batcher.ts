@@ -5,8 +5,11 @@ interface Waiting {
   readonly columns: ItemColumns;
   /** ms since the epoch, or null for the database's clock */
   readonly now: number | null;
-  /** performance.now() when it was queued */
-  readonly queuedMs: number;
+  /**
+   * performance.now() in the check phase after it was queued (NaN until then): the module's timeout starts
+   * there too (withTimeout), so that time the loop spent on other work before it is not counted
+   */
+  queuedMs: number;
   resolve(values: string[]): void;
   reject(error: unknown): void;
 }
@@ -22,7 +25,11 @@ const MAX_REQUESTS = 64;
  * holding a request back while a statement in flight has one of its keys (two statements on one key could take
  * its lock in either order). A request that has waited `queueTimeoutMs` for a statement is refused and never
  * sent: its caller has had its answer (the limiter's timeout, which is shorter), and a late statement would
- * charge a request already answered. `execute` runs one statement with its values.
+ * charge a request already answered. Like the module's timeout, only the store's time counts: the wait starts
+ * in the check phase after the request came, and when it is over the request is refused in the check phase
+ * after the loop's next poll, unless a statement that ended meanwhile (its reply read in that poll) let it go
+ * out — an app busy with its own traffic reads replies late, which is no failure of the store. `execute` runs
+ * one statement with its values.
  */
 export class ConsumeBatcher {
   private queue: Waiting[] = [];
@@ -32,6 +39,8 @@ export class ConsumeBatcher {
   private readonly keysInFlight = new Map<string, number>();
   /** Set while requests wait, to refuse them on time even when no statement ends meanwhile. */
   private expiry: NodeJS.Timeout | undefined;
+  /** Whether the check phase that starts the wait of the requests just queued is scheduled. */
+  private stamping = false;
 
   constructor(
     private readonly execute: (values: unknown[]) => Promise<string | null>,
@@ -43,7 +52,11 @@ export class ConsumeBatcher {
   /** The reply values of one request: 4 per item (allowed 0/1/2, remaining, reset_ms, retry_ms), as strings. */
   consume(columns: ItemColumns, now: number | null): Promise<string[]> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ columns, now, queuedMs: performance.now(), resolve, reject });
+      this.queue.push({ columns, now, queuedMs: NaN, resolve, reject });
+      if (!this.stamping) {
+        this.stamping = true;
+        setImmediate(() => this.startWaits());
+      }
       if (!this.scheduled) {
         // the requests of this turn of the event loop go out together
         this.scheduled = true;
@@ -52,9 +65,16 @@ export class ConsumeBatcher {
     });
   }
 
+  /** In the check phase after requests were queued: their wait starts (those still queued). */
+  private startWaits(): void {
+    this.stamping = false;
+    const nowMs = performance.now();
+    for (const waiting of this.queue) if (Number.isNaN(waiting.queuedMs)) waiting.queuedMs = nowMs;
+    this.watchExpiry();
+  }
+
   private flush(): void {
     this.scheduled = false;
-    this.refuseExpired();
     while (this.busy < this.parallel && this.queue.length > 0) {
       const size = Math.min(MAX_REQUESTS, Math.ceil(this.queue.length / (this.parallel - this.busy)));
       const batch = this.keysInFlight.size === 0 ? this.queue.splice(0, size) : this.takeFree(size);
@@ -65,11 +85,14 @@ export class ConsumeBatcher {
     this.watchExpiry();
   }
 
-  /** Refuses the requests that have waited too long: the oldest first (the queue is in arrival order). */
+  /**
+   * Refuses the requests that have waited too long: the oldest first (the queue is in arrival order, and the
+   * requests whose wait has not started yet are at its end).
+   */
   private refuseExpired(): void {
     const oldest = performance.now() - this.queueTimeoutMs;
     let expired = 0;
-    while (expired < this.queue.length && (this.queue[expired]?.queuedMs ?? Infinity) <= oldest) expired++;
+    while (expired < this.queue.length && (this.queue[expired]?.queuedMs ?? NaN) <= oldest) expired++;
     if (expired === 0) return;
     const error = new Error(
       `nest-rate-limit: a PostgreSQL consume waited ${this.queueTimeoutMs} ms for a statement (queueTimeoutMs)`,
@@ -77,15 +100,22 @@ export class ConsumeBatcher {
     for (const waiting of this.queue.splice(0, expired)) waiting.reject(error);
   }
 
-  /** While requests wait, a timer at the oldest one's deadline (a stuck statement ends no flush). */
+  /**
+   * While requests wait, a timer at the oldest one's deadline (a stuck statement ends no flush), set no later
+   * than the module's own for that request; when it fires, the refusal waits for the next check phase, after
+   * the poll that reads what has arrived.
+   */
   private watchExpiry(): void {
     const [oldest] = this.queue;
-    if (oldest === undefined || this.expiry !== undefined) return;
-    const inMs = Math.max(0, oldest.queuedMs + this.queueTimeoutMs - performance.now());
+    if (oldest === undefined || Number.isNaN(oldest.queuedMs) || this.expiry !== undefined) return;
+    const inMs = Math.max(0, Math.floor(oldest.queuedMs + this.queueTimeoutMs - performance.now()));
     this.expiry = setTimeout(() => {
-      this.expiry = undefined;
-      this.flush();
-    }, inMs + 1);
+      setImmediate(() => {
+        this.expiry = undefined;
+        this.refuseExpired();
+        this.flush();
+      });
+    }, inMs);
     this.expiry.unref();
   }
 
