@@ -15,8 +15,8 @@ const MAX_REQUESTS = 64;
 const SPLIT_FROM = 8;
 
 /**
- * Gathers the consumes of one turn of the event loop into one call (one FCALL of the function's 'batch'
- * entry), sent in that turn's check phase: one command for Redis to parse and dispatch, one reply, for every
+ * Gathers the consumes of one turn of the event loop into one call (the dispatcher's 'batch', through FCALL
+ * or EVALSHA), sent in that turn's check phase: one command for Redis to parse and dispatch, one reply, for every
  * request that came meanwhile — under load, the requests whose turn came with the replies the loop just
  * read. Nothing waits for a call in flight: a request goes out in the turn it came, so how long it takes is
  * the store's time only (the module's timeout starts in that same check phase). Every request stays

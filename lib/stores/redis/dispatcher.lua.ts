@@ -6,7 +6,7 @@
 export const dispatcherSetup = `
 -- KEYS[i]          state key of item i: <prefix>{<policy>:<identity>}
 -- ARGV[1]          operation: 'consume' | 'check' (decides as consume would, writes nothing) | 'peek' |
---                  'refund' | 'reset'
+--                  'refund' | 'reset' | 'batch' (several consumes, with ARGV of their own: requests.lua.ts)
 -- ARGV[2]          current time in milliseconds since the epoch, or '' to read Redis TIME
 -- ARGV[3]          milliseconds added to every key's TTL (tolerance for clocks of several app instances)
 -- ARGV[4...]       then 5 fields per item (6 for a quota), in the order of KEYS:

@@ -27,8 +27,9 @@ type Operation = 'consume' | 'check' | 'peek' | 'refund' | 'reset' | 'block' | '
 type Item = SlotItem;
 
 /**
- * The production store: state in Redis, shared by every process. Each operation is ONE EVALSHA of one Lua
- * script, whatever the number of policies, and a consume writes only when every policy allows it.
+ * The production store: state in Redis, shared by every process. Each operation is ONE call (FCALL, or
+ * EVALSHA of the same code) of one Lua program, whatever the number of policies, and a consume writes only
+ * when every policy allows it; on one Redis, the consumes of one turn of the event loop share a call.
  * @example new RedisRateLimitStore({ client: new Redis(process.env.REDIS_URL) })
  */
 export class RedisRateLimitStore implements RateLimitStore {
@@ -165,8 +166,8 @@ export class RedisRateLimitStore implements RateLimitStore {
 
   /**
    * One call for the consumes the batcher gathered (the dispatcher's 'batch'), split back into each request's
-   * reply. When Redis refuses it (the function flushed, an error in one request), each request is sent on its
-   * own, so that only its own call can fail it.
+   * reply. When Redis refuses it (an error in one of its requests, such as a key of another type), each request
+   * is sent on its own, so that only its own call can fail it.
    */
   private readonly sendBatch = async (requests: readonly RequestArgs[]): Promise<unknown[]> => {
     const now = this.now();
