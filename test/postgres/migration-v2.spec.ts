@@ -1,23 +1,13 @@
-import { readFileSync } from 'node:fs';
-
 import { PostgresRateLimitStore, validatePolicy } from '../../lib/index.js';
 import { ALGORITHM_CODES } from '../../lib/algorithms/index.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { nth } from '../support/harness.js';
-import { decideAlike, schemaFunctions } from '../support/migrations.js';
-import { createTestSchema, type TestSchema } from '../support/postgres.js';
+import { decideAlike, earlierSchema, schemaFunctions } from '../support/migrations.js';
 import { ReferenceStore } from '../support/reference-store.js';
 
 /** The schema of git 1216cd4 (entry points _v2): token bucket states without the limit they drain at. */
-const PREVIOUS = readFileSync(new URL('../support/schema-1216cd4.sql', import.meta.url), 'utf8');
-
-let db: TestSchema;
-const migratePrevious = () => db.pool.query(PREVIOUS.replaceAll('"__SCHEMA__"', `"${db.schema}"`));
-beforeAll(async () => {
-  db = await createTestSchema();
-  await migratePrevious();
-});
-afterAll(() => db.drop());
+const db = earlierSchema('./schema-1216cd4.sql');
+const migratePrevious = db.migrate;
 
 const clock = new FakeClock(Date.parse('2026-11-30T10:00:00Z'));
 const reference = new ReferenceStore(clock);

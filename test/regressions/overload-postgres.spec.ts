@@ -1,17 +1,14 @@
 import type { INestApplication } from '@nestjs/common';
 
-import { flood, gcraBound, startOverloadApp } from '../support/overload.js';
+import { flood, gcraBound, HEALTHY_FLOOD, startOverloadApp } from '../support/overload.js';
 import { createTestSchema, type TestSchema } from '../support/postgres.js';
 
 /**
  * Regression: on PostgreSQL, an app saturated by its own traffic refused consumes (their fail mode) with the
  * database healthy: the batcher counted a queued request's wait from the moment it came, including the time
  * the loop spent on other requests before reading the reply of the statement it waited for (78 "waited 100 ms
- * for a statement" failures in a 10 s flood). The flood and bounds are test/regressions/overload.spec.ts's.
+ * for a statement" failures in a 10 s flood). The flood and bounds are the Redis overload test's (test/support/overload.ts).
  */
-const IN_FLIGHT = 1200;
-const FLOOD_MS = 10_500;
-const KEYS = 1500;
 const TIMEOUT_MS = 100;
 
 describe('an app overloaded by its own traffic, on PostgreSQL', () => {
@@ -38,15 +35,9 @@ describe('an app overloaded by its own traffic, on PostgreSQL', () => {
   });
 
   it('decides every request by the store: per-key admissions within the GCRA bound, no fail-mode decision', async () => {
-    const result = await flood(port, '/open', {
-      inFlight: IN_FLIGHT,
-      durationMs: FLOOD_MS,
-      keys: KEYS,
-      minSent: 7 * KEYS,
-      maxDurationMs: 60_000,
-    });
+    const result = await flood(port, '/open', HEALTHY_FLOOD);
     expect(result.errors).toBe(0);
-    expect(result.sent).toBeGreaterThan(gcraBound(result.durationMs) * KEYS);
+    expect(result.sent).toBeGreaterThan(gcraBound(result.durationMs) * HEALTHY_FLOOD.keys);
     expect([...messages]).toEqual([]);
     expect(failures).toEqual([]);
     expect(Math.max(...result.admitted.values())).toBeLessThanOrEqual(gcraBound(result.durationMs));

@@ -1,20 +1,8 @@
 import type { INestApplication } from '@nestjs/common';
 
-import { flood, gcraBound, startOverloadApp } from '../support/overload.js';
+import { flood, FLOOD, gcraBound, HEALTHY_FLOOD, startOverloadApp } from '../support/overload.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 
-/** Requests kept in flight by the flood, and how long it lasts: the app is saturated by its own traffic. */
-const IN_FLIGHT = 1200;
-const FLOOD_MS = 10_500;
-const KEYS = 1500;
-/**
- * On a healthy Redis every key is offered more than it may pass (6: the burst of 5, and less than one more
- * refilled in a flood of up to an hour): the flood goes on past FLOOD_MS until this many were sent. A machine
- * whose cores other suites shared sent only 5,506 in 10.5 s, and no key saw a 429; with a per-minute policy a
- * longer flood refilled as fast as it offered.
- */
-const HEALTHY_MIN_SENT = 7 * KEYS;
-const HEALTHY_MAX_MS = 60_000;
 const TIMEOUT_MS = 100;
 /** Slack for a saturated loop (every answer queues behind ~1,000 others) and a heavy handler's stall. */
 const MARGIN_MS = 1500;
@@ -45,14 +33,7 @@ describe('an app overloaded by its own traffic', () => {
     await app.close();
     await redis.stop();
   });
-  const floodHealthy = (path: string) =>
-    flood(port, path, {
-      inFlight: IN_FLIGHT,
-      durationMs: FLOOD_MS,
-      keys: KEYS,
-      minSent: HEALTHY_MIN_SENT,
-      maxDurationMs: HEALTHY_MAX_MS,
-    });
+  const floodHealthy = (path: string) => flood(port, path, HEALTHY_FLOOD);
 
   describe('on a healthy Redis', () => {
     it('decides every request by the store: per-key admissions within the GCRA bound, no fail-mode decision', async () => {
@@ -60,7 +41,7 @@ describe('an app overloaded by its own traffic', () => {
       const bound = gcraBound(result.durationMs);
 
       expect(result.errors).toBe(0);
-      expect(result.sent).toBeGreaterThan(bound * KEYS); // every key was offered more than it may pass
+      expect(result.sent).toBeGreaterThan(bound * FLOOD.keys); // every key was offered more than it may pass
       expect(failures).toEqual([]);
       expect(Math.max(...result.admitted.values())).toBeLessThanOrEqual(bound);
       expect([...result.byStatus.keys()].sort()).toEqual([200, 429]);
@@ -70,7 +51,7 @@ describe('an app overloaded by its own traffic', () => {
       const result = await floodHealthy('/closed');
 
       expect(result.errors).toBe(0);
-      expect(result.sent).toBeGreaterThan(gcraBound(result.durationMs) * KEYS);
+      expect(result.sent).toBeGreaterThan(gcraBound(result.durationMs) * FLOOD.keys);
       expect(failures).toEqual([]);
       expect([...result.byStatus.keys()].sort()).toEqual([200, 429]);
       expect(Math.max(...result.admitted.values())).toBeLessThanOrEqual(gcraBound(result.durationMs));
@@ -85,7 +66,7 @@ describe('an app overloaded by its own traffic', () => {
       '%s: every request gets its fail mode, none waits longer than the timeout and a margin',
       async (path, status) => {
         redis.process.kill('SIGSTOP');
-        const result = await flood(port, path, { inFlight: IN_FLIGHT, durationMs: FLOOD_MS, keys: KEYS });
+        const result = await flood(port, path, FLOOD);
         redis.process.kill('SIGCONT');
 
         expect(result.errors).toBe(0);

@@ -36,7 +36,11 @@ export function requestArgs(op: string, items: readonly SlotItem[], keyPrefix: s
 export function callFields({ items }: RequestArgs): string[] {
   const fields: string[] = [];
   for (const { policy, cost } of items) {
-    fields.push(policy[0] ?? '', policy[1] ?? '', policy[2] ?? '', policy[3] ?? '', cost, ...policy.slice(4));
+    policy.forEach((field, i) => {
+      if (i === 4) fields.push(cost);
+      fields.push(field);
+    });
+    if (policy.length === 4) fields.push(cost);
   }
   return fields;
 }
