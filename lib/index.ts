@@ -43,7 +43,7 @@ export { RateLimitService } from './rate-limit.service.js';
 export { MemoryRateLimitStore, type MemoryRateLimitStoreOptions } from './stores/memory/memory.store.js';
 export { PostgresRateLimitStore, type PostgresRateLimitStoreOptions } from './stores/postgres/postgres.store.js';
 export { postgresSchemaSql } from './stores/postgres/rate-limit.sql.js';
-export { RateLimitStore, type RateLimitStoreItem } from './stores/rate-limit-store.js';
+export { RateLimitStore, type RateLimitStoreCall, type RateLimitStoreItem } from './stores/rate-limit-store.js';
 export type {
   PgPool,
   PgQueryable,

@@ -1,5 +1,7 @@
 import type { Logger } from '@nestjs/common';
 
+import type { RateLimitStoreCall } from '../stores/rate-limit-store.js';
+
 /** The error of a store call refused at once because the store has been failing. */
 export class RateLimitCircuitOpenError extends Error {
   constructor() {
@@ -38,7 +40,7 @@ export class CircuitBreaker {
     return this.open;
   }
 
-  async run<T>(call: () => Promise<T>): Promise<T> {
+  async run<T>(call: (timing: RateLimitStoreCall) => Promise<T>): Promise<T> {
     if (this.open) {
       // Without a probe, one real call at a time tries the store once the interval has passed.
       if (this.options.probe !== undefined || !this.trial) throw new RateLimitCircuitOpenError();
@@ -128,37 +130,59 @@ export class RateLimitStoreTimeoutError extends Error {
  * sockets). So the clock starts in the check phase after the call, when what it issued has been written, and
  * when the timer fires it only arms the verdict: the loop's next poll phase reads whatever has arrived, and
  * the call times out in the check phase after it only if it is still unanswered. A store that does not answer
- * still fails after `timeoutMs` and a turn or two of the loop.
+ * still fails after `timeoutMs` and a turn or two of the loop. A store that queues the call before sending it
+ * says so through `timing` (RateLimitStoreCall): the clock then starts after `sent()`.
  */
-export function withTimeout<T>(call: () => Promise<T>, timeoutMs: number): Promise<T> {
+export function withTimeout<T>(call: (timing: RateLimitStoreCall) => Promise<T>, timeoutMs: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let settled = false;
     let timer: NodeJS.Timeout | undefined;
     let immediate: NodeJS.Immediate | undefined;
+    let queued = false;
+    const stop = (): void => {
+      clearTimeout(timer);
+      timer = undefined;
+      if (immediate !== undefined) clearImmediate(immediate);
+      immediate = undefined;
+    };
     const expire = (): void => {
       immediate = undefined;
       if (settled) return;
       settled = true;
       reject(new RateLimitStoreTimeoutError(timeoutMs));
     };
+    const start = (): void => {
+      stop();
+      immediate = setImmediate(() => {
+        immediate = undefined;
+        if (settled) return;
+        timer = setTimeout(() => {
+          timer = undefined;
+          immediate = setImmediate(expire);
+        }, timeoutMs);
+      });
+    };
     const settle = (): boolean => {
       if (settled) return false;
       settled = true;
-      clearTimeout(timer);
-      if (immediate !== undefined) clearImmediate(immediate);
+      stop();
       return true;
     };
-    call().then(
+    const timing: RateLimitStoreCall = {
+      queued: () => {
+        queued = true;
+        stop();
+      },
+      sent: () => {
+        queued = false;
+        if (!settled) start();
+      },
+    };
+    call(timing).then(
       (value) => settle() && resolve(value),
       (error: unknown) => settle() && reject(error),
     );
-    immediate = setImmediate(() => {
-      immediate = undefined;
-      if (settled) return;
-      timer = setTimeout(() => {
-        timer = undefined;
-        immediate = setImmediate(expire);
-      }, timeoutMs);
-    });
+    // unless the store queued the call (`sent()` starts the clock), or sent it already
+    if (!queued && !settled && immediate === undefined && timer === undefined) start();
   });
 }

@@ -5,7 +5,7 @@ import { elementAt } from '../element-at.js';
 import type { RateLimitMetrics, StoreName, StoreOperation } from '../metrics/otel-metrics.js';
 import type { FailMode, RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 import { MemoryRateLimitStore } from '../stores/memory/memory.store.js';
-import type { RateLimitStore, RateLimitStoreItem } from '../stores/rate-limit-store.js';
+import type { RateLimitStore, RateLimitStoreCall, RateLimitStoreItem } from '../stores/rate-limit-store.js';
 import type { RateLimitStores } from '../stores/rate-limit-stores.js';
 import { CircuitBreaker } from './circuit-breaker.js';
 import { DenyCache } from './deny-cache.js';
@@ -78,7 +78,11 @@ export class DecisionEngine {
    * One call of the request path to a store: under the store's breaker and timeout (but the in-process
    * store's, which answers synchronously and cannot hang), timed when metrics are on.
    */
-  run<T>(store: RateLimitStore, operation: StoreOperation, call: () => Promise<T>): Promise<T> {
+  run<T>(
+    store: RateLimitStore,
+    operation: StoreOperation,
+    call: (timing: RateLimitStoreCall) => Promise<T>,
+  ): Promise<T> {
     return this.calls.run(store, operation, call);
   }
 
@@ -256,7 +260,7 @@ export class DecisionEngine {
       }
     }
     try {
-      const decisions = await this.run(store, 'consume', () => store.consume(items));
+      const decisions = await this.run(store, 'consume', (timing) => store.consume(items, timing));
       if (this.metrics !== undefined)
         for (const item of leases(items, decisions)) this.metrics.leases(item.policy.name, 1);
       if (cache !== undefined) {

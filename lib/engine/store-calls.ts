@@ -2,12 +2,15 @@ import type { Logger } from '@nestjs/common';
 
 import type { RateLimitMetrics, StoreName, StoreOperation } from '../metrics/otel-metrics.js';
 import { MemoryRateLimitStore } from '../stores/memory/memory.store.js';
-import type { RateLimitStore } from '../stores/rate-limit-store.js';
+import type { RateLimitStore, RateLimitStoreCall } from '../stores/rate-limit-store.js';
 import { CircuitBreaker } from './circuit-breaker.js';
 
 /** Consecutive store failures that open the circuit breaker, and how often it then probes the store. */
 const BREAKER_THRESHOLD = 5;
 const BREAKER_PROBE_MS = 500;
+
+/** The timing of a call without a timeout (the in-process store's). */
+const UNTIMED: RateLimitStoreCall = { queued: () => undefined, sent: () => undefined };
 
 /** The `rate_limit.store` attribute of a store. */
 export function storeName(store: RateLimitStore): StoreName {
@@ -30,8 +33,13 @@ export class StoreCalls {
   ) {}
 
   /** One call: under the store's breaker and timeout (but the in-process store's, which cannot hang), timed. */
-  run<T>(store: RateLimitStore, operation: StoreOperation, call: () => Promise<T>): Promise<T> {
-    const guarded = store instanceof MemoryRateLimitStore ? call : () => this.breakerFor(store).run(call);
+  run<T>(
+    store: RateLimitStore,
+    operation: StoreOperation,
+    call: (timing: RateLimitStoreCall) => Promise<T>,
+  ): Promise<T> {
+    const guarded =
+      store instanceof MemoryRateLimitStore ? () => call(UNTIMED) : () => this.breakerFor(store).run(call);
     const metrics = this.metrics();
     return metrics === undefined ? guarded() : this.timed(metrics, store, operation, guarded);
   }

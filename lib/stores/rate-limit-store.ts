@@ -17,13 +17,29 @@ export interface RateLimitStoreItem {
 }
 
 /**
+ * The module's timeout of one consume, for a store that holds consumes in a queue of its own before it sends
+ * them (the PostgreSQL store, while its statements are busy). The timeout counts from the call, unless the
+ * store calls `queued()` first: then it waits, and counts from `sent()`, when the consume goes out. Time in
+ * that queue is not the store's alone (an app busy with its own traffic reads the replies that would let the
+ * queue move late), so such a store bounds the wait itself: it refuses a queued consume when the calls it waits
+ * for have been out for longer than the timeout, and never sends a consume it refused.
+ */
+export interface RateLimitStoreCall {
+  /** The consume waits in the store's queue: the module's timeout waits too. */
+  queued(): void;
+  /** The consume goes out now: the module's timeout counts from here. */
+  sent(): void;
+}
+
+/**
  * Where rate-limit state lives. Every operation takes several items and returns one decision per item, in
  * order. `consume` is atomic and all-or-nothing: when any item is denied, no item is consumed.
  * Implement it to plug in your own store (`RateLimitModuleOptions.store`).
  * @example const [decision] = await store.consume([{ policy: validatePolicy(p), key: 'user:42', cost: 1 }]);
  */
 export interface RateLimitStore {
-  consume(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]>;
+  /** `call` matters only to a store that queues consumes before sending them (see RateLimitStoreCall). */
+  consume(items: readonly RateLimitStoreItem[], call?: RateLimitStoreCall): Promise<RateLimitDecision[]>;
   /** Decides as consume would for a cost of 1, but changes nothing. */
   peek(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<RateLimitDecision[]>;
   /** Gives each item's `cost` back, never beyond the policy's capacity; returns the state afterwards, as peek. */

@@ -1,6 +1,12 @@
+import { jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 
-import { CircuitBreaker, RateLimitCircuitOpenError } from '../../lib/engine/circuit-breaker.js';
+import {
+  CircuitBreaker,
+  RateLimitCircuitOpenError,
+  RateLimitStoreTimeoutError,
+  withTimeout,
+} from '../../lib/engine/circuit-breaker.js';
 
 const breaker = () =>
   new CircuitBreaker({ timeoutMs: 1_000, threshold: 5, probeIntervalMs: 60_000, logger: new Logger('test') });
@@ -31,5 +37,60 @@ describe('CircuitBreaker', () => {
     } finally {
       b.dispose();
     }
+  });
+});
+
+describe('withTimeout', () => {
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
+
+  /** Settles `promise` into a record the test reads after advancing the fake clock. */
+  function watch(promise: Promise<unknown>): { error?: unknown; value?: unknown } {
+    const seen: { error?: unknown; value?: unknown } = {};
+    promise.then(
+      (value) => (seen.value = value),
+      (error: unknown) => (seen.error = error),
+    );
+    return seen;
+  }
+
+  it('times a call out after timeoutMs (and the turns that let an arrived reply be read)', async () => {
+    const seen = watch(withTimeout(() => new Promise(() => undefined), 100));
+    await jest.advanceTimersByTimeAsync(99);
+    expect(seen.error).toBeUndefined();
+    await jest.advanceTimersByTimeAsync(5);
+    expect(seen.error).toEqual(new RateLimitStoreTimeoutError(100));
+  });
+
+  it('stops while the store says the call is queued, and counts from when it is sent', async () => {
+    let send: () => void = () => undefined;
+    const seen = watch(
+      withTimeout((timing) => {
+        timing.queued();
+        send = () => timing.sent();
+        return new Promise(() => undefined);
+      }, 100),
+    );
+    await jest.advanceTimersByTimeAsync(500);
+    expect(seen.error).toBeUndefined();
+    send();
+    await jest.advanceTimersByTimeAsync(99);
+    expect(seen.error).toBeUndefined();
+    await jest.advanceTimersByTimeAsync(5);
+    expect(seen.error).toEqual(new RateLimitStoreTimeoutError(100));
+  });
+
+  it('settles with a queued call that the store answers', async () => {
+    let answer: (value: string) => void = () => undefined;
+    const seen = watch(
+      withTimeout((timing) => {
+        timing.queued();
+        return new Promise<string>((resolve) => (answer = resolve));
+      }, 100),
+    );
+    await jest.advanceTimersByTimeAsync(300);
+    answer('decided');
+    await jest.advanceTimersByTimeAsync(0);
+    expect(seen).toEqual({ value: 'decided' });
   });
 });

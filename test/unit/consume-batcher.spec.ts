@@ -42,7 +42,7 @@ const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 describe('the PostgreSQL consume batcher', () => {
   it('never has two statements in flight that share a key: a request waits for the statement holding its key', async () => {
     const db = fakeDatabase();
-    const batcher = new ConsumeBatcher(db.execute, 1000, 2, 5000);
+    const batcher = new ConsumeBatcher(db.execute, 1000, 2, 5000, 10_000);
     const order: string[] = [];
     const consume = (name: string, ...keys: string[]) =>
       batcher.consume(request(...keys), 0).then(() => order.push(name));
@@ -69,7 +69,7 @@ describe('the PostgreSQL consume batcher', () => {
 
   it('splits what arrives together into two statements only along keys they do not share', async () => {
     const db = fakeDatabase();
-    const batcher = new ConsumeBatcher(db.execute, 1000, 2, 5000);
+    const batcher = new ConsumeBatcher(db.execute, 1000, 2, 5000, 10_000);
     // 12 requests on one key, and two on keys of their own, in one turn of the event loop.
     const all = [
       ...Array.from({ length: 12 }, () => batcher.consume(request('k'), 0)),
@@ -96,31 +96,130 @@ describe('the PostgreSQL consume batcher', () => {
     beforeEach(() => jest.useFakeTimers());
     afterEach(() => jest.useRealTimers());
 
-    it('refuses a request that waited queueTimeoutMs for it, and never sends it', async () => {
+    it('refuses the requests that wait for its keys once it has been out for queueTimeoutMs, and never sends them', async () => {
       const db = fakeDatabase();
-      const batcher = new ConsumeBatcher(db.execute, 1000, 2, 100);
+      const batcher = new ConsumeBatcher(db.execute, 1000, 2, 100, 10_000);
       void batcher.consume(request('k'), 0);
-      await Promise.resolve();
+      await jest.advanceTimersByTimeAsync(0); // the flush (a microtask, faked too)
       const waiting = batcher.consume(request('k'), 0);
-      const refused = expect(waiting).rejects.toThrow(
-        'nest-rate-limit: a PostgreSQL consume waited 100 ms for a statement (queueTimeoutMs)',
-      );
+      let refused: unknown;
+      waiting.catch((error: unknown) => (refused = error));
       await jest.advanceTimersByTimeAsync(99);
       expect(db.statements).toHaveLength(1);
-      await jest.advanceTimersByTimeAsync(2);
-      await refused;
+      expect(refused).toBeUndefined();
+      // the statement's clock starts in the check phase after it was sent, and its verdict waits for a poll
+      await jest.advanceTimersByTimeAsync(5);
+      expect(refused).toEqual(
+        new Error(
+          'nest-rate-limit: a PostgreSQL consume waited for a statement out for more than 100 ms (queueTimeoutMs)',
+        ),
+      );
+      // what comes later on that key is refused at once; another key goes out beside it
+      const later = batcher.consume(request('k'), 0);
+      const other = batcher.consume(request('j'), 0);
+      await jest.advanceTimersByTimeAsync(0);
+      await expect(later).rejects.toThrow('(queueTimeoutMs)');
+      expect(db.statements.map((s) => s.keys)).toEqual([['k'], ['j']]);
+      db.statements[1]?.answer();
+      await jest.advanceTimersByTimeAsync(0);
+      await expect(other).resolves.toEqual(['1', '9', '60000', '0']);
       db.statements[0]?.answer();
       await jest.advanceTimersByTimeAsync(10);
-      expect(db.statements.map((s) => s.keys)).toEqual([['k']]);
+      expect(db.statements).toHaveLength(2);
+    });
+
+    it('refuses a request that waits for a free statement only when every statement in flight is overdue', async () => {
+      const db = fakeDatabase();
+      const batcher = new ConsumeBatcher(db.execute, 1000, 2, 100, 10_000);
+      void batcher.consume(request('a'), 0);
+      void batcher.consume(request('b'), 0);
+      await jest.advanceTimersByTimeAsync(0); // the flush (a microtask, faked too)
+      const c = batcher.consume(request('c'), 0);
+      await jest.advanceTimersByTimeAsync(50);
+      db.statements[1]?.answer();
+      await jest.advanceTimersByTimeAsync(0);
+      expect(db.statements.map((s) => s.keys)).toEqual([['a'], ['b'], ['c']]);
+      // 'd' waits for a slot: 'a' is overdue at 100 ms, 'c' is not, so 'd' waits on
+      const d = batcher.consume(request('d'), 0);
+      await jest.advanceTimersByTimeAsync(60);
+      expect(db.statements).toHaveLength(3);
+      db.statements[2]?.answer();
+      await jest.advanceTimersByTimeAsync(0);
+      expect(db.statements.map((s) => s.keys)).toEqual([['a'], ['b'], ['c'], ['d']]);
+      db.statements[3]?.answer();
+      await jest.advanceTimersByTimeAsync(0);
+      await expect(Promise.all([c, d])).resolves.toHaveLength(2);
+      // 'a' (overdue) and 'e' hold both slots: 'f' is refused once 'e' is overdue too
+      void batcher.consume(request('e'), 0);
+      await jest.advanceTimersByTimeAsync(0);
+      const f = batcher.consume(request('f'), 0);
+      let refused: unknown;
+      f.catch((error: unknown) => (refused = error));
+      await jest.advanceTimersByTimeAsync(99);
+      expect(refused).toBeUndefined();
+      await jest.advanceTimersByTimeAsync(5);
+      expect(refused).toBeInstanceOf(Error);
+      expect(db.statements.map((s) => s.keys)).toEqual([['a'], ['b'], ['c'], ['d'], ['e']]);
     });
   });
 
-  // Regression (an app overloaded by its own traffic, on PostgreSQL): the wait was counted from the moment a
-  // request was queued, so time the loop spent on other work before reading a statement's reply refused
-  // requests — their fail mode — with the database healthy.
+  it('stops the module’s timeout while a request is queued, and starts it when its statement is sent', async () => {
+    const db = fakeDatabase();
+    const batcher = new ConsumeBatcher(db.execute, 1000, 1, 100, 10_000);
+    const events: string[] = [];
+    const call = (name: string) => ({
+      queued: () => events.push(`${name} queued`),
+      sent: () => events.push(`${name} sent`),
+    });
+    void batcher.consume(request('a'), 0, call('a'));
+    await turn();
+    void batcher.consume(request('b'), 0, call('b'));
+    await turn();
+    expect(events).toEqual(['a queued', 'a sent', 'b queued']);
+    db.statements[0]?.answer();
+    await turn();
+    expect(events).toEqual(['a queued', 'a sent', 'b queued', 'b sent']);
+  });
+
+  it('refuses a consume at once when maxQueued wait already', async () => {
+    const db = fakeDatabase();
+    const batcher = new ConsumeBatcher(db.execute, 1000, 1, 100, 2);
+    void batcher.consume(request('a'), 0);
+    await turn();
+    const queued = [batcher.consume(request('b'), 0), batcher.consume(request('c'), 0)];
+    await expect(batcher.consume(request('d'), 0)).rejects.toThrow(
+      'nest-rate-limit: 2 PostgreSQL consumes wait for a statement already (maxQueued): the database has fallen behind',
+    );
+    db.statements[0]?.answer();
+    await turn();
+    db.statements[1]?.answer();
+    await expect(Promise.all(queued)).resolves.toHaveLength(2);
+    expect(db.statements.map((s) => s.keys)).toEqual([['a'], ['b', 'c']]);
+  });
+
+  // Regression (CI, the overload flood on PostgreSQL: "a PostgreSQL consume waited 100 ms for a statement"):
+  // more requests waited than two statements carry, the loop was busy for longer than the timeout, and once
+  // the replies were read the requests still queued were refused although the database had answered at once.
+  it('refuses no request of a deep queue when the loop, not the database, was slow', async () => {
+    const db = fakeDatabase();
+    const batcher = new ConsumeBatcher(db.execute, 1000, 2, 100, 10_000);
+    const all = Array.from({ length: 600 }, (_, i) => batcher.consume(request(`k${i}`), 0));
+    await turn();
+    expect(db.statements.map((s) => s.keys.length)).toEqual([64, 64]);
+    const until = performance.now() + 150;
+    while (performance.now() < until);
+    // the replies are read one turn after another, as they would be
+    for (let answered = 0; answered < db.statements.length; answered++) {
+      db.statements[answered]?.answer();
+      await turn();
+    }
+    await expect(Promise.all(all)).resolves.toHaveLength(600);
+    expect(db.statements.map((s) => s.keys.length)).toEqual([...Array<number>(9).fill(64), 24]);
+  });
+
   it('counts only the store time: a request queued while the loop was busy goes out when a statement ends', async () => {
     const db = fakeDatabase();
-    const batcher = new ConsumeBatcher(db.execute, 1000, 1, 100);
+    const batcher = new ConsumeBatcher(db.execute, 1000, 1, 100, 10_000);
     void batcher.consume(request('a'), 0);
     await turn();
     const second = batcher.consume(request('b'), 0);
@@ -136,7 +235,7 @@ describe('the PostgreSQL consume batcher', () => {
 
   it('fails a request whose columns do not line up, and goes on with the others', async () => {
     const db = fakeDatabase();
-    const batcher = new ConsumeBatcher(db.execute, 1000, 2, 5000);
+    const batcher = new ConsumeBatcher(db.execute, 1000, 2, 5000, 10_000);
     const broken = { ...request('k'), algos: [] };
     await expect(batcher.consume(broken, 0)).rejects.toThrow('the algos column has no element 0');
     const next = batcher.consume(request('k'), 0);

@@ -1,17 +1,22 @@
 import { elementAt } from '../../element-at.js';
+import { RateLimitStoreTimeoutError, withTimeout } from '../../engine/circuit-breaker.js';
+import type { RateLimitStoreCall } from '../rate-limit-store.js';
 import type { ItemColumns } from './item-columns.js';
 
 interface Waiting {
   readonly columns: ItemColumns;
   /** ms since the epoch, or null for the database's clock */
   readonly now: number | null;
-  /**
-   * performance.now() in the check phase after it was queued (NaN until then): the module's timeout starts
-   * there too (withTimeout), so that time the loop spent on other work before it is not counted
-   */
-  queuedMs: number;
+  /** The module's timeout of this consume: it waits while the consume is queued, and counts once it is sent. */
+  readonly call: RateLimitStoreCall | undefined;
   resolve(values: string[]): void;
   reject(error: unknown): void;
+}
+
+/** A statement in flight: the keys it holds, and whether it has been out for longer than queueTimeoutMs. */
+interface Statement {
+  readonly keys: ReadonlySet<string>;
+  overdue: boolean;
 }
 
 /** Requests per statement at most (the arrays of a statement stay small; a busy store sends several). */
@@ -23,40 +28,43 @@ const MAX_REQUESTS = 64;
  * one transaction) decides many. Each request stays all-or-nothing and is decided in arrival order with the
  * requests that share a key with it: in one statement by rounds (see consume.sql.ts); across statements by
  * holding a request back while a statement in flight has one of its keys (two statements on one key could take
- * its lock in either order). A request that has waited `queueTimeoutMs` for a statement is refused and never
- * sent: its caller has had its answer (the limiter's timeout, which is shorter), and a late statement would
- * charge a request already answered. Like the module's timeout, only the store's time counts: the wait starts
- * in the check phase after the request came, and when it is over the request is refused in the check phase
- * after the loop's next poll, unless a statement that ended meanwhile (its reply read in that poll) let it go
- * out — an app busy with its own traffic reads replies late, which is no failure of the store. `execute` runs
- * one statement with its values.
+ * its lock in either order).
+ *
+ * The module's timeout of a request counts from when its statement is sent (RateLimitStoreCall): time in the
+ * queue is not the store's alone, since an app busy with its own traffic reads the replies that let the queue
+ * move late. A waiting request is refused, and never sent, when what it waits for has stopped: every statement
+ * in flight (for a request that waits for one to end), or the statement holding one of its keys, has been out
+ * for longer than `queueTimeoutMs` of the store's time (counted as the module counts its timeout, withTimeout);
+ * and at once when `maxQueued` requests wait already (the database has fallen behind what this instance asks
+ * of it). `execute` runs one statement with its values.
  */
 export class ConsumeBatcher {
   private queue: Waiting[] = [];
-  private busy = 0;
   private scheduled = false;
+  private readonly inFlight = new Set<Statement>();
   /** The keys of the statements in flight, with how many of them hold each. */
   private readonly keysInFlight = new Map<string, number>();
-  /** Set while requests wait, to refuse them on time even when no statement ends meanwhile. */
-  private expiry: NodeJS.Timeout | undefined;
-  /** Whether the check phase that starts the wait of the requests just queued is scheduled. */
-  private stamping = false;
 
   constructor(
     private readonly execute: (values: unknown[]) => Promise<string | null>,
     private readonly slackMs: number,
     private readonly parallel: number,
     private readonly queueTimeoutMs: number,
+    private readonly maxQueued: number,
   ) {}
 
   /** The reply values of one request: 4 per item (allowed 0/1/2, remaining, reset_ms, retry_ms), as strings. */
-  consume(columns: ItemColumns, now: number | null): Promise<string[]> {
+  consume(columns: ItemColumns, now: number | null, call?: RateLimitStoreCall): Promise<string[]> {
+    if (this.queue.length >= this.maxQueued) {
+      return Promise.reject(
+        new Error(
+          `nest-rate-limit: ${this.maxQueued} PostgreSQL consumes wait for a statement already (maxQueued): the database has fallen behind`,
+        ),
+      );
+    }
     return new Promise((resolve, reject) => {
-      this.queue.push({ columns, now, queuedMs: NaN, resolve, reject });
-      if (!this.stamping) {
-        this.stamping = true;
-        setImmediate(() => this.startWaits());
-      }
+      call?.queued();
+      this.queue.push({ columns, now, call, resolve, reject });
       if (!this.scheduled) {
         // the requests of this turn of the event loop go out together
         this.scheduled = true;
@@ -65,58 +73,38 @@ export class ConsumeBatcher {
     });
   }
 
-  /** In the check phase after requests were queued: their wait starts (those still queued). */
-  private startWaits(): void {
-    this.stamping = false;
-    const nowMs = performance.now();
-    for (const waiting of this.queue) if (Number.isNaN(waiting.queuedMs)) waiting.queuedMs = nowMs;
-    this.watchExpiry();
-  }
-
   private flush(): void {
     this.scheduled = false;
-    while (this.busy < this.parallel && this.queue.length > 0) {
-      const size = Math.min(MAX_REQUESTS, Math.ceil(this.queue.length / (this.parallel - this.busy)));
+    while (this.inFlight.size < this.parallel && this.queue.length > 0) {
+      const size = Math.min(MAX_REQUESTS, Math.ceil(this.queue.length / (this.parallel - this.inFlight.size)));
       const batch = this.keysInFlight.size === 0 ? this.queue.splice(0, size) : this.takeFree(size);
       // Everything waiting shares a key with a statement in flight: the next flush is when one ends.
       if (batch.length === 0) break;
       this.send(batch);
     }
-    this.watchExpiry();
+    // what came while a statement it waits for is overdue waits no longer
+    if (this.queue.length > 0 && [...this.inFlight].some((statement) => statement.overdue)) this.refuseStuck();
   }
 
   /**
-   * Refuses the requests that have waited too long: the oldest first (the queue is in arrival order, and the
-   * requests whose wait has not started yet are at its end).
+   * Refuses the waiting requests whose statements have stopped: all of them when every statement in flight is
+   * overdue (no slot frees in time), else those that share a key with an overdue statement.
    */
-  private refuseExpired(): void {
-    const oldest = performance.now() - this.queueTimeoutMs;
-    let expired = 0;
-    while (expired < this.queue.length && (this.queue[expired]?.queuedMs ?? NaN) <= oldest) expired++;
-    if (expired === 0) return;
+  private refuseStuck(): void {
+    const overdueKeys = new Set<string>();
+    let allOverdue = this.inFlight.size >= this.parallel;
+    for (const statement of this.inFlight) {
+      if (statement.overdue) for (const key of statement.keys) overdueKeys.add(key);
+      else allOverdue = false;
+    }
+    const stuck = (waiting: Waiting) => allOverdue || waiting.columns.keys.some((key) => overdueKeys.has(key));
+    const refused = this.queue.filter(stuck);
+    if (refused.length === 0) return;
+    this.queue = this.queue.filter((waiting) => !stuck(waiting));
     const error = new Error(
-      `nest-rate-limit: a PostgreSQL consume waited ${this.queueTimeoutMs} ms for a statement (queueTimeoutMs)`,
+      `nest-rate-limit: a PostgreSQL consume waited for a statement out for more than ${this.queueTimeoutMs} ms (queueTimeoutMs)`,
     );
-    for (const waiting of this.queue.splice(0, expired)) waiting.reject(error);
-  }
-
-  /**
-   * While requests wait, a timer at the oldest one's deadline (a stuck statement ends no flush), set no later
-   * than the module's own for that request; when it fires, the refusal waits for the next check phase, after
-   * the poll that reads what has arrived.
-   */
-  private watchExpiry(): void {
-    const [oldest] = this.queue;
-    if (oldest === undefined || Number.isNaN(oldest.queuedMs) || this.expiry !== undefined) return;
-    const inMs = Math.max(0, Math.floor(oldest.queuedMs + this.queueTimeoutMs - performance.now()));
-    this.expiry = setTimeout(() => {
-      setImmediate(() => {
-        this.expiry = undefined;
-        this.refuseExpired();
-        this.flush();
-      });
-    }, inMs);
-    this.expiry.unref();
+    for (const waiting of refused) waiting.reject(error);
   }
 
   /**
@@ -152,9 +140,19 @@ export class ConsumeBatcher {
       batch.forEach((waiting) => waiting.reject(error));
       return;
     }
-    this.busy++;
+    const statement: Statement = { keys: new Set(batch.flatMap(({ columns }) => columns.keys)), overdue: false };
+    this.inFlight.add(statement);
     this.holdKeys(batch, +1);
-    this.execute(values)
+    for (const waiting of batch) waiting.call?.sent();
+    const running = this.execute(values);
+    // Overdue as the module's timeout counts it: the requests waiting for this statement may then be refused.
+    withTimeout(() => running, this.queueTimeoutMs).catch((error: unknown) => {
+      if (!(error instanceof RateLimitStoreTimeoutError) || !this.inFlight.has(statement)) return;
+      statement.overdue = true;
+      this.refuseStuck();
+      this.flush();
+    });
+    running
       .then(
         (reply) => {
           const all = reply === null ? [] : reply.split(',');
@@ -168,7 +166,7 @@ export class ConsumeBatcher {
         (error: unknown) => ordered.forEach((waiting) => waiting.reject(error)),
       )
       .finally(() => {
-        this.busy--;
+        this.inFlight.delete(statement);
         this.holdKeys(batch, -1);
         this.flush();
       });

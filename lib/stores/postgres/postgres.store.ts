@@ -4,7 +4,7 @@ import { type Clock, systemClock } from '../../clock.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../../policy/policy.types.js';
 import { decisionsFromReply } from '../engine.js';
 import type { PgPool } from '../client-types.js';
-import type { RateLimitStore, RateLimitStoreItem } from '../rate-limit-store.js';
+import type { RateLimitStore, RateLimitStoreCall, RateLimitStoreItem } from '../rate-limit-store.js';
 import { checkKeyPrefix, storageKey } from '../storage-key.js';
 import { ConsumeBatcher } from './consume-batcher.js';
 import { type Item, itemColumns } from './item-columns.js';
@@ -27,11 +27,16 @@ export interface PostgresRateLimitStoreOptions {
   /** Rows deleted per statement when pruning; default 1000. */
   pruneBatch?: number;
   /**
-   * Most ms a consume waits in the store for a statement (while both are busy, or one holds its key); past
-   * it, the consume is refused and never sent. Default 5000; RateLimitModule sets its own `timeout`, after
-   * which the limiter has answered the request already.
+   * A consume waits in the store while its statements are busy (or one holds its key), and the module's
+   * timeout counts from when it is sent. When the statements it waits for have been out for longer than
+   * `queueTimeoutMs`, it is refused and never sent. Default 5000; RateLimitModule sets its own `timeout`.
    */
   queueTimeoutMs?: number;
+  /**
+   * Most consumes that wait for a statement at once; one more is refused at once (the database has fallen
+   * behind what this instance asks of it). Default 10,000.
+   */
+  maxQueued?: number;
 }
 
 type Operation = 'consume' | 'peek' | 'refund' | 'reset' | 'block' | 'unblock';
@@ -103,6 +108,7 @@ export class PostgresRateLimitStore implements RateLimitStore {
       this.ttlSlack,
       CONSUMES_IN_FLIGHT,
       integer('queueTimeoutMs', options.queueTimeoutMs ?? 5000, 1),
+      integer('maxQueued', options.maxQueued ?? 10_000, 1),
     );
     // 0 turns pruning off; setInterval takes at most 2^31 - 1 ms (beyond, it would fire every millisecond).
     const interval = integer('pruneIntervalMs', options.pruneIntervalMs ?? 60_000, 0, 2 ** 31 - 1);
@@ -142,13 +148,13 @@ export class PostgresRateLimitStore implements RateLimitStore {
     }
   }
 
-  async consume(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
+  async consume(items: readonly RateLimitStoreItem[], call?: RateLimitStoreCall): Promise<RateLimitDecision[]> {
     if (items.length === 0) return [];
     const now = this.now();
     const columns = itemColumns(items, this.keyPrefix, now);
     // Two items on one key decide one after the other: the general function does that.
     if (items.length > 1 && new Set(columns.keys).size < items.length) return this.decide('consume', items);
-    return decisionsFromReply('consume', items, await this.batcher.consume(columns, now), 'PostgreSQL');
+    return decisionsFromReply('consume', items, await this.batcher.consume(columns, now, call), 'PostgreSQL');
   }
 
   peek(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<RateLimitDecision[]> {
