@@ -2,10 +2,27 @@ import { checkTimeZone } from '../algorithms/quota/quota-period.js';
 import { compileList } from '../lists/address-list.js';
 import { RateLimitPolicyError } from './policy.errors.js';
 import { ALGORITHMS, type RateLimitPolicy, type RateLimitQuotaPolicy, type ResolvedPolicy } from './policy.types.js';
+import { unknownField } from '../unknown-fields.js';
 import { parseWindow } from './window.js';
 
 /** The most units of 1/windowMs a policy may count: 2^51, a quarter of the exact integers of a double. */
 export const MAX_UNITS = 2 ** 51;
+
+const COMMON_FIELDS = [
+  'name',
+  'algorithm',
+  'limit',
+  'key',
+  'cost',
+  'failMode',
+  'mode',
+  'block',
+  'allow',
+  'deny',
+  'count',
+];
+const WINDOW_FIELDS: readonly string[] = [...COMMON_FIELDS, 'window', 'burst'];
+const QUOTA_FIELDS: readonly string[] = [...COMMON_FIELDS, 'period', 'timeZone', 'window', 'burst'];
 
 /** Policy names appear inside Redis keys and quoted header items, so they keep to a safe alphabet. */
 const NAME = /^[A-Za-z0-9_.-]{1,64}$/;
@@ -44,6 +61,9 @@ export function validatePolicy(policy: RateLimitPolicy, where?: string): Resolve
   if (policy.name !== undefined && (typeof policy.name !== 'string' || !NAME.test(policy.name))) {
     fail('name', `must be 1-64 characters of A-Z a-z 0-9 _ . -, got ${describe(policy.name)}`);
   }
+  // window and burst are known to quotas too, to say why they do not apply there
+  const unknown = unknownField(policy, policy.algorithm === 'quota' ? QUOTA_FIELDS : WINDOW_FIELDS);
+  if (unknown !== undefined) fail(unknown.field, `is not a policy field ${unknown.hint}`);
   if (policy.algorithm === 'quota') return validateQuota(policy, name, fail);
   if (!ALGORITHMS.includes(policy.algorithm) && policy.algorithm !== 'concurrency') {
     fail(

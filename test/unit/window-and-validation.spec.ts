@@ -46,6 +46,14 @@ describe('validatePolicy', () => {
     ['unknown failMode', { failMode: 'sometimes' }, 'failMode', /'open' or 'closed'/],
     ['unsafe name', { name: 'a"b' }, 'name', /A-Z a-z 0-9/],
     ['overflowing limit × window', { limit: 1e9, window: '1d' }, 'limit', /2\^51/],
+    [
+      'a field of another case',
+      { failmode: 'closed' },
+      'failmode',
+      /is not a policy field \(did you mean "failMode"\?\)/,
+    ],
+    ['a misspelt field', { bursts: 20 }, 'bursts', /is not a policy field \(did you mean "burst"\?\)/],
+    ['a field of no policy', { description: 'x' }, 'description', /is not a policy field \(known: name, algorithm, /],
   ];
 
   it.each(bad)('rejects %s, naming the policy, the place and the field', (_, patch, field, problem) => {

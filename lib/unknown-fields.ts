@@ -1,0 +1,39 @@
+/**
+ * The first own field of `value` that `known` does not list, or undefined when every field is known; `hint`
+ * says what it was probably meant to be (a different case, or at most two letters off), or else lists the
+ * fields. A misspelt optional field (`failmode`, `bursts`) would otherwise be ignored, and a policy enforced
+ * other than declared.
+ * @example unknownField({ failmode: 'closed' }, ['failMode'])?.hint === '(did you mean "failMode"?)'
+ */
+export function unknownField(value: object, known: readonly string[]): { field: string; hint: string } | undefined {
+  for (const field of Object.keys(value)) {
+    if (known.includes(field)) continue;
+    const meant = closest(field, known);
+    return { field, hint: meant === undefined ? `(known: ${known.join(', ')})` : `(did you mean "${meant}"?)` };
+  }
+  return undefined;
+}
+
+function closest(field: string, known: readonly string[]): string | undefined {
+  const lower = field.toLowerCase();
+  let best: { name: string; distance: number } | undefined;
+  for (const name of known) {
+    const distance = name.toLowerCase() === lower ? 0 : editDistance(lower, name.toLowerCase());
+    if (distance <= 2 && (best === undefined || distance < best.distance)) best = { name, distance };
+  }
+  return best?.name;
+}
+
+/** Levenshtein distance: insertions, deletions and substitutions of one character. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1);
+      row.push(Math.min((previous[j] ?? 0) + 1, (row[j - 1] ?? 0) + 1, substitution));
+    }
+    previous = row;
+  }
+  return previous[b.length] ?? 0;
+}

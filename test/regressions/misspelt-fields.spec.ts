@@ -1,0 +1,67 @@
+import { Controller, Get } from '@nestjs/common';
+
+import { RateLimit, RateLimitModule, type RateLimitModuleOptions, type RateLimitPolicy } from '../../lib/index.js';
+import { createApp } from '../support/nest-app.js';
+
+// Regression: a misspelt optional field was ignored, so the policy held, but not as declared: `failmode:
+// 'closed'` on a login route failed open when the store was down, `bursts: 20` gave a burst of the limit, and
+// `defualts` in the module's options left every route without its default policies. Object literals in
+// TypeScript are checked for excess fields; a policy built in a variable, read from configuration or written in
+// JavaScript is not.
+
+/** What a policy read from a configuration file looks like to the compiler: nothing it can check. */
+const fromConfig = (policy: Record<string, unknown>) => policy as unknown as RateLimitPolicy;
+
+function controllerWith(policy: RateLimitPolicy) {
+  @Controller('auth')
+  class AuthController {
+    @Get('login')
+    @RateLimit(policy)
+    login() {
+      return 'ok';
+    }
+  }
+  return AuthController;
+}
+
+describe('a misspelt field stops the start, naming it and what it was probably meant to be', () => {
+  it.each([
+    [{ algorithm: 'gcra', limit: 5, window: '1m', failmode: 'closed' }, 'failmode', 'did you mean "failMode"?'],
+    [{ algorithm: 'token-bucket', limit: 5, window: '1s', bursts: 20 }, 'bursts', 'did you mean "burst"?'],
+    [
+      { algorithm: 'quota', limit: 100, period: 'month', timezone: 'Europe/Paris' },
+      'timezone',
+      'did you mean "timeZone"?',
+    ],
+    [{ algorithm: 'fixed-window', limit: 5, window: '1m', keyBy: 'ip' }, 'keyBy', 'did you mean "key"?'],
+    [
+      { algorithm: 'fixed-window', limit: 5, window: '1m', description: 'login' },
+      'description',
+      'known: name, algorithm, limit',
+    ],
+  ])('in a @RateLimit policy (%j)', async (policy, field, hint) => {
+    const AuthController = controllerWith(fromConfig(policy));
+    const started = createApp('express', { imports: [RateLimitModule.forRoot({})], controllers: [AuthController] });
+    await expect(started).rejects.toThrow(
+      new RegExp(
+        `\\(declared on AuthController\\.login\\), field "${field}": is not a policy field \\(.*${hint.replace(/[()?.]/g, '\\$&')}`,
+      ),
+    );
+  });
+
+  it('in the module options', async () => {
+    const options = { defualts: [{ algorithm: 'gcra', limit: 5, window: '1m' }] } as unknown as RateLimitModuleOptions;
+    await expect(createApp('express', { imports: [RateLimitModule.forRoot(options)] })).rejects.toThrow(
+      'nest-rate-limit: option "defualts" is not an option of RateLimitModule (did you mean "defaults"?)',
+    );
+  });
+
+  it('and the fields as declared still start', async () => {
+    const policy = fromConfig({ algorithm: 'gcra', limit: 5, window: '1m', failMode: 'closed', burst: 10 });
+    const { app } = await createApp('express', {
+      imports: [RateLimitModule.forRoot({ defaults: [], timeout: 100 })],
+      controllers: [controllerWith(policy)],
+    });
+    await app.close();
+  });
+});
