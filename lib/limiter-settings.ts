@@ -4,7 +4,7 @@ import { compileTrust, isTrustAll, type TrustFn } from './keys/client-ip.js';
 import { compileList } from './lists/address-list.js';
 import type { ModuleLists } from './lists/screening.js';
 import type { FailMode, RateLimitMode } from './policy/policy.types.js';
-import { unknownField } from './unknown-fields.js';
+import { checkOptionFields } from './unknown-fields.js';
 import type { RateLimitErrors, RateLimitHeaders, RateLimitModuleOptions } from './rate-limit.options.js';
 
 /** The fields of RateLimitModuleOptions: any other stops the start (a misspelt one would be ignored). */
@@ -58,12 +58,7 @@ const listOption = (name: 'allow' | 'deny', entries: unknown) =>
  * Warns about `trustProxy: true`.
  */
 export function limiterSettings(options: RateLimitModuleOptions, logger: Logger): LimiterSettings {
-  const unknown = unknownField(options, MODULE_OPTIONS);
-  if (unknown !== undefined) {
-    throw new TypeError(
-      `nest-rate-limit: option "${unknown.field}" is not an option of RateLimitModule ${unknown.hint}`,
-    );
-  }
+  checkOptionFields(options, MODULE_OPTIONS, '');
   const headers = options.headers ?? 'ietf';
   if (!HEADER_SCHEMES.includes(headers)) option('headers', "must be 'ietf', 'legacy', 'both' or 'none'", headers);
   const errors = options.errors ?? 'nest';

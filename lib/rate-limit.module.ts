@@ -19,6 +19,7 @@ import { PostgresRateLimitStore } from './stores/postgres/postgres.store.js';
 import { RedisRateLimitStore } from './stores/redis/redis.store.js';
 import type { RedisConnection } from './stores/client-types.js';
 import { checkRedisOption, postgresAddress, redisAddress } from './stores/store-description.js';
+import { checkOptionFields } from './unknown-fields.js';
 
 /**
  * How the limiter's own connection behaves: a command fails at once while disconnected instead of waiting in
@@ -82,6 +83,7 @@ async function createRedis(
   redisOptions: NonNullable<RateLimitModuleOptions['redis']>,
   clock: Clock,
 ) {
+  checkOptionFields(redisOptions, ['url', 'client', 'options'], 'redis');
   checkRedisOption(redisOptions);
   const { url, client, options: connectionOptions } = redisOptions;
   const fast = { ...connectionOptions, ...FAIL_FAST };
@@ -101,11 +103,22 @@ async function createRedis(
   return { store, where: redisAddress(redis), close: () => redis.disconnect() };
 }
 
+const POSTGRES_OPTIONS: readonly (keyof NonNullable<RateLimitModuleOptions['postgres']>)[] = [
+  'pool',
+  'connectionString',
+  'schema',
+  'migrate',
+  'ttlSlackMs',
+  'pruneIntervalMs',
+  'pruneBatch',
+];
+
 async function createPostgres(
   options: RateLimitModuleOptions,
   postgres: NonNullable<RateLimitModuleOptions['postgres']>,
   clock: Clock,
 ) {
+  checkOptionFields(postgres, POSTGRES_OPTIONS, 'postgres');
   const { pool, connectionString, schema, migrate, ttlSlackMs, pruneIntervalMs, pruneBatch } = postgres;
   let own: Pool | undefined;
   if (pool === undefined) {

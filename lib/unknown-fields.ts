@@ -14,6 +14,17 @@ export function unknownField(value: object, known: readonly string[]): { field: 
   return undefined;
 }
 
+/**
+ * Throws when the module options object at `path` ('' for the top level, 'postgres' for a nested one) has a
+ * field that `known` does not list.
+ */
+export function checkOptionFields(value: object, known: readonly string[], path: string): void {
+  const unknown = unknownField(value, known);
+  if (unknown === undefined) return;
+  const name = path === '' ? unknown.field : `${path}.${unknown.field}`;
+  throw new TypeError(`nest-rate-limit: option "${name}" is not an option of RateLimitModule ${unknown.hint}`);
+}
+
 function closest(field: string, known: readonly string[]): string | undefined {
   const lower = field.toLowerCase();
   let best: { name: string; distance: number } | undefined;

@@ -49,10 +49,18 @@ describe('a misspelt field stops the start, naming it and what it was probably m
     );
   });
 
-  it('in the module options', async () => {
-    const options = { defualts: [{ algorithm: 'gcra', limit: 5, window: '1m' }] } as unknown as RateLimitModuleOptions;
-    await expect(createApp('express', { imports: [RateLimitModule.forRoot(options)] })).rejects.toThrow(
-      'nest-rate-limit: option "defualts" is not an option of RateLimitModule (did you mean "defaults"?)',
+  it.each([
+    [{ defualts: [{ algorithm: 'gcra', limit: 5, window: '1m' }] }, 'defualts', 'did you mean "defaults"?'],
+    [
+      { postgres: { connectionString: 'postgres://127.0.0.1/test', migrte: true } },
+      'postgres.migrte',
+      'did you mean "migrate"?',
+    ],
+    [{ redis: { url: 'redis://127.0.0.1:6379', option: { db: 2 } } }, 'redis.option', 'did you mean "options"?'],
+  ])('in the module options (%j)', async (options, name, hint) => {
+    const started = createApp('express', { imports: [RateLimitModule.forRoot(options as RateLimitModuleOptions)] });
+    await expect(started).rejects.toThrow(
+      `nest-rate-limit: option "${name}" is not an option of RateLimitModule (${hint})`,
     );
   });
 
