@@ -4,30 +4,31 @@ import { compileTrust, isTrustAll, type TrustFn } from './keys/client-ip.js';
 import { compileList } from './lists/address-list.js';
 import type { ModuleLists } from './lists/screening.js';
 import type { FailMode, RateLimitMode } from './policy/policy.types.js';
-import { checkOptionFields } from './unknown-fields.js';
+import { checkOptionFields, fieldNames } from './unknown-fields.js';
 import type { RateLimitErrors, RateLimitHeaders, RateLimitModuleOptions } from './rate-limit.options.js';
 
 /** The fields of RateLimitModuleOptions: any other stops the start (a misspelt one would be ignored). */
-const MODULE_OPTIONS: readonly (keyof RateLimitModuleOptions)[] = [
-  'redis',
-  'postgres',
-  'store',
-  'defaults',
-  'global',
-  'headers',
-  'errors',
-  'trustProxy',
-  'failMode',
-  'mode',
-  'onDecision',
-  'timeout',
-  'keyPrefix',
-  'clock',
-  'user',
-  'onError',
-  'allow',
-  'deny',
-];
+export const MODULE_OPTIONS = fieldNames<RateLimitModuleOptions>({
+  redis: true,
+  postgres: true,
+  store: true,
+  defaults: true,
+  global: true,
+  headers: true,
+  errors: true,
+  trustProxy: true,
+  ipv6Prefix: true,
+  failMode: true,
+  mode: true,
+  onDecision: true,
+  timeout: true,
+  keyPrefix: true,
+  clock: true,
+  user: true,
+  onError: true,
+  allow: true,
+  deny: true,
+});
 
 const HEADER_SCHEMES: readonly RateLimitHeaders[] = ['ietf', 'legacy', 'both', 'none'];
 const ERROR_FORMATS: readonly RateLimitErrors[] = ['nest', 'problem'];

@@ -19,7 +19,8 @@ import { PostgresRateLimitStore } from './stores/postgres/postgres.store.js';
 import { RedisRateLimitStore } from './stores/redis/redis.store.js';
 import type { RedisConnection } from './stores/client-types.js';
 import { checkRedisOption, postgresAddress, redisAddress } from './stores/store-description.js';
-import { checkOptionFields } from './unknown-fields.js';
+import { MODULE_OPTIONS } from './limiter-settings.js';
+import { checkOptionFields, fieldNames } from './unknown-fields.js';
 
 /**
  * How the limiter's own connection behaves: a command fails at once while disconnected instead of waiting in
@@ -83,7 +84,7 @@ async function createRedis(
   redisOptions: NonNullable<RateLimitModuleOptions['redis']>,
   clock: Clock,
 ) {
-  checkOptionFields(redisOptions, ['url', 'client', 'options'], 'redis');
+  checkOptionFields(redisOptions, REDIS_OPTIONS, 'redis');
   checkRedisOption(redisOptions);
   const { url, client, options: connectionOptions } = redisOptions;
   const fast = { ...connectionOptions, ...FAIL_FAST };
@@ -103,15 +104,20 @@ async function createRedis(
   return { store, where: redisAddress(redis), close: () => redis.disconnect() };
 }
 
-const POSTGRES_OPTIONS: readonly (keyof NonNullable<RateLimitModuleOptions['postgres']>)[] = [
-  'pool',
-  'connectionString',
-  'schema',
-  'migrate',
-  'ttlSlackMs',
-  'pruneIntervalMs',
-  'pruneBatch',
-];
+const POSTGRES_OPTIONS = fieldNames<NonNullable<RateLimitModuleOptions['postgres']>>({
+  pool: true,
+  connectionString: true,
+  schema: true,
+  migrate: true,
+  ttlSlackMs: true,
+  pruneIntervalMs: true,
+  pruneBatch: true,
+});
+const REDIS_OPTIONS = fieldNames<NonNullable<RateLimitModuleOptions['redis']>>({
+  url: true,
+  client: true,
+  options: true,
+});
 
 async function createPostgres(
   options: RateLimitModuleOptions,
@@ -140,8 +146,9 @@ async function createPostgres(
     ttlSlackMs,
     pruneIntervalMs,
     pruneBatch,
-    // A consume queued past the limiter's timeout has had its answer (a bad `timeout` stops the start later).
-    queueTimeoutMs: Number.isSafeInteger(options.timeout) && (options.timeout ?? 0) >= 1 ? options.timeout : undefined,
+    // A consume waits at most 10 timeouts for its statement (a bad `timeout` stops the start later).
+    queueTimeoutMs:
+      Number.isSafeInteger(options.timeout) && (options.timeout ?? 0) >= 1 ? 10 * (options.timeout ?? 0) : undefined,
   });
   if (migrate === true) await store.migrate();
   return {
@@ -155,6 +162,8 @@ async function createPostgres(
 }
 
 async function createStores(options: RateLimitModuleOptions, clock: Clock): Promise<RateLimitStores> {
+  // before anything connects (limiterSettings checks the values later)
+  checkOptionFields(options, MODULE_OPTIONS, '');
   const owned: { close(): Promise<unknown> | void }[] = [];
   const postgres = options.postgres === undefined ? undefined : await createPostgres(options, options.postgres, clock);
   if (postgres !== undefined) owned.push(postgres);

@@ -15,10 +15,23 @@ export function unknownField(value: object, known: readonly string[]): { field: 
 }
 
 /**
+ * The field names of an options type, listed once per field: the compiler refuses a list that misses a field
+ * of `T` or names one `T` does not have, so the list cannot fall behind the type.
+ * @example const FIELDS = fieldNames<{ a?: number; b: string }>({ a: true, b: true });
+ */
+export function fieldNames<T extends object>(fields: { readonly [K in keyof Required<T>]: true }): readonly string[] {
+  return Object.keys(fields);
+}
+
+/**
  * Throws when the module options object at `path` ('' for the top level, 'postgres' for a nested one) has a
  * field that `known` does not list.
  */
-export function checkOptionFields(value: object, known: readonly string[], path: string): void {
+export function checkOptionFields(value: unknown, known: readonly string[], path: string): void {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    const got = typeof value === 'string' ? JSON.stringify(value) : Array.isArray(value) ? 'an array' : String(value);
+    throw new TypeError(`nest-rate-limit: option${path === '' ? 's' : ` "${path}"`} must be an object, got ${got}`);
+  }
   const unknown = unknownField(value, known);
   if (unknown === undefined) return;
   const name = path === '' ? unknown.field : `${path}.${unknown.field}`;

@@ -138,7 +138,8 @@ export function withTimeout<T>(call: (timing: RateLimitStoreCall) => Promise<T>,
     let settled = false;
     let timer: NodeJS.Timeout | undefined;
     let immediate: NodeJS.Immediate | undefined;
-    let queued = false;
+    /** queued(): the clock waits for sent(); sent(): the clock runs (for good) */
+    let phase: 'called' | 'queued' | 'sent' = 'called';
     const stop = (): void => {
       clearTimeout(timer);
       timer = undefined;
@@ -169,20 +170,31 @@ export function withTimeout<T>(call: (timing: RateLimitStoreCall) => Promise<T>,
       return true;
     };
     const timing: RateLimitStoreCall = {
+      timeoutMs,
       queued: () => {
-        queued = true;
+        if (phase !== 'called') return;
+        phase = 'queued';
         stop();
       },
       sent: () => {
-        queued = false;
+        if (phase === 'sent') return;
+        phase = 'sent';
         if (!settled) start();
       },
     };
-    call(timing).then(
+    let pending: Promise<T>;
+    try {
+      pending = call(timing);
+    } catch (error) {
+      settle();
+      reject(error);
+      return;
+    }
+    pending.then(
       (value) => settle() && resolve(value),
       (error: unknown) => settle() && reject(error),
     );
     // unless the store queued the call (`sent()` starts the clock), or sent it already
-    if (!queued && !settled && immediate === undefined && timer === undefined) start();
+    if (phase === 'called' && !settled) start();
   });
 }

@@ -10,7 +10,7 @@ const BREAKER_THRESHOLD = 5;
 const BREAKER_PROBE_MS = 500;
 
 /** The timing of a call without a timeout (the in-process store's). */
-const UNTIMED: RateLimitStoreCall = { queued: () => undefined, sent: () => undefined };
+const UNTIMED: RateLimitStoreCall = { timeoutMs: Infinity, queued: () => undefined, sent: () => undefined };
 
 /** The `rate_limit.store` attribute of a store. */
 export function storeName(store: RateLimitStore): StoreName {

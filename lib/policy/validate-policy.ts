@@ -1,28 +1,41 @@
 import { checkTimeZone } from '../algorithms/quota/quota-period.js';
 import { compileList } from '../lists/address-list.js';
 import { RateLimitPolicyError } from './policy.errors.js';
-import { ALGORITHMS, type RateLimitPolicy, type RateLimitQuotaPolicy, type ResolvedPolicy } from './policy.types.js';
-import { unknownField } from '../unknown-fields.js';
+import {
+  ALGORITHMS,
+  type RateLimitPolicy,
+  type RateLimitQuotaPolicy,
+  type RateLimitWindowPolicy,
+  type ResolvedPolicy,
+} from './policy.types.js';
+import { fieldNames, unknownField } from '../unknown-fields.js';
 import { parseWindow } from './window.js';
 
 /** The most units of 1/windowMs a policy may count: 2^51, a quarter of the exact integers of a double. */
 export const MAX_UNITS = 2 ** 51;
 
-const COMMON_FIELDS = [
-  'name',
-  'algorithm',
-  'limit',
-  'key',
-  'cost',
-  'failMode',
-  'mode',
-  'block',
-  'allow',
-  'deny',
-  'count',
-];
-const WINDOW_FIELDS: readonly string[] = [...COMMON_FIELDS, 'window', 'burst'];
-const QUOTA_FIELDS: readonly string[] = [...COMMON_FIELDS, 'period', 'timeZone', 'window', 'burst'];
+const COMMON_FIELDS = {
+  name: true,
+  algorithm: true,
+  limit: true,
+  key: true,
+  cost: true,
+  failMode: true,
+  mode: true,
+  block: true,
+  allow: true,
+  deny: true,
+  count: true,
+} as const;
+const WINDOW_FIELDS = fieldNames<RateLimitWindowPolicy>({ ...COMMON_FIELDS, window: true, burst: true });
+// window and burst are known to quotas too, to say why they do not apply there
+const QUOTA_FIELDS = fieldNames<RateLimitQuotaPolicy>({
+  ...COMMON_FIELDS,
+  period: true,
+  timeZone: true,
+  window: true,
+  burst: true,
+});
 
 /** Policy names appear inside Redis keys and quoted header items, so they keep to a safe alphabet. */
 const NAME = /^[A-Za-z0-9_.-]{1,64}$/;
@@ -61,16 +74,17 @@ export function validatePolicy(policy: RateLimitPolicy, where?: string): Resolve
   if (policy.name !== undefined && (typeof policy.name !== 'string' || !NAME.test(policy.name))) {
     fail('name', `must be 1-64 characters of A-Z a-z 0-9 _ . -, got ${describe(policy.name)}`);
   }
-  // window and burst are known to quotas too, to say why they do not apply there
-  const unknown = unknownField(policy, policy.algorithm === 'quota' ? QUOTA_FIELDS : WINDOW_FIELDS);
-  if (unknown !== undefined) fail(unknown.field, `is not a policy field ${unknown.hint}`);
-  if (policy.algorithm === 'quota') return validateQuota(policy, name, fail);
-  if (!ALGORITHMS.includes(policy.algorithm) && policy.algorithm !== 'concurrency') {
+  const quota = policy.algorithm === 'quota';
+  if (!quota && !ALGORITHMS.includes(policy.algorithm) && policy.algorithm !== 'concurrency') {
     fail(
       'algorithm',
       `must be one of ${[...ALGORITHMS, 'quota', 'concurrency'].join(', ')}, got ${describe(policy.algorithm)}`,
     );
   }
+  // the fields of the algorithm's kind (a quota's are period and timeZone)
+  const unknown = unknownField(policy, quota ? QUOTA_FIELDS : WINDOW_FIELDS);
+  if (unknown !== undefined) fail(unknown.field, `is not a policy field ${unknown.hint}`);
+  if (policy.algorithm === 'quota') return validateQuota(policy, name, fail);
   const { limit, burst } = policy;
   if (typeof limit !== 'function' && (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1)) {
     fail('limit', `must be an integer >= 1 or a function of the request, got ${describe(limit)}`);

@@ -19,12 +19,15 @@ export interface RateLimitStoreItem {
 /**
  * The module's timeout of one consume, for a store that holds consumes in a queue of its own before it sends
  * them (the PostgreSQL store, while its statements are busy). The timeout counts from the call, unless the
- * store calls `queued()` first: then it waits, and counts from `sent()`, when the consume goes out. Time in
- * that queue is not the store's alone (an app busy with its own traffic reads the replies that would let the
- * queue move late), so such a store bounds the wait itself: it refuses a queued consume when the calls it waits
- * for have been out for longer than the timeout, and never sends a consume it refused.
+ * store calls `queued()` first (before it sends the consume): then it waits, and counts from `sent()`, when the
+ * consume goes out; a second `sent()`, or `queued()` after it, changes nothing. Time in that queue is not the
+ * store's alone (an app busy with its own traffic reads the replies that would let the queue move late), so
+ * such a store bounds the wait itself: it refuses a queued consume when the calls it waits for have been out
+ * for longer than `timeoutMs`, or when it has waited too long, and never sends a consume it refused.
  */
 export interface RateLimitStoreCall {
+  /** The module's `timeout`, in ms. */
+  readonly timeoutMs: number;
   /** The consume waits in the store's queue: the module's timeout waits too. */
   queued(): void;
   /** The consume goes out now: the module's timeout counts from here. */

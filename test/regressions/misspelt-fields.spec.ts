@@ -64,10 +64,31 @@ describe('a misspelt field stops the start, naming it and what it was probably m
     );
   });
 
+  it('in the module options before anything connects (a migration, a pool of its own)', async () => {
+    const options = {
+      postgres: { connectionString: 'postgres://postgres@127.0.0.1:1/test', migrate: true },
+      defualts: [],
+    } as unknown as RateLimitModuleOptions;
+    await expect(createApp('express', { imports: [RateLimitModule.forRoot(options)] })).rejects.toThrow(
+      'nest-rate-limit: option "defualts" is not an option of RateLimitModule (did you mean "defaults"?)',
+    );
+  });
+
+  it('and a redis or postgres option that is not an object stops it too', async () => {
+    const redis = { redis: 'redis://127.0.0.1:6379' } as unknown as RateLimitModuleOptions;
+    await expect(createApp('express', { imports: [RateLimitModule.forRoot(redis)] })).rejects.toThrow(
+      'nest-rate-limit: option "redis" must be an object, got "redis://127.0.0.1:6379"',
+    );
+    const postgres = { postgres: null } as unknown as RateLimitModuleOptions;
+    await expect(createApp('express', { imports: [RateLimitModule.forRoot(postgres)] })).rejects.toThrow(
+      'nest-rate-limit: option "postgres" must be an object, got null',
+    );
+  });
+
   it('and the fields as declared still start', async () => {
     const policy = fromConfig({ algorithm: 'gcra', limit: 5, window: '1m', failMode: 'closed', burst: 10 });
     const { app } = await createApp('express', {
-      imports: [RateLimitModule.forRoot({ defaults: [], timeout: 100 })],
+      imports: [RateLimitModule.forRoot({ defaults: [], timeout: 100, ipv6Prefix: 56, trustProxy: 'loopback' })],
       controllers: [controllerWith(policy)],
     });
     await app.close();

@@ -93,4 +93,31 @@ describe('withTimeout', () => {
     await jest.advanceTimersByTimeAsync(0);
     expect(seen).toEqual({ value: 'decided' });
   });
+  // Review: RateLimitStoreCall is public, so a custom store may call it in any order.
+  it('lets neither a second sent() nor a queued() after sent() stretch the clock', async () => {
+    const seen = watch(
+      withTimeout((timing) => {
+        timing.queued();
+        timing.sent();
+        setTimeout(() => (timing.sent(), timing.queued()), 50);
+        return new Promise(() => undefined);
+      }, 100),
+    );
+    await jest.advanceTimersByTimeAsync(99);
+    expect(seen.error).toBeUndefined();
+    await jest.advanceTimersByTimeAsync(5);
+    expect(seen.error).toEqual(new RateLimitStoreTimeoutError(100));
+  });
+
+  it('rejects with what a call throws at once, and leaves no timer behind', async () => {
+    const thrown = new Error('no connection');
+    const seen = watch(
+      withTimeout(() => {
+        throw thrown;
+      }, 100),
+    );
+    await jest.advanceTimersByTimeAsync(0);
+    expect(seen.error).toBe(thrown);
+    expect(jest.getTimerCount()).toBe(0);
+  });
 });

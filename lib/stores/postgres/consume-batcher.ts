@@ -1,19 +1,18 @@
-import { elementAt } from '../../element-at.js';
 import { RateLimitStoreTimeoutError, withTimeout } from '../../engine/circuit-breaker.js';
 import type { RateLimitStoreCall } from '../rate-limit-store.js';
 import type { ItemColumns } from './item-columns.js';
+import { type Consume, inRounds, statementValues } from './statement-values.js';
 
-interface Waiting {
-  readonly columns: ItemColumns;
-  /** ms since the epoch, or null for the database's clock */
-  readonly now: number | null;
+interface Waiting extends Consume {
   /** The module's timeout of this consume: it waits while the consume is queued, and counts once it is sent. */
   readonly call: RateLimitStoreCall | undefined;
+  /** performance.now() in the check phase after it was queued (NaN until then), for queueTimeoutMs */
+  queuedMs: number;
   resolve(values: string[]): void;
   reject(error: unknown): void;
 }
 
-/** A statement in flight: the keys it holds, and whether it has been out for longer than queueTimeoutMs. */
+/** A statement in flight: the keys it holds, and whether it has been out for longer than the timeout. */
 interface Statement {
   readonly keys: ReadonlySet<string>;
   overdue: boolean;
@@ -32,11 +31,12 @@ const MAX_REQUESTS = 64;
  *
  * The module's timeout of a request counts from when its statement is sent (RateLimitStoreCall): time in the
  * queue is not the store's alone, since an app busy with its own traffic reads the replies that let the queue
- * move late. A waiting request is refused, and never sent, when what it waits for has stopped: every statement
- * in flight (for a request that waits for one to end), or the statement holding one of its keys, has been out
- * for longer than `queueTimeoutMs` of the store's time (counted as the module counts its timeout, withTimeout);
- * and at once when `maxQueued` requests wait already (the database has fallen behind what this instance asks
- * of it). `execute` runs one statement with its values.
+ * move late. A waiting request is refused, and never sent: when what it waits for has stopped — every
+ * statement in flight (for a request that waits for one to end), or the statement holding one of its keys, out
+ * for longer than the module's timeout (`queueTimeoutMs` without one); when it has waited `queueTimeoutMs`;
+ * and at once when `maxQueued` requests wait already. Both clocks count as the module counts its timeout
+ * (withTimeout): from the check phase after the start, with the verdict after the next poll, so that replies
+ * that arrived while the loop was busy are read first. `execute` runs one statement with its values.
  */
 export class ConsumeBatcher {
   private queue: Waiting[] = [];
@@ -44,6 +44,14 @@ export class ConsumeBatcher {
   private readonly inFlight = new Set<Statement>();
   /** The keys of the statements in flight, with how many of them hold each. */
   private readonly keysInFlight = new Map<string, number>();
+  /** Past it, a statement is overdue: the module's timeout (the least seen), or queueTimeoutMs. */
+  private overdueMs: number;
+  /** Whether the check phase that starts the wait of the requests just queued is scheduled. */
+  private stamping = false;
+  /** Set while requests wait, at the oldest one's queueTimeoutMs. */
+  private expiry: NodeJS.Timeout | undefined;
+  /** The refusal of the requests past maxQueued in this turn (one error: one failure for the breaker). */
+  private overflow: Error | undefined;
 
   constructor(
     private readonly execute: (values: unknown[]) => Promise<string | null>,
@@ -51,20 +59,26 @@ export class ConsumeBatcher {
     private readonly parallel: number,
     private readonly queueTimeoutMs: number,
     private readonly maxQueued: number,
-  ) {}
+  ) {
+    this.overdueMs = queueTimeoutMs;
+  }
 
   /** The reply values of one request: 4 per item (allowed 0/1/2, remaining, reset_ms, retry_ms), as strings. */
   consume(columns: ItemColumns, now: number | null, call?: RateLimitStoreCall): Promise<string[]> {
     if (this.queue.length >= this.maxQueued) {
-      return Promise.reject(
-        new Error(
-          `nest-rate-limit: ${this.maxQueued} PostgreSQL consumes wait for a statement already (maxQueued): the database has fallen behind`,
-        ),
+      this.overflow ??= new Error(
+        `nest-rate-limit: ${this.maxQueued} PostgreSQL consumes wait for a statement already (maxQueued)`,
       );
+      return Promise.reject(this.overflow);
     }
+    if (call !== undefined && call.timeoutMs < this.overdueMs) this.overdueMs = call.timeoutMs;
     return new Promise((resolve, reject) => {
       call?.queued();
-      this.queue.push({ columns, now, call, resolve, reject });
+      this.queue.push({ columns, now, call, queuedMs: NaN, resolve, reject });
+      if (!this.stamping) {
+        this.stamping = true;
+        setImmediate(() => this.startWaits());
+      }
       if (!this.scheduled) {
         // the requests of this turn of the event loop go out together
         this.scheduled = true;
@@ -75,6 +89,9 @@ export class ConsumeBatcher {
 
   private flush(): void {
     this.scheduled = false;
+    this.overflow = undefined;
+    // what waits for an overdue statement waits no longer (before sending: it may hold others back)
+    if (this.queue.length > 0 && [...this.inFlight].some((statement) => statement.overdue)) this.refuseStuck();
     while (this.inFlight.size < this.parallel && this.queue.length > 0) {
       const size = Math.min(MAX_REQUESTS, Math.ceil(this.queue.length / (this.parallel - this.inFlight.size)));
       const batch = this.keysInFlight.size === 0 ? this.queue.splice(0, size) : this.takeFree(size);
@@ -82,8 +99,7 @@ export class ConsumeBatcher {
       if (batch.length === 0) break;
       this.send(batch);
     }
-    // what came while a statement it waits for is overdue waits no longer
-    if (this.queue.length > 0 && [...this.inFlight].some((statement) => statement.overdue)) this.refuseStuck();
+    this.watchExpiry();
   }
 
   /**
@@ -98,13 +114,45 @@ export class ConsumeBatcher {
       else allOverdue = false;
     }
     const stuck = (waiting: Waiting) => allOverdue || waiting.columns.keys.some((key) => overdueKeys.has(key));
-    const refused = this.queue.filter(stuck);
-    if (refused.length === 0) return;
-    this.queue = this.queue.filter((waiting) => !stuck(waiting));
-    const error = new Error(
-      `nest-rate-limit: a PostgreSQL consume waited for a statement out for more than ${this.queueTimeoutMs} ms (queueTimeoutMs)`,
+    this.refuse(
+      stuck,
+      `nest-rate-limit: a PostgreSQL consume waited for a statement out for more than ${this.overdueMs} ms`,
     );
+  }
+
+  private refuse(which: (waiting: Waiting) => boolean, message: string): void {
+    const refused = this.queue.filter(which);
+    if (refused.length === 0) return;
+    this.queue = this.queue.filter((waiting) => !which(waiting));
+    const error = new Error(message);
     for (const waiting of refused) waiting.reject(error);
+  }
+
+  /** In the check phase after requests were queued: their wait starts (those still queued). */
+  private startWaits(): void {
+    this.stamping = false;
+    const nowMs = performance.now();
+    for (const waiting of this.queue) if (Number.isNaN(waiting.queuedMs)) waiting.queuedMs = nowMs;
+    this.watchExpiry();
+  }
+
+  /** While requests wait, a timer at the oldest one's queueTimeoutMs; its verdict waits for the next poll. */
+  private watchExpiry(): void {
+    const [oldest] = this.queue;
+    if (oldest === undefined || Number.isNaN(oldest.queuedMs) || this.expiry !== undefined) return;
+    const inMs = Math.max(0, Math.floor(oldest.queuedMs + this.queueTimeoutMs - performance.now()));
+    this.expiry = setTimeout(() => {
+      setImmediate(() => {
+        this.expiry = undefined;
+        const oldestMs = performance.now() - this.queueTimeoutMs;
+        this.refuse(
+          (waiting) => waiting.queuedMs <= oldestMs,
+          `nest-rate-limit: a PostgreSQL consume waited ${this.queueTimeoutMs} ms for a statement (queueTimeoutMs)`,
+        );
+        this.flush();
+      });
+    }, inMs);
+    this.expiry.unref();
   }
 
   /**
@@ -143,13 +191,12 @@ export class ConsumeBatcher {
     const statement: Statement = { keys: new Set(batch.flatMap(({ columns }) => columns.keys)), overdue: false };
     this.inFlight.add(statement);
     this.holdKeys(batch, +1);
-    for (const waiting of batch) waiting.call?.sent();
     const running = this.execute(values);
-    // Overdue as the module's timeout counts it: the requests waiting for this statement may then be refused.
-    withTimeout(() => running, this.queueTimeoutMs).catch((error: unknown) => {
+    for (const waiting of batch) waiting.call?.sent();
+    // Overdue as the module's timeout counts it: the requests waiting for this statement are then refused.
+    withTimeout(() => running, this.overdueMs).catch((error: unknown) => {
       if (!(error instanceof RateLimitStoreTimeoutError) || !this.inFlight.has(statement)) return;
       statement.overdue = true;
-      this.refuseStuck();
       this.flush();
     });
     running
@@ -182,78 +229,4 @@ export class ConsumeBatcher {
       }
     }
   }
-}
-
-/**
- * The batch in rounds: a request goes one round after the last earlier request that shares a key with it, so
- * a round holds each key once and rounds run in order. Returns the requests ordered by round, and the 1-based
- * number of the first request of each round.
- */
-function inRounds(batch: Waiting[]): { ordered: Waiting[]; rounds: number[] } {
-  if (batch.length === 1) return { ordered: batch, rounds: [1] };
-  const roundOfKey = new Map<string, number>();
-  const byRound: Waiting[][] = [];
-  for (const waiting of batch) {
-    let round = 0;
-    for (const key of waiting.columns.keys) round = Math.max(round, roundOfKey.get(key) ?? 0);
-    for (const key of waiting.columns.keys) roundOfKey.set(key, round + 1);
-    (byRound[round] ??= []).push(waiting);
-  }
-  const rounds: number[] = [];
-  let first = 1;
-  for (const requests of byRound) {
-    rounds.push(first);
-    first += requests.length;
-  }
-  return { ordered: byRound.flat(), rounds };
-}
-
-/** The values of one rate_limit_consume_v3 call, in the order of its parameters. */
-function statementValues(ordered: Waiting[], rounds: number[], slackMs: number): unknown[] {
-  const nows: (number | null)[] = [];
-  const reqs: number[] = [];
-  const keys: string[] = [];
-  const algos: number[] = [];
-  const limits: number[] = [];
-  const windows: number[] = [];
-  const capacities: number[] = [];
-  const costs: number[] = [];
-  // the arrays of shadows and blocks only when an item of the statement has one (most have none)
-  const shadows = ordered.some(({ columns }) => columns.shadows !== null) ? ([] as boolean[]) : null;
-  const blocks = ordered.some(({ columns }) => columns.blocks !== null) ? ([] as number[]) : null;
-  ordered.forEach(({ columns, now }, r) => {
-    for (let i = 0; i < columns.keys.length; i++) {
-      nows.push(now);
-      reqs.push(r + 1);
-      // itemColumns fills every column with one entry per item
-      keys.push(elementAt(columns.keys, i, 'the keys column'));
-      algos.push(elementAt(columns.algos, i, 'the algos column'));
-      limits.push(elementAt(columns.limits, i, 'the limits column'));
-      windows.push(elementAt(columns.windows, i, 'the windows column'));
-      capacities.push(elementAt(columns.capacities, i, 'the capacities column'));
-      costs.push(elementAt(columns.costs, i, 'the costs column'));
-      shadows?.push(columns.shadows?.[i] ?? false);
-      blocks?.push(columns.blocks?.[i] ?? 0);
-    }
-  });
-  const storeClock = elementAt(ordered, 0, 'a batch of consumes').now === null;
-  const [first] = algos;
-  const algo = first !== undefined && algos.every((a) => a === first) ? first : 0;
-  const single = keys.length === ordered.length;
-  return [
-    slackMs,
-    single,
-    algo,
-    storeClock ? null : nows,
-    rounds,
-    reqs,
-    keys,
-    algos,
-    limits,
-    windows,
-    capacities,
-    costs,
-    shadows,
-    blocks,
-  ];
 }

@@ -27,9 +27,10 @@ export interface PostgresRateLimitStoreOptions {
   /** Rows deleted per statement when pruning; default 1000. */
   pruneBatch?: number;
   /**
-   * A consume waits in the store while its statements are busy (or one holds its key), and the module's
-   * timeout counts from when it is sent. When the statements it waits for have been out for longer than
-   * `queueTimeoutMs`, it is refused and never sent. Default 5000; RateLimitModule sets its own `timeout`.
+   * A consume waits in the store while its statements are busy (or one holds its key); the module's timeout
+   * counts from when it is sent. It is refused, and never sent, once it has waited `queueTimeoutMs`, or when the
+   * statements it waits for have been out for longer than the module's timeout (this, without a module).
+   * Default 1000; RateLimitModule's own store: 10 × its `timeout`.
    */
   queueTimeoutMs?: number;
   /**
@@ -107,7 +108,7 @@ export class PostgresRateLimitStore implements RateLimitStore {
       },
       this.ttlSlack,
       CONSUMES_IN_FLIGHT,
-      integer('queueTimeoutMs', options.queueTimeoutMs ?? 5000, 1),
+      integer('queueTimeoutMs', options.queueTimeoutMs ?? 1000, 1),
       integer('maxQueued', options.maxQueued ?? 10_000, 1),
     );
     // 0 turns pruning off; setInterval takes at most 2^31 - 1 ms (beyond, it would fire every millisecond).
