@@ -7,7 +7,7 @@ import type { FailMode, RateLimitMode } from './policy/policy.types.js';
 import { checkOptionFields, fieldNames } from './unknown-fields.js';
 import type { RateLimitErrors, RateLimitHeaders, RateLimitModuleOptions } from './rate-limit.options.js';
 
-/** The fields of RateLimitModuleOptions: any other stops the start (a misspelt one would be ignored). */
+/** The fields of RateLimitModuleOptions; a field not listed stops the start (a misspelt one would be ignored). */
 export const MODULE_OPTIONS = fieldNames<RateLimitModuleOptions>({
   redis: true,
   postgres: true,

@@ -135,66 +135,81 @@ export class RateLimitStoreTimeoutError extends Error {
  */
 export function withTimeout<T>(call: (timing: RateLimitStoreCall) => Promise<T>, timeoutMs: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    let settled = false;
-    let timer: NodeJS.Timeout | undefined;
-    let immediate: NodeJS.Immediate | undefined;
-    /** queued(): the clock waits for sent(); sent(): the clock runs (for good) */
-    let phase: 'called' | 'queued' | 'sent' = 'called';
-    const stop = (): void => {
-      clearTimeout(timer);
-      timer = undefined;
-      if (immediate !== undefined) clearImmediate(immediate);
-      immediate = undefined;
-    };
-    const expire = (): void => {
-      immediate = undefined;
-      if (settled) return;
-      settled = true;
-      reject(new RateLimitStoreTimeoutError(timeoutMs));
-    };
-    const start = (): void => {
-      stop();
-      immediate = setImmediate(() => {
-        immediate = undefined;
-        if (settled) return;
-        timer = setTimeout(() => {
-          timer = undefined;
-          immediate = setImmediate(expire);
-        }, timeoutMs);
-      });
-    };
-    const settle = (): boolean => {
-      if (settled) return false;
-      settled = true;
-      stop();
-      return true;
-    };
-    const timing: RateLimitStoreCall = {
-      timeoutMs,
-      queued: () => {
-        if (phase !== 'called') return;
-        phase = 'queued';
-        stop();
-      },
-      sent: () => {
-        if (phase === 'sent') return;
-        phase = 'sent';
-        if (!settled) start();
-      },
-    };
+    const clock = new CallClock(timeoutMs, reject);
     let pending: Promise<T>;
     try {
-      pending = call(timing);
+      pending = call(clock);
     } catch (error) {
-      settle();
-      reject(error);
+      if (clock.settle()) reject(error);
       return;
     }
     pending.then(
-      (value) => settle() && resolve(value),
-      (error: unknown) => settle() && reject(error),
+      (value) => clock.settle() && resolve(value),
+      (error: unknown) => clock.settle() && reject(error),
     );
-    // unless the store queued the call (`sent()` starts the clock), or sent it already
-    if (phase === 'called' && !settled) start();
+    clock.called();
   });
+}
+
+/** The timeout of one call of withTimeout, and the RateLimitStoreCall its store sees. */
+class CallClock implements RateLimitStoreCall {
+  private settled = false;
+  /** queued(): the clock waits for sent(); sent(): the clock runs (for good) */
+  private phase: 'called' | 'queued' | 'sent' = 'called';
+  private timer: NodeJS.Timeout | undefined;
+  private immediate: NodeJS.Immediate | undefined;
+
+  constructor(
+    readonly timeoutMs: number,
+    private readonly reject: (error: unknown) => void,
+  ) {}
+
+  queued(): void {
+    if (this.phase !== 'called') return;
+    this.phase = 'queued';
+    this.stop();
+  }
+
+  sent(): void {
+    if (this.phase === 'sent') return;
+    this.phase = 'sent';
+    if (!this.settled) this.start();
+  }
+
+  /** After the call returned: the clock starts, unless the store queued it or has sent it already. */
+  called(): void {
+    if (this.phase === 'called' && !this.settled) this.start();
+  }
+
+  /** Whether the call is settled now (false: the timeout, or the call, settled it before). */
+  settle(): boolean {
+    if (this.settled) return false;
+    this.settled = true;
+    this.stop();
+    return true;
+  }
+
+  private start(): void {
+    this.stop();
+    this.immediate = setImmediate(() => {
+      this.immediate = undefined;
+      if (this.settled) return;
+      this.timer = setTimeout(() => {
+        this.timer = undefined;
+        this.immediate = setImmediate(() => this.expire());
+      }, this.timeoutMs);
+    });
+  }
+
+  private expire(): void {
+    this.immediate = undefined;
+    if (this.settle()) this.reject(new RateLimitStoreTimeoutError(this.timeoutMs));
+  }
+
+  private stop(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.immediate !== undefined) clearImmediate(this.immediate);
+    this.immediate = undefined;
+  }
 }
