@@ -12,9 +12,9 @@ interface Waiting extends Consume {
   reject(error: unknown): void;
 }
 
-/** A statement in flight: the keys it holds, and whether it has been out for longer than the timeout. */
+/** A statement in flight: its requests (their keys are held), and whether it is out for longer than the timeout. */
 interface Statement {
-  readonly keys: ReadonlySet<string>;
+  readonly batch: readonly Waiting[];
   overdue: boolean;
 }
 
@@ -42,6 +42,8 @@ export class ConsumeBatcher {
   private queue: Waiting[] = [];
   private scheduled = false;
   private readonly inFlight = new Set<Statement>();
+  /** How many of them are overdue. */
+  private overdue = 0;
   /** The keys of the statements in flight, with how many of them hold each. */
   private readonly keysInFlight = new Map<string, number>();
   /** Past it, a statement is overdue: the module's timeout (the least seen), or queueTimeoutMs. */
@@ -91,7 +93,7 @@ export class ConsumeBatcher {
     this.scheduled = false;
     this.overflow = undefined;
     // what waits for an overdue statement waits no longer (before sending: it may hold others back)
-    if (this.queue.length > 0 && [...this.inFlight].some((statement) => statement.overdue)) this.refuseStuck();
+    if (this.queue.length > 0 && this.overdue > 0) this.refuseStuck();
     while (this.inFlight.size < this.parallel && this.queue.length > 0) {
       const size = Math.min(MAX_REQUESTS, Math.ceil(this.queue.length / (this.parallel - this.inFlight.size)));
       const batch = this.keysInFlight.size === 0 ? this.queue.splice(0, size) : this.takeFree(size);
@@ -108,10 +110,10 @@ export class ConsumeBatcher {
    */
   private refuseStuck(): void {
     const overdueKeys = new Set<string>();
-    let allOverdue = this.inFlight.size >= this.parallel;
+    const allOverdue = this.inFlight.size >= this.parallel && this.overdue === this.inFlight.size;
     for (const statement of this.inFlight) {
-      if (statement.overdue) for (const key of statement.keys) overdueKeys.add(key);
-      else allOverdue = false;
+      if (!statement.overdue) continue;
+      for (const { columns } of statement.batch) for (const key of columns.keys) overdueKeys.add(key);
     }
     const stuck = (waiting: Waiting) => allOverdue || waiting.columns.keys.some((key) => overdueKeys.has(key));
     this.refuse(
@@ -188,7 +190,7 @@ export class ConsumeBatcher {
       batch.forEach((waiting) => waiting.reject(error));
       return;
     }
-    const statement: Statement = { keys: new Set(batch.flatMap(({ columns }) => columns.keys)), overdue: false };
+    const statement: Statement = { batch, overdue: false };
     this.inFlight.add(statement);
     this.holdKeys(batch, +1);
     const running = this.execute(values);
@@ -197,6 +199,7 @@ export class ConsumeBatcher {
     withTimeout(() => running, this.overdueMs).catch((error: unknown) => {
       if (!(error instanceof RateLimitStoreTimeoutError) || !this.inFlight.has(statement)) return;
       statement.overdue = true;
+      this.overdue++;
       this.flush();
     });
     running
@@ -214,6 +217,7 @@ export class ConsumeBatcher {
       )
       .finally(() => {
         this.inFlight.delete(statement);
+        if (statement.overdue) this.overdue--;
         this.holdKeys(batch, -1);
         this.flush();
       });
