@@ -17,7 +17,7 @@ import { RateLimitStore } from './stores/rate-limit-store.js';
 import type { RateLimitStores } from './stores/rate-limit-stores.js';
 import { PostgresRateLimitStore } from './stores/postgres/postgres.store.js';
 import { RedisRateLimitStore } from './stores/redis/redis.store.js';
-import type { RedisConnection } from './stores/client-types.js';
+import { checkRedisClient, type RedisConnection } from './stores/client-types.js';
 import { checkRedisOption, postgresAddress, redisAddress } from './stores/store-description.js';
 import { MODULE_OPTIONS } from './limiter-settings.js';
 import { checkOptionFields, fieldNames } from './unknown-fields.js';
@@ -39,7 +39,7 @@ const FAIL_FAST: RedisOptions = {
  * Connection errors of the limiter's own connection go to the Nest logger, at most once per 5 s (ioredis
  * reconnects by itself); without a listener ioredis would print every one of them as unhandled.
  */
-function reportConnectionErrors(redis: Redis | Cluster): void {
+function reportConnectionErrors(redis: Redis | Cluster, where: string): void {
   const logger = new Logger('RateLimit');
   let lastMs = -Infinity;
   let held = 0;
@@ -49,7 +49,10 @@ function reportConnectionErrors(redis: Redis | Cluster): void {
       held++;
       return;
     }
-    logger.warn(`Redis connection: ${error.message}${held > 0 ? ` (${held} more since the last report)` : ''}`);
+    logger.warn(
+      `${where}: connection failed (${error.message}); until it answers, fail-open policies admit and ` +
+        `fail-closed ones answer 503${held > 0 ? ` (${held} more since the last report)` : ''}`,
+    );
     lastMs = now;
     held = 0;
   });
@@ -90,12 +93,13 @@ async function createRedis(
   const fast = { ...connectionOptions, ...FAIL_FAST };
   let redis: Redis | Cluster;
   if (client !== undefined) {
+    checkRedisClient(client, 'option redis.client');
     redis = dedicatedConnection(client);
   } else {
     const RedisClient = await loadIoredis();
     redis = url === undefined ? new RedisClient(fast) : new RedisClient(url, fast);
   }
-  reportConnectionErrors(redis);
+  reportConnectionErrors(redis, redisAddress(redis));
   const store = new RedisRateLimitStore({
     client: redis,
     clock: options.clock === 'store' ? 'store' : clock,
@@ -260,6 +264,8 @@ export class RateLimitModule extends ConfigurableRateLimitModule implements OnMo
       await ready;
       await rates.load();
     } catch (error) {
+      // A client that answers with a programming error is a defect to see now, not an outage to absorb.
+      if (error instanceof TypeError || error instanceof RangeError || error instanceof ReferenceError) throw error;
       new Logger('RateLimit').warn(
         `Redis is not reachable yet (${(error as Error).message}); policies apply their fail modes until it is`,
       );

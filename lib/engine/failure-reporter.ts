@@ -20,7 +20,8 @@ export class FailureReporter {
     private readonly onError?: (error: Error, policy: string) => void,
   ) {}
 
-  report(error: unknown, policies: readonly string[]): void {
+  /** `doing`: what the fail modes do about it, for the log line (store failures of requests). */
+  report(error: unknown, policies: readonly string[], doing?: string): void {
     const err = error instanceof Error ? error : new Error(String(error));
     for (const policy of policies) {
       try {
@@ -29,7 +30,8 @@ export class FailureReporter {
         this.logger.error(`onError hook threw: ${(hookError as Error)?.message ?? String(hookError)}`);
       }
     }
-    const cause = `${err.name}: ${err.message}`.slice(0, 300);
+    // What the fail modes do is part of the cause: an outage that admits and one that refuses are both told.
+    const cause = `${err.name}: ${err.message}`.slice(0, 300) + (doing === undefined ? '' : `; ${doing}`);
     const now = this.clock.now();
     const seen = this.recent.get(cause);
     if (seen !== undefined && now - seen.atMs < QUIET_MS) {

@@ -66,3 +66,25 @@ export interface PgPool extends PgQueryable {
   /** The pool's settings (read for the start-up line that says where the limits are kept). */
   readonly options?: object;
 }
+
+/** The commands of RedisClient, which a client must have for the Redis store to drive it. */
+const REDIS_COMMANDS = ['call', 'evalsha', 'eval', 'script', 'ping'] as const;
+
+/**
+ * Refuses, at start, a Redis client the store cannot drive (such as a node-redis client, whose commands have
+ * other names and shapes): every call would fail, and the fail modes would turn that into an outage for ever.
+ * `where` names the option or argument, for the error.
+ */
+export function checkRedisClient(client: unknown, where: string): void {
+  const c = (client ?? {}) as Record<string, unknown>;
+  const missing = REDIS_COMMANDS.filter((command) => typeof c[command] !== 'function');
+  if (missing.length === 0) return;
+  const kind =
+    typeof c.sendCommand === 'function' && typeof c.isOpen === 'boolean'
+      ? 'a node-redis client (createClient() of the `redis` package)'
+      : `${client === null || typeof client !== 'object' ? String(client) : `an instance of ${client.constructor?.name ?? 'Object'}`} (it has no ${missing.join(', ')})`;
+  throw new TypeError(
+    `nest-rate-limit: ${where} is ${kind}, which the module cannot drive: give an ioredis Redis or Cluster ` +
+      "(new Redis(url) of the `ioredis` package), or `redis: { url }` for a connection of the module's own",
+  );
+}

@@ -3,9 +3,10 @@ import calculateSlot from 'cluster-key-slot';
 import { type Clock, systemClock } from '../../clock.js';
 import type { RateLimitDecision } from '../../policy/policy.types.js';
 import { decisionsFromReply } from '../engine.js';
-import type { RedisClient } from '../client-types.js';
+import { checkRedisClient, type RedisClient, type RedisConnection } from '../client-types.js';
 import type { RateLimitStore, RateLimitStoreItem } from '../rate-limit-store.js';
 import { checkKeyPrefix, storageKey } from '../storage-key.js';
+import { redisAddress } from '../store-description.js';
 import { acrossSlots, consumeAcrossSlots, type RunInSlot, type SlotItem, slotItems } from './across-slots.js';
 import { batchArgs, callFields, type RequestArgs, requestArgs, splitReply } from './call-args.js';
 import { CallBatcher } from './call-batcher.js';
@@ -46,11 +47,14 @@ export class RedisRateLimitStore implements RateLimitStore {
   private functions: 'unknown' | 'yes' | 'no';
   private loadingFunction: Promise<void> | undefined;
   private readonly batcher: CallBatcher<RequestArgs>;
+  /** Where the client connects, for errors in the module's words (never a password). */
+  private readonly where: string;
 
   constructor(options: RedisRateLimitStoreOptions) {
     if (options?.client === undefined) {
       throw new TypeError('nest-rate-limit: RedisRateLimitStore needs `client`, an ioredis Redis or Cluster');
     }
+    checkRedisClient(options.client, 'the `client` of RedisRateLimitStore');
     this.client = options.client;
     this.clock = options.clock === 'store' ? undefined : (options.clock ?? systemClock);
     this.keyPrefix = checkKeyPrefix(options.keyPrefix ?? 'rl:');
@@ -60,6 +64,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     }
     this.ttlSlack = String(slack);
     this.batcher = new CallBatcher(this.sendBatch);
+    this.where = 'options' in this.client ? redisAddress(this.client as RedisConnection) : 'Redis';
     // Every master of a Cluster would need the library: the script, which travels with the call, is simpler.
     this.functions = this.client.isCluster ? 'no' : 'unknown';
   }
@@ -183,8 +188,17 @@ export class RedisRateLimitStore implements RateLimitStore {
     }
   };
 
-  /** One call: FCALL while the function is there (loading it when it is missing), else EVALSHA or EVAL. */
+  /** One call, its connection errors said in the module's words (ioredis speaks of streams and queues). */
   private async execute(keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    try {
+      return await this.send(keys, args);
+    } catch (error) {
+      throw connectionError(error, this.where);
+    }
+  }
+
+  /** FCALL while the function is there (loading it when it is missing), else EVALSHA or EVAL. */
+  private async send(keys: readonly string[], args: readonly string[]): Promise<unknown> {
     if (this.functions !== 'no') {
       try {
         const reply = await this.client.call('FCALL', RATE_LIMIT_FUNCTION, keys.length, ...keys, ...args);
@@ -208,6 +222,21 @@ export class RedisRateLimitStore implements RateLimitStore {
       return this.client.eval(RATE_LIMIT_SCRIPT, keys.length, ...keys, ...args);
     }
   }
+}
+
+/**
+ * A client's connection error as an outage log should read it: where the store is and what is wrong. Errors
+ * Redis answered with and programming errors pass as they are.
+ */
+function connectionError(error: unknown, where: string): unknown {
+  if (!(error instanceof Error) || error.name === 'ReplyError' || error instanceof TypeError) return error;
+  const { message } = error;
+  const problem = message.includes("Stream isn't writeable")
+    ? 'is not connected (the limiter queues no command while its connection is down)'
+    : message.includes('Connection is closed')
+      ? 'closed the connection'
+      : `failed: ${message}`;
+  return new Error(`${where} ${problem}`, { cause: error });
 }
 
 /** An error Redis answered with (as opposed to a connection that failed). */
