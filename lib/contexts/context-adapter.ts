@@ -2,7 +2,7 @@ import type { ExecutionContext, Logger } from '@nestjs/common';
 import type { HttpAdapterHost, ModuleRef } from '@nestjs/core';
 
 import type { TrustFn } from '../keys/client-ip.js';
-import type { RateLimitDecision } from '../policy/policy.types.js';
+import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 
 /** The kinds of Nest execution context the limiter decides in (`ctx.getType()`). */
 export type ContextType = 'http' | 'graphql' | 'ws' | 'rpc';
@@ -37,6 +37,12 @@ export interface RateLimitUnavailable {
   readonly retryAfter: number;
 }
 
+/** The enforced policies a response's rate-limit fields show, `decisions[i]` being that of `policies[i]`. */
+export interface ShownDecisions {
+  readonly policies: readonly ResolvedPolicy[];
+  readonly decisions: readonly RateLimitDecision[];
+}
+
 /**
  * The three things that differ between Nest contexts; everything else (planning, keys and costs, the one
  * store call, fail modes, the deny cache, all-or-nothing) is the engine's and knows no context.
@@ -66,6 +72,18 @@ export interface ContextAdapter {
 
   /** Writes rate-limit header fields where this context has them (HTTP response); otherwise does nothing. */
   setHeaders(ctx: ExecutionContext, headers: readonly (readonly [string, string])[]): void;
+
+  /**
+   * Only for contexts whose invocations share one response (GraphQL: the resolvers of one operation share its
+   * HTTP response): adds this invocation's enforced policies and decisions to those the response already
+   * shows, and returns them all, each policy once with its most restrictive decision, so that the fields
+   * written last still name every policy decided for the response. Absent: a response shows its invocation's.
+   */
+  accumulate?(
+    ctx: ExecutionContext,
+    policies: readonly ResolvedPolicy[],
+    decisions: readonly RateLimitDecision[],
+  ): ShownDecisions;
 
   /**
    * Stops the invocation: throws what this context's clients understand as a denial (429, a GraphQL error for

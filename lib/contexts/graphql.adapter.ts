@@ -5,8 +5,10 @@ import type { ExecutionContext } from '@nestjs/common';
 import { GqlExecutionContext } from '@nestjs/graphql';
 import type { GraphQLResolveInfo } from 'graphql';
 
+import { elementAt } from '../element-at.js';
+import { mostRestrictive } from '../headers/rate-limit-headers.js';
 import { clientAddress, clientIp, isTrustNone } from '../keys/client-ip.js';
-import type { RateLimitDecision } from '../policy/policy.types.js';
+import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 import type {
   AdapterFactory,
   AdapterSettings,
@@ -14,6 +16,7 @@ import type {
   RateLimitDenial,
   RateLimitRefusal,
   RateLimitUnavailable,
+  ShownDecisions,
 } from './context-adapter.js';
 import { userIdOf } from './http.adapter.js';
 
@@ -99,6 +102,45 @@ function incomingMessageOf(value: unknown): IncomingMessage | undefined {
 const nameOf = (target: unknown, fallback: string): string => (typeof target === 'function' && target.name) || fallback;
 
 /**
+ * What the rate-limit fields of one HTTP response have shown so far, over every resolver that wrote them (the
+ * resolvers of an operation, or of a batch of operations, share the response).
+ */
+interface ResponseFields {
+  /** Each policy once, in the order first decided, with its most restrictive decision; undefined before any. */
+  shown: ShownDecisions | undefined;
+  /**
+   * The arrays of `shown` when they are this record's own, to update in place. The first resolver's arrays
+   * are kept as they came (an operation of one resolver copies nothing); the second copies them.
+   */
+  own: { policies: ResolvedPolicy[]; decisions: RateLimitDecision[] } | undefined;
+  /** The longest Retry-After written, in seconds; 0 before any. */
+  retryAfterS: number;
+}
+
+/** Adds `policies` and `decisions` to `own`: a policy already there keeps the more restrictive decision. */
+function merge(
+  own: { policies: ResolvedPolicy[]; decisions: RateLimitDecision[] },
+  policies: readonly ResolvedPolicy[],
+  decisions: readonly RateLimitDecision[],
+): void {
+  decisions.forEach((decision, i) => {
+    const policy = elementAt(policies, i, 'the policies of a GraphQL resolver');
+    const at = own.decisions.findIndex((d) => d.policy === decision.policy);
+    if (at === -1) {
+      own.policies.push(policy);
+      own.decisions.push(decision);
+      return;
+    }
+    const kept = elementAt(own.decisions, at, 'the decisions shown on a GraphQL response');
+    // On a tie the earlier decision stays: of one key, it is the one with the longer reset.
+    if (mostRestrictive([kept, decision]) !== kept) {
+      own.policies[at] = policy;
+      own.decisions[at] = decision;
+    }
+  });
+}
+
+/**
  * The GraphQL adapter (`ctx.getType() === 'graphql'`), for Nest's Apollo and Mercurius drivers and any driver
  * whose context holds the HTTP request as `req`. One resolver invocation is one decision: the limiter keeps
  * its state on the invocation's arguments array, so a field selected under two aliases is charged twice.
@@ -109,6 +151,8 @@ class GraphQLContextAdapter implements ContextAdapter {
   private readonly addresses = new WeakMap<IncomingMessage, string>();
   /** Full client addresses (what lists match) per HTTP request; null when it has none. */
   private readonly fullAddresses = new WeakMap<IncomingMessage, string | null>();
+  /** Per HTTP response (Fastify reply or Node response): what its rate-limit fields have shown. */
+  private readonly responses = new WeakMap<object, ResponseFields>();
   private warnedForwardedFor = false;
   private warnedNoRequest = false;
   private warnedNoResponse = false;
@@ -190,23 +234,51 @@ class GraphQLContextAdapter implements ContextAdapter {
   }
 
   /**
+   * Every rate-limited resolver of an operation writes the same header names on its one HTTP response, so each
+   * writes what all of them decided so far: the last one's fields then name every policy of the operation.
+   */
+  accumulate(
+    ctx: ExecutionContext,
+    policies: readonly ResolvedPolicy[],
+    decisions: readonly RateLimitDecision[],
+  ): ShownDecisions {
+    const response = decisions.length === 0 ? undefined : this.responseOf(ctx);
+    if (response === undefined) return { policies, decisions };
+    const fields = this.responses.get(response);
+    if (fields === undefined) {
+      const shown = { policies, decisions };
+      this.responses.set(response, { shown, own: undefined, retryAfterS: 0 });
+      return shown;
+    }
+    if (fields.shown === undefined) {
+      fields.shown = { policies, decisions };
+      return fields.shown;
+    }
+    if (fields.own === undefined) {
+      fields.own = { policies: [...fields.shown.policies], decisions: [...fields.shown.decisions] };
+      fields.shown = fields.own;
+    }
+    merge(fields.own, policies, decisions);
+    return fields.own;
+  }
+
+  /**
    * Writes the fields on the operation's HTTP response: Mercurius's `reply` (Fastify), else Express's `req.res`.
-   * Every rate-limited resolver of an operation writes the same names, so the last one written wins. Over a
-   * WebSocket (subscriptions) there is no response to write to, and nothing is written.
+   * `Retry-After` never shortens: of the resolvers sharing a response, the one that waits longest decides when
+   * the client may retry the operation. Over a WebSocket (subscriptions) there is no response to write to, and
+   * nothing is written.
    */
   setHeaders(ctx: ExecutionContext, headers: readonly (readonly [string, string])[]): void {
     if (headers.length === 0) return;
-    const gql = this.contextValue(ctx);
-    const reply = gql?.reply;
-    if (isFastifyReply(reply)) {
-      if (reply.sent === true || reply.raw?.headersSent === true) return;
-      for (const [name, value] of headers) reply.header(name, value);
+    const response = this.responseOf(ctx);
+    if (isNodeResponse(response)) {
+      if (response.headersSent) return;
+      for (const [name, value] of headers) response.setHeader(name, this.valueOf(response, name, value));
       return;
     }
-    const res = isObject(gql?.req) ? gql.req.res : undefined;
-    if (isNodeResponse(res)) {
-      if (res.headersSent) return;
-      for (const [name, value] of headers) res.setHeader(name, value);
+    if (response !== undefined) {
+      if (response.sent === true || response.raw?.headersSent === true) return;
+      for (const [name, value] of headers) response.header(name, this.valueOf(response, name, value));
       return;
     }
     if (!this.warnedNoResponse && !this.isSubscription(ctx)) {
@@ -241,6 +313,28 @@ class GraphQLContextAdapter implements ContextAdapter {
   /** The field fails with RATE_LIMIT_DENY_LIST; no headers (retrying cannot help). */
   forbid(_ctx: ExecutionContext, refusal: RateLimitRefusal): never {
     throw new RateLimitGraphQLError(refusal.message, { code: refusal.code });
+  }
+
+  /** The operation's HTTP response: Mercurius's `reply` (Fastify), else Express's `req.res`; undefined without one. */
+  private responseOf(ctx: ExecutionContext): FastifyReplyLike | NodeResponse | undefined {
+    const gql = this.contextValue(ctx);
+    if (isFastifyReply(gql?.reply)) return gql.reply;
+    const res = isObject(gql?.req) ? gql.req.res : undefined;
+    return isNodeResponse(res) ? res : undefined;
+  }
+
+  /** The value to write: a `Retry-After` shorter than one written before on `response` keeps that one. */
+  private valueOf(response: object, name: string, value: string): string {
+    if (name !== 'Retry-After') return value;
+    const seconds = Number(value);
+    const fields = this.responses.get(response);
+    if (fields === undefined) {
+      this.responses.set(response, { shown: undefined, own: undefined, retryAfterS: seconds });
+      return value;
+    }
+    if (seconds <= fields.retryAfterS) return String(fields.retryAfterS);
+    fields.retryAfterS = seconds;
+    return value;
   }
 
   private contextValue(ctx: ExecutionContext): GraphQLContextValue | undefined {

@@ -10,8 +10,9 @@ import type { RateLimitHeaders } from '../rate-limit.options.js';
 
 /**
  * The last step of the request path: reports every decision of the invocation (onDecision, shadow denials),
- * writes the rate-limit fields of the enforced ones, in the route's order, and denies through the context's
- * adapter when one of them denies.
+ * writes the rate-limit fields of the enforced ones, in the route's order (with those of the invocations that
+ * share its response, where the adapter accumulates them), and denies through the context's adapter when one
+ * of them denies.
  */
 export function conclude(
   ctx: ExecutionContext,
@@ -29,11 +30,15 @@ export function conclude(
   // Policies in the route's order, also when the guard and the interceptor each decided some.
   if (evaluations.length > 1) pairs = pairs.sort(([a], [b]) => a.order - b.order);
   const decisions = pairs.map(([, decision]) => decision);
-  const headers = rateLimitHeaders(
-    scheme,
-    pairs.map(([item]) => item.policy),
-    decisions,
-  );
+  const policies = pairs.map(([item]) => item.policy);
+  // The resolvers of one GraphQL operation share its response, whose fields must name what all of them decided.
+  const shown =
+    adapter.accumulate === undefined || scheme === 'none' ? undefined : adapter.accumulate(ctx, policies, decisions);
+  const headers =
+    shown === undefined
+      ? rateLimitHeaders(scheme, policies, decisions)
+      : rateLimitHeaders(scheme, shown.policies, shown.decisions);
+  // What this invocation is answered with is its own; the adapter keeps the longest Retry-After of a response.
   const denied = decisions.filter((d) => !d.allowed);
   if (denied.length === 0) {
     if (headers.length > 0) adapter.setHeaders(ctx, headers);

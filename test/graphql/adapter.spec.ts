@@ -83,7 +83,8 @@ class ProbeGuard implements CanActivate {
     });
     adapter.setHeaders(ctx, [
       ['X-Probe', `${field}-${n}`],
-      ...(mode === 'allow' ? [] : ([['Retry-After', '30']] as const)),
+      // As the limiter does: a denial that can be retried writes its wait, an outage writes its own.
+      ...(mode === 'deny' ? ([['Retry-After', '30']] as const) : []),
     ]);
     const denial: RateLimitDenial = { code: 'RATE_LIMITED', message: `Rate limit "probe" exceeded`, policy: 'probe' };
     if (mode === 'deny') adapter.deny(ctx, { ...denial, retryAfter: 30 }, DECISION);
@@ -222,6 +223,13 @@ describe.each(GRAPHQL_DRIVERS)('the GraphQL adapter on %s', (driver) => {
       }),
     ]);
     expect(res.headers['retry-after']).toBe('1');
+  });
+
+  it('keeps the longest Retry-After of the resolvers that share the HTTP response', async () => {
+    // Root query fields run concurrently: whichever writes last, the 30 s wait outlasts the outage's 1 s.
+    const res = await t.gql('{ down: echo(n: 1, mode: "down") { n } no: echo(n: 2, mode: "deny") { n } }');
+    expect(res.data).toEqual({ down: null, no: null });
+    expect(res.headers['retry-after']).toBe('30');
   });
 
   it('writes headers on the HTTP response; of several resolvers, the last one written wins', async () => {

@@ -124,12 +124,14 @@ describe.each(GRAPHQL_DRIVERS)('GraphQL policies and denials on %s', (driver) =>
     ]);
   });
 
-  it('applies defaults to mutations; of several resolvers, the last one to write the headers wins', async () => {
-    // Root mutation fields run one after another: `comment` writes last.
+  it('applies defaults to mutations; the response shows the policies of all its resolvers, each once', async () => {
+    // Root mutation fields run one after another: `vote` decides first, `comment` last.
     const res = await t.gql('mutation { vote comment }');
     expect(res.data).toEqual({ vote: 1, comment: 2 });
-    expect(policyNames(res)).toEqual(['per-user', 'library', 'comments']);
-    expect(res.headers['ratelimit']).toBe('"per-user";r=998;t=60, "library";r=98;t=60, "comments";r=2;t=60');
+    expect(policyNames(res)).toEqual(['per-user', 'library', 'votes', 'comments']);
+    expect(res.headers['ratelimit']).toBe(
+      '"per-user";r=998;t=60, "library";r=98;t=60, "votes";r=4;t=60, "comments";r=2;t=60',
+    );
     expect(await remaining('votes')).toBe(4);
   });
 });
