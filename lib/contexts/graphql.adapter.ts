@@ -5,8 +5,6 @@ import type { ExecutionContext } from '@nestjs/common';
 import { GqlExecutionContext } from '@nestjs/graphql';
 import type { GraphQLResolveInfo } from 'graphql';
 
-import { elementAt } from '../element-at.js';
-import { mostRestrictive } from '../headers/rate-limit-headers.js';
 import { clientAddress, clientIp, isTrustNone } from '../keys/client-ip.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 import type {
@@ -18,6 +16,7 @@ import type {
   RateLimitUnavailable,
   ShownDecisions,
 } from './context-adapter.js';
+import { GraphQLResponseFields } from './graphql-response-fields.js';
 import { userIdOf } from './http.adapter.js';
 
 /** What a denied, unavailable or deny-listed resolver's GraphQL error carries in `extensions`, exactly. */
@@ -102,45 +101,6 @@ function incomingMessageOf(value: unknown): IncomingMessage | undefined {
 const nameOf = (target: unknown, fallback: string): string => (typeof target === 'function' && target.name) || fallback;
 
 /**
- * What the rate-limit fields of one HTTP response have shown so far, over every resolver that wrote them (the
- * resolvers of an operation, or of a batch of operations, share the response).
- */
-interface ResponseFields {
-  /** Each policy once, in the order first decided, with its most restrictive decision; undefined before any. */
-  shown: ShownDecisions | undefined;
-  /**
-   * The arrays of `shown` when they are this record's own, to update in place. The first resolver's arrays
-   * are kept as they came (an operation of one resolver copies nothing); the second copies them.
-   */
-  own: { policies: ResolvedPolicy[]; decisions: RateLimitDecision[] } | undefined;
-  /** The longest Retry-After written, in seconds; 0 before any. */
-  retryAfterS: number;
-}
-
-/** Adds `policies` and `decisions` to `own`: a policy already there keeps the more restrictive decision. */
-function merge(
-  own: { policies: ResolvedPolicy[]; decisions: RateLimitDecision[] },
-  policies: readonly ResolvedPolicy[],
-  decisions: readonly RateLimitDecision[],
-): void {
-  decisions.forEach((decision, i) => {
-    const policy = elementAt(policies, i, 'the policies of a GraphQL resolver');
-    const at = own.decisions.findIndex((d) => d.policy === decision.policy);
-    if (at === -1) {
-      own.policies.push(policy);
-      own.decisions.push(decision);
-      return;
-    }
-    const kept = elementAt(own.decisions, at, 'the decisions shown on a GraphQL response');
-    // On a tie the earlier decision stays: of one key, it is the one with the longer reset.
-    if (mostRestrictive([kept, decision]) !== kept) {
-      own.policies[at] = policy;
-      own.decisions[at] = decision;
-    }
-  });
-}
-
-/**
  * The GraphQL adapter (`ctx.getType() === 'graphql'`), for Nest's Apollo and Mercurius drivers and any driver
  * whose context holds the HTTP request as `req`. One resolver invocation is one decision: the limiter keeps
  * its state on the invocation's arguments array, so a field selected under two aliases is charged twice.
@@ -151,8 +111,8 @@ class GraphQLContextAdapter implements ContextAdapter {
   private readonly addresses = new WeakMap<IncomingMessage, string>();
   /** Full client addresses (what lists match) per HTTP request; null when it has none. */
   private readonly fullAddresses = new WeakMap<IncomingMessage, string | null>();
-  /** Per HTTP response (Fastify reply or Node response): what its rate-limit fields have shown. */
-  private readonly responses = new WeakMap<object, ResponseFields>();
+  /** What each HTTP response's rate-limit fields have shown: the resolvers of an operation share them. */
+  private readonly responseFields = new GraphQLResponseFields();
   private warnedForwardedFor = false;
   private warnedNoRequest = false;
   private warnedNoResponse = false;
@@ -244,22 +204,7 @@ class GraphQLContextAdapter implements ContextAdapter {
   ): ShownDecisions {
     const response = decisions.length === 0 ? undefined : this.responseOf(ctx);
     if (response === undefined) return { policies, decisions };
-    const fields = this.responses.get(response);
-    if (fields === undefined) {
-      const shown = { policies, decisions };
-      this.responses.set(response, { shown, own: undefined, retryAfterS: 0 });
-      return shown;
-    }
-    if (fields.shown === undefined) {
-      fields.shown = { policies, decisions };
-      return fields.shown;
-    }
-    if (fields.own === undefined) {
-      fields.own = { policies: [...fields.shown.policies], decisions: [...fields.shown.decisions] };
-      fields.shown = fields.own;
-    }
-    merge(fields.own, policies, decisions);
-    return fields.own;
+    return this.responseFields.accumulate(response, policies, decisions);
   }
 
   /**
@@ -273,12 +218,14 @@ class GraphQLContextAdapter implements ContextAdapter {
     const response = this.responseOf(ctx);
     if (isNodeResponse(response)) {
       if (response.headersSent) return;
-      for (const [name, value] of headers) response.setHeader(name, this.valueOf(response, name, value));
+      for (const [name, value] of headers)
+        response.setHeader(name, this.responseFields.headerValue(response, name, value));
       return;
     }
     if (response !== undefined) {
       if (response.sent === true || response.raw?.headersSent === true) return;
-      for (const [name, value] of headers) response.header(name, this.valueOf(response, name, value));
+      for (const [name, value] of headers)
+        response.header(name, this.responseFields.headerValue(response, name, value));
       return;
     }
     if (!this.warnedNoResponse && !this.isSubscription(ctx)) {
@@ -321,20 +268,6 @@ class GraphQLContextAdapter implements ContextAdapter {
     if (isFastifyReply(gql?.reply)) return gql.reply;
     const res = isObject(gql?.req) ? gql.req.res : undefined;
     return isNodeResponse(res) ? res : undefined;
-  }
-
-  /** The value to write: a `Retry-After` shorter than one written before on `response` keeps that one. */
-  private valueOf(response: object, name: string, value: string): string {
-    if (name !== 'Retry-After') return value;
-    const seconds = Number(value);
-    const fields = this.responses.get(response);
-    if (fields === undefined) {
-      this.responses.set(response, { shown: undefined, own: undefined, retryAfterS: seconds });
-      return value;
-    }
-    if (seconds <= fields.retryAfterS) return String(fields.retryAfterS);
-    fields.retryAfterS = seconds;
-    return value;
   }
 
   private contextValue(ctx: ExecutionContext): GraphQLContextValue | undefined {
