@@ -1,5 +1,6 @@
 import { type CanActivate, type ExecutionContext, Inject, Injectable } from '@nestjs/common';
 
+import { DECIDES } from './planning/guard-coverage.js';
 import { RATE_LIMIT_OPTIONS } from './rate-limit.module-definition.js';
 import type { RateLimitModuleOptions } from './rate-limit.options.js';
 import { RateLimiter } from './rate-limiter.js';
@@ -38,3 +39,8 @@ export class GlobalRateLimitGuard extends RateLimitGuard {
     return true;
   }
 }
+
+// Covers the handlers it is placed on, subclasses included (checked at start with `global: false`).
+Object.defineProperty(RateLimitGuard.prototype, DECIDES, { value: true });
+// The module's own APP_GUARD decides nothing with `global: false`: it covers no handler then.
+Object.defineProperty(GlobalRateLimitGuard.prototype, DECIDES, { value: false });

@@ -1,6 +1,7 @@
 import { type CallHandler, type ExecutionContext, Injectable, type NestInterceptor } from '@nestjs/common';
 import { from, type Observable, switchMap } from 'rxjs';
 
+import { DECIDES } from './planning/guard-coverage.js';
 import { RateLimiter } from './rate-limiter.js';
 
 /**
@@ -18,3 +19,6 @@ export class RateLimitInterceptor implements NestInterceptor {
     return from(this.limiter.handle(ctx, 'interceptor')).pipe(switchMap(() => next.handle()));
   }
 }
+
+// Decides every request after the guards: it covers the handlers it is placed on (see RateLimitGuard).
+Object.defineProperty(RateLimitInterceptor.prototype, DECIDES, { value: true });

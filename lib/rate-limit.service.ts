@@ -2,6 +2,7 @@ import { Injectable, type OnModuleDestroy } from '@nestjs/common';
 
 import { quotaPeriodAt } from './algorithms/quota/quota-period.js';
 import { elementAt } from './element-at.js';
+import { withConcurrencyWaits } from './engine/concurrency-wait.js';
 
 import { RateLimitPolicyError } from './policy/policy.errors.js';
 import type { RateLimitDecision, RateLimitPolicy } from './policy/policy.types.js';
@@ -111,7 +112,7 @@ export class RateLimitService implements OnModuleDestroy {
     const p = this.args.policy(policy);
     const item = { policy: p, key: this.args.key(key, p) };
     const decisions = await this.limiter.engine.call([p.name], (store) => store.peek([item]), p);
-    return elementAt(decisions, 0, "the store's reply to peek");
+    return elementAt(withConcurrencyWaits([item], decisions), 0, "the store's reply to peek");
   }
 
   /** Gives `amount` units back to `key` (never beyond the policy's capacity). */

@@ -30,6 +30,7 @@ import {
   LIMITER,
   STATE,
 } from './planning/handler-enhancers.js';
+import { coveredGlobally, refuseUnguarded } from './planning/guard-coverage.js';
 import { type PlanEntry, type RoutePlan, RoutePlanner } from './planning/route-planner.js';
 import { RATE_LIMIT_CLOCK, RATE_LIMIT_STORES } from './rate-limit.constants.js';
 import { denyListMessage, unavailableMessage } from './rate-limit.exception.js';
@@ -66,16 +67,18 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
   /** Some microservice handler has policies (so the module's lists apply to messages, which have no address). */
   private readonly rpcPolicies: boolean;
   private readonly adapters: AdapterRegistry;
+  /** With `global: false`, the handlers with policies that no guard of their own covers (checked at init). */
+  private readonly unguarded: readonly RoutePlan[];
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) readonly options: RateLimitModuleOptions,
     @Inject(RATE_LIMIT_STORES) stores: RateLimitStores,
     @Inject(RATE_LIMIT_CLOCK) clock: Clock,
     reflector: Reflector,
-    discovery: DiscoveryService,
+    private readonly discovery: DiscoveryService,
     scanner: MetadataScanner,
     httpAdapterHost: HttpAdapterHost,
-    moduleRef: ModuleRef,
+    private readonly moduleRef: ModuleRef,
   ) {
     const { headers, failMode, mode, timeoutMs, ipv6Prefix, trust, lists } = limiterSettings(options, this.logger);
     this.headers = headers;
@@ -83,7 +86,7 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
     this.adapters = new AdapterRegistry({ trust, ipv6Prefix, logger: this.logger, httpAdapterHost, moduleRef });
     this.engine = new DecisionEngine({ stores, clock, timeoutMs, logger: this.logger, onError: options.onError });
     this.events = new DecisionEvents(this.logger, clock, options.onDecision);
-    this.resolver = new RequestResolver(this.engine, options.user);
+    this.resolver = new RequestResolver(this.engine, options.user, this.logger);
     this.outcomes = new OutcomeRefunds(this.engine);
     this.planner = new RoutePlanner(
       {
@@ -92,6 +95,7 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
         mode,
         hasUserOption: options.user !== undefined,
         moduleLists: this.lists.allow !== undefined || this.lists.deny !== undefined,
+        guardsPlaced: options.global === false,
       },
       reflector,
     );
@@ -100,10 +104,13 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
     attachOutcomeObserver(application.counted);
     this.contexts = application.contexts;
     this.rpcPolicies = application.rpc.length > 0;
+    this.unguarded = application.unguarded;
   }
 
   /** Loads the adapters of the contexts the application has (and so their optional packages), and warns. */
   async onModuleInit(): Promise<void> {
+    // Global guards are known once Nest has applied the application's providers: here, not in the constructor.
+    if (this.unguarded.length > 0 && !coveredGlobally(this.discovery, this.moduleRef)) refuseUnguarded(this.unguarded);
     await Promise.all(['http' as const, ...this.contexts].map((type) => this.adapters.load(type)));
     // At start, not at import: a MeterProvider registered before the application bootstraps is the one used.
     const metrics = await loadMetrics(() => this.engine.breakerStates());
@@ -213,7 +220,7 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
         if (left === undefined) return ALLOWED;
         entries = left;
       }
-      const { items, failures } = await this.resolver.resolve(entries, ctx, adapter);
+      const { items, failures } = await this.resolver.resolve(entries, ctx, adapter, plan.where);
       if (failures !== undefined) await this.engine.failed(failures, before);
       return await this.engine.decide(items, before);
     } catch (error) {

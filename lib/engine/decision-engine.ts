@@ -8,6 +8,7 @@ import { MemoryRateLimitStore } from '../stores/memory/memory.store.js';
 import type { RateLimitStore, RateLimitStoreCall, RateLimitStoreItem } from '../stores/rate-limit-store.js';
 import type { RateLimitStores } from '../stores/rate-limit-stores.js';
 import { CircuitBreaker } from './circuit-breaker.js';
+import { withConcurrencyWaits } from './concurrency-wait.js';
 import { DenyCache } from './deny-cache.js';
 import { FailureReporter } from './failure-reporter.js';
 import { LimitVariants } from './limit-variants.js';
@@ -29,6 +30,13 @@ export interface DecisionEngineOptions {
 /** Leases a decision took: allowed concurrency items that cost something. */
 const leases = (items: readonly EngineItem[], decisions: readonly RateLimitDecision[]): EngineItem[] =>
   items.filter((item, i) => item.count === 'release' && item.cost > 0 && decisions[i]?.allowed === true);
+
+/** What the fail modes of `items` do when their store fails, in the words of the outage log. */
+function failModesDoing(items: readonly EngineItem[]): string {
+  const closed = items.filter((i) => i.failMode === 'closed').map((i) => i.policy.name);
+  if (closed.length === 0) return 'fail open: the request is admitted';
+  return `fail closed (${[...new Set(closed)].join(', ')}): the request is refused with 503`;
+}
 
 /** How one store call ends when the store fails: apply fail modes (requests) or throw (RateLimitService). */
 type OnFailure = 'fail-modes' | 'throw';
@@ -260,7 +268,8 @@ export class DecisionEngine {
       }
     }
     try {
-      const decisions = await this.run(store, 'consume', (timing) => store.consume(items, timing));
+      const reply = await this.run(store, 'consume', (timing) => store.consume(items, timing));
+      const decisions = withConcurrencyWaits(items, reply);
       if (this.metrics !== undefined)
         for (const item of leases(items, decisions)) this.metrics.leases(item.policy.name, 1);
       if (cache !== undefined) {
@@ -283,6 +292,7 @@ export class DecisionEngine {
       this.reporter.report(
         error,
         items.map((i) => i.policy.name),
+        failModesDoing(items),
       );
       for (const item of items) {
         this.metrics?.decision(item.policy.name, item.failMode === 'closed' ? 'failed-closed' : 'failed-open');

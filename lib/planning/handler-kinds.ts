@@ -63,13 +63,19 @@ export function contextOf(kind: Exclude<HandlerKind, 'none'>): ContextType {
 }
 
 /**
- * The metadata key of @UseGuards, learned from the public decorator itself rather than imported from Nest's
- * constants (which are not public API): guards of a class or handler may authenticate after the global guard.
+ * The metadata key a class decorator of Nest's (@UseGuards, @UseInterceptors) writes, learned from the public
+ * decorator itself rather than imported from Nest's constants (which are not public API).
  */
-export const GUARDS_METADATA_KEY: string | symbol = (() => {
+export function metadataKeyOf(
+  decorator: (enhancer: new () => object) => ClassDecorator,
+  name: string,
+): string | symbol {
   const probe = class {};
-  UseGuards(class ProbeGuard {})(probe);
+  decorator(class Probe {})(probe);
   const keys = Reflect.getOwnMetadataKeys(probe);
-  if (keys.length !== 1) throw new Error(`nest-rate-limit: cannot tell @UseGuards' metadata key (${String(keys)})`);
+  if (keys.length !== 1) throw new Error(`nest-rate-limit: cannot tell @${name}' metadata key (${String(keys)})`);
   return keys[0] as string | symbol;
-})();
+}
+
+/** The metadata key of @UseGuards: guards of a class or handler may authenticate after the global guard. */
+export const GUARDS_METADATA_KEY: string | symbol = metadataKeyOf(UseGuards, 'UseGuards');

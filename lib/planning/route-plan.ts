@@ -14,6 +14,11 @@ export interface PlannedPolicy {
   /** A token-bucket or GCRA burst that depends on the request. */
   readonly burst?: (ctx: ExecutionContext) => number | Promise<number>;
   readonly key: RateLimitKey;
+  /**
+   * The policy itself says `key: 'user'` (not the default): it claims a limit per account, so counting an
+   * anonymous request by its IP is worth a warning. The default key claimed nothing, so it falls back quietly.
+   */
+  readonly explicitUser: boolean;
   readonly cost: RateLimitPolicy['cost'];
   readonly failMode: FailMode;
   /** Mode 'shadow' (the policy's, else the module's): decided and reported, never denying. */
@@ -67,6 +72,8 @@ export interface RoutePlannerOptions {
   readonly hasUserOption: boolean;
   /** Whether the module's options have an `allow` or a `deny` list. */
   readonly moduleLists: boolean;
+  /** `global: false`: the application places RateLimitGuard, so the planner notes the handlers it does not cover. */
+  readonly guardsPlaced: boolean;
 }
 
 /** What the walk over the application found: the context types in use, and handlers needing deferral. */
@@ -77,6 +84,11 @@ export interface PlannedApplication {
   readonly rpc: readonly { readonly classRef: object; readonly prototype: object; readonly method: string }[];
   /** Handlers with `count` policies, whose results the outcome interceptor shows to the outcome watch. */
   readonly counted: readonly { readonly prototype: object; readonly method: string }[];
+  /**
+   * With `global: false`, handlers with policies that no RateLimitGuard or RateLimitInterceptor of their own
+   * covers: the start stops unless one is global (known only once the application's providers are applied).
+   */
+  readonly unguarded: readonly RoutePlan[];
 }
 
 export const NO_POLICIES: RoutePlan = Object.freeze({

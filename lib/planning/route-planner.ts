@@ -8,6 +8,7 @@ import { validatePolicy } from '../policy/validate-policy.js';
 import { RATE_LIMIT_POLICIES, RATE_LIMIT_SKIP } from '../rate-limit.constants.js';
 import { contextOf, GUARDS_METADATA_KEY, type HandlerKind, handlerKindOf } from './handler-kinds.js';
 import { checkFieldEnhancers, checkRpcKeys } from './context-checks.js';
+import { coveredByDecorators, needsGuard } from './guard-coverage.js';
 import {
   NO_POLICIES,
   type PlannedApplication,
@@ -68,6 +69,7 @@ export class RoutePlanner {
     const deferred: { prototype: object; method: string }[] = [];
     const rpc: { classRef: object; prototype: object; method: string }[] = [];
     const counted: { prototype: object; method: string }[] = [];
+    const unguarded: RoutePlan[] = [];
     const seen = new Set<unknown>();
     const controllers = discovery.getControllers();
     const classes = [
@@ -94,6 +96,9 @@ export class RoutePlanner {
         if ((kind === 'rpc' || kind === 'rpc-event') && plan.policies.length > 0) {
           rpc.push({ classRef: metatype, prototype, method });
         }
+        if (this.options.guardsPlaced && needsGuard(plan) && !coveredByDecorators(this.reflector, metatype, handler)) {
+          unguarded.push(plan);
+        }
       }
       const classPolicies = this.reflector.get<RateLimitPolicy[] | undefined>(RATE_LIMIT_POLICIES, metatype);
       if (handlers === 0 && !controller && (classPolicies?.length ?? 0) > 0) {
@@ -104,7 +109,7 @@ export class RoutePlanner {
       }
     }
     if (controllers.length > 0) contexts.add('http');
-    return { contexts, deferred, rpc, counted };
+    return { contexts, deferred, rpc, counted, unguarded };
   }
 
   /**
@@ -207,6 +212,7 @@ export class RoutePlanner {
       limit: typeof policy.limit === 'function' ? policy.limit : undefined,
       burst: policy.algorithm !== 'quota' && typeof policy.burst === 'function' ? policy.burst : undefined,
       key: policy.key ?? 'user',
+      explicitUser: policy.key === 'user',
       cost: policy.cost,
       failMode: policy.failMode ?? this.options.failMode,
       shadow: (policy.mode ?? this.options.mode) === 'shadow',

@@ -1,4 +1,4 @@
-import type { ExecutionContext } from '@nestjs/common';
+import type { ExecutionContext, Logger } from '@nestjs/common';
 
 import type { ContextAdapter } from '../contexts/context-adapter.js';
 import type { DecisionEngine, EngineItem } from '../engine/decision-engine.js';
@@ -29,17 +29,31 @@ export interface ResolvedItems {
  * returned undefined) is skipped; one whose function throws or returns a bad value is a failure.
  */
 export class RequestResolver {
+  /**
+   * The entries (one per handler and policy, made at start) whose fallback from user to IP was logged: bounded
+   * by the declared pairs, and a module default gets one warning on each handler it applies to.
+   */
+  private readonly fellBack = new WeakSet<PlanEntry>();
+
   constructor(
     private readonly engine: DecisionEngine,
     private readonly user: ((ctx: ExecutionContext) => string | undefined) | undefined,
+    private readonly logger: Logger,
   ) {}
 
-  async resolve(entries: readonly PlanEntry[], ctx: ExecutionContext, adapter: ContextAdapter): Promise<ResolvedItems> {
+  /** `where` is the handler's `Class.method` (a module default's own `where` names no handler). */
+  async resolve(
+    entries: readonly PlanEntry[],
+    ctx: ExecutionContext,
+    adapter: ContextAdapter,
+    where: string,
+  ): Promise<ResolvedItems> {
     const items: EngineItem[] = [];
     let failures: ResolutionFailure[] | undefined;
-    for (const { planned, order } of entries) {
+    for (const entry of entries) {
+      const { planned, order } = entry;
       try {
-        let key = this.identity(planned, ctx, adapter);
+        let key = this.identity(entry, ctx, adapter, where);
         if (isPromise(key)) key = await key;
         if (key === undefined) continue;
         let cost = this.cost(planned, ctx);
@@ -75,18 +89,35 @@ export class RequestResolver {
 
   /** The identity of a policy for this invocation; a Promise only when a key function returns one. */
   private identity(
-    planned: PlannedPolicy,
+    entry: PlanEntry,
     ctx: ExecutionContext,
     adapter: ContextAdapter,
+    where: string,
   ): MaybePromise<string | undefined> {
+    const { planned } = entry;
     const { key } = planned;
     if (key === 'ip') return `ip:${adapter.clientIp(ctx) ?? 'unknown'}`;
     if (key === 'user') {
       const user = this.userOf(ctx, adapter);
-      return user === undefined ? `ip:${adapter.clientIp(ctx) ?? 'unknown'}` : `user:${user}`;
+      if (user !== undefined) return `user:${user}`;
+      // Reached only at the invocation's last decision point (a deferred policy is resolved after every guard),
+      // so no guard is left that could still set the user.
+      if (planned.explicitUser && !this.fellBack.has(entry)) this.warnFallback(entry, where);
+      return `ip:${adapter.clientIp(ctx) ?? 'unknown'}`;
     }
     const value = key(ctx);
     return isPromise(value) ? value.then((v) => checkIdentity(planned, v)) : checkIdentity(planned, value);
+  }
+
+  /** A limit the team declared per account silently becomes per address (one NAT, one budget): say so once. */
+  private warnFallback(entry: PlanEntry, where: string): void {
+    this.fellBack.add(entry);
+    this.logger.warn(
+      `Policy "${entry.planned.policy.name}" on ${where} is keyed 'user', but a request reached the limiter ` +
+        'with no user: it is counted by client IP, so everyone behind one NAT or proxy shares the limit. ' +
+        "Authenticate before the limiter (a guard that sets the user before RateLimitGuard, or the module's " +
+        "`user` option), or set `key: 'ip'` if per-IP is what you mean. (Logged once per policy and handler.)",
+    );
   }
 
   /** A per-request limit or burst; a Promise only when its function returns one. */

@@ -6,6 +6,15 @@ import {
   type SlidingWindowLogState,
 } from '../sliding-window-log/sliding-window-log.js';
 
+/**
+ * The longest wait, in milliseconds, a concurrency denial tells a client (Retry-After, `retryAfterMs`): 1 s.
+ * The step's own wait is when the oldest lease would expire (minutes away: the lease time is only for leases
+ * a crashed process never gave back), but a slot frees as soon as any running request ends, which no store
+ * can predict; 1 s is the shortest wait Retry-After can say. The stores keep deciding the leases as they
+ * are: the decision engine caps the wait (lib/engine/concurrency-wait.ts), so every store agrees.
+ */
+export const CONCURRENCY_RETRY_MS = 1000;
+
 /** Leases `[acquiredMs, cost]` of a key, oldest first: each lives `windowMs` unless given back before. */
 export type ConcurrencyState = SlidingWindowLogState;
 
