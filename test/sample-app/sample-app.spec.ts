@@ -284,7 +284,7 @@ describe.each(ADAPTERS)('the sample app on %s (the README walkthrough)', (adapte
     const third = await complete('demo-key-alice', hello);
     expect(third.status).toBe(429);
     expect(third.body).toMatchObject({ statusCode: 429, code: 'RATE_LIMITED', policy: 'ai-concurrent' });
-    expect(item(third, 'ai-concurrent')).toBe('"ai-concurrent";r=0;t=300');
+    expect(item(third, 'ai-concurrent')).toBe('"ai-concurrent";r=0;t=1');
     expect(network.roundTrips).toBe(2); // refused before the handler: no model call, no tokens charged
     // Per user: bob's completion runs beside alice's two.
     const bobs = complete('demo-key-bob', hello).then((res) => res);
