@@ -10,7 +10,7 @@ import type { RateLimitStores } from '../stores/rate-limit-stores.js';
 import { CircuitBreaker } from './circuit-breaker.js';
 import { withConcurrencyWaits } from './concurrency-wait.js';
 import { DenyCache } from './deny-cache.js';
-import { FailureReporter } from './failure-reporter.js';
+import { failModesDoing, FailureReporter } from './failure-reporter.js';
 import { LimitVariants } from './limit-variants.js';
 import { StoreCalls } from './store-calls.js';
 import { cacheable, fromDenyCache, withOthers } from './cached-denials.js';
@@ -30,13 +30,6 @@ export interface DecisionEngineOptions {
 /** Leases a decision took: allowed concurrency items that cost something. */
 const leases = (items: readonly EngineItem[], decisions: readonly RateLimitDecision[]): EngineItem[] =>
   items.filter((item, i) => item.count === 'release' && item.cost > 0 && decisions[i]?.allowed === true);
-
-/** What the fail modes of `items` do when their store fails, in the words of the outage log. */
-function failModesDoing(items: readonly EngineItem[]): string {
-  const closed = items.filter((i) => i.failMode === 'closed').map((i) => i.policy.name);
-  if (closed.length === 0) return 'fail open: the request is admitted';
-  return `fail closed (${[...new Set(closed)].join(', ')}): the request is refused with 503`;
-}
 
 /** How one store call ends when the store fails: apply fail modes (requests) or throw (RateLimitService). */
 type OnFailure = 'fail-modes' | 'throw';

@@ -1,6 +1,14 @@
 import type { Logger } from '@nestjs/common';
 
 import type { Clock } from '../clock.js';
+import type { FailMode } from '../policy/policy.types.js';
+
+/** What the fail modes of `items` do when their store fails, in the words of the outage log. */
+export function failModesDoing(items: readonly { policy: { name: string }; failMode: FailMode }[]): string {
+  const closed = items.filter((i) => i.failMode === 'closed').map((i) => i.policy.name);
+  if (closed.length === 0) return 'fail open: the request is admitted';
+  return `fail closed (${[...new Set(closed)].join(', ')}): the request is refused with 503`;
+}
 
 /** How long one cause of failure stays quiet in the log after it was reported. */
 const QUIET_MS = 5000;
