@@ -43,7 +43,15 @@ export { RateLimitService } from './rate-limit.service.js';
 export { MemoryRateLimitStore, type MemoryRateLimitStoreOptions } from './stores/memory/memory.store.js';
 export { PostgresRateLimitStore, type PostgresRateLimitStoreOptions } from './stores/postgres/postgres.store.js';
 export { postgresSchemaSql } from './stores/postgres/rate-limit.sql.js';
-export { RateLimitStore, type RateLimitStoreCall, type RateLimitStoreItem } from './stores/rate-limit-store.js';
+export {
+  type RateLimitChangeListener,
+  RateLimitStore,
+  type RateLimitStoreCall,
+  type RateLimitStoreChange,
+  type RateLimitStoreChanges,
+  type RateLimitStoreItem,
+} from './stores/rate-limit-store.js';
+export { RateLimitStoreReplyError } from './stores/store-defects.js';
 export type {
   PgPool,
   PgQueryable,

@@ -18,6 +18,7 @@ import type { RateLimitStores } from './stores/rate-limit-stores.js';
 import { PostgresRateLimitStore } from './stores/postgres/postgres.store.js';
 import { RedisRateLimitStore } from './stores/redis/redis.store.js';
 import { checkRedisClient, type RedisConnection } from './stores/client-types.js';
+import { isDefect } from './stores/store-defects.js';
 import { checkRedisOption, postgresAddress, redisAddress } from './stores/store-description.js';
 import { MODULE_OPTIONS } from './limiter-settings.js';
 import { checkOptionFields, fieldNames } from './unknown-fields.js';
@@ -265,7 +266,7 @@ export class RateLimitModule extends ConfigurableRateLimitModule implements OnMo
       await rates.load();
     } catch (error) {
       // A client that answers with a programming error is a defect to see now, not an outage to absorb.
-      if (error instanceof TypeError || error instanceof RangeError || error instanceof ReferenceError) throw error;
+      if (isDefect(error)) throw error;
       new Logger('RateLimit').warn(
         `Redis is not reachable yet (${(error as Error).message}); policies apply their fail modes until it is`,
       );

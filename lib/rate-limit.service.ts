@@ -32,10 +32,7 @@ export class RateLimitService implements OnModuleDestroy {
       this.limiter.events.report([[item, decision]], undefined);
       return decision;
     },
-    refund: (item) => {
-      this.limiter.engine.denyCache?.forget(item.policy, item.key);
-      return this.limiter.engine.call([item.policy.name], (store) => store.refund([item]), item.policy);
-    },
+    refund: (item) => this.limiter.engine.change([item], (store) => store.refund([item]), item.policy),
   });
 
   private readonly args: ServiceArguments;
@@ -119,8 +116,7 @@ export class RateLimitService implements OnModuleDestroy {
   async refund(policy: RateLimitPolicy | string, key: string, amount: number): Promise<RateLimitDecision> {
     const p = this.args.policy(policy);
     const item = { policy: p, key: this.args.key(key, p), cost: this.args.amount(amount, p, 'amount') };
-    this.limiter.engine.denyCache?.forget(p, item.key);
-    const decisions = await this.limiter.engine.call([p.name], (store) => store.refund([item]), p);
+    const decisions = await this.limiter.engine.change([item], (store) => store.refund([item]), p);
     return elementAt(decisions, 0, "the store's reply to refund");
   }
 
@@ -138,23 +134,21 @@ export class RateLimitService implements OnModuleDestroy {
         { policy: p.name, field: 'durationMs', where: 'RateLimitService' },
       );
     }
-    await this.limiter.engine.call([p.name], (store) => blockOn(store, p).block([item], durationMs), p);
+    await this.limiter.engine.change([item], (store) => blockOn(store, p).block([item], durationMs), p);
   }
 
   /** Lifts a block of `key` under `policy`, set by the policy's `block` or by block(). */
   async unblock(policy: RateLimitPolicy | string, key: string): Promise<void> {
     const p = this.args.lookup(policy);
     const item = { policy: p, key: this.args.key(key, p) };
-    this.limiter.engine.denyCache?.forget(p, item.key);
-    await this.limiter.engine.call([p.name], (store) => blockOn(store, p).unblock([item]), p);
+    await this.limiter.engine.change([item], (store) => blockOn(store, p).unblock([item]), p);
   }
 
   /** Forgets everything `key` has consumed under `policy`. */
   async reset(policy: RateLimitPolicy | string, key: string): Promise<void> {
     const p = this.args.policy(policy);
-    this.limiter.engine.denyCache?.forget(p, key);
     const item = { policy: p, key: this.args.key(key, p) };
-    await this.limiter.engine.call([p.name], (store) => store.reset([item]), p);
+    await this.limiter.engine.change([item], (store) => store.reset([item]), p);
   }
 
   /**

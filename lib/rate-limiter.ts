@@ -116,6 +116,7 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
     const metrics = await loadMetrics(() => this.engine.breakerStates());
     this.engine.metrics = metrics;
     this.events.metrics = metrics;
+    await this.engine.feed.start();
     const quotas = [...this.planner.declared()].filter(({ policy }) => policy.quota !== undefined);
     if (quotas.length > 0 && this.options.postgres === undefined) {
       this.logger.warn(
@@ -135,7 +136,7 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
   /** Lets the refunds of ended invocations reach the store before the module closes its connections. */
   async onModuleDestroy(): Promise<void> {
     await this.outcomes.settled();
-    this.engine.dispose();
+    await this.engine.dispose();
   }
 
   /** Resolves once the refunds of invocations that have ended (counting by outcome) have reached the store. */

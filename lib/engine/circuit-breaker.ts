@@ -1,6 +1,7 @@
 import type { Logger } from '@nestjs/common';
 
 import type { RateLimitStoreCall } from '../stores/rate-limit-store.js';
+import { isDefect } from '../stores/store-defects.js';
 
 /** The error of a store call refused at once because the store has been failing. */
 export class RateLimitCircuitOpenError extends Error {
@@ -54,7 +55,8 @@ export class CircuitBreaker {
     } catch (error) {
       // One failed call that carried several requests (a PostgreSQL statement of gathered consumes) rejects
       // each of them with the same error: it is one failure of the store, not several in a row.
-      if (!this.isCounted(error)) this.failures++;
+      // A defect (a programming error) is not the store failing: it never opens the breaker.
+      if (!isDefect(error) && !this.isCounted(error)) this.failures++;
       if (this.open) this.schedule();
       else if (this.failures >= this.options.threshold) this.trip();
       throw error;

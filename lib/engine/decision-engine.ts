@@ -7,13 +7,15 @@ import type { FailMode, RateLimitDecision, ResolvedPolicy } from '../policy/poli
 import { MemoryRateLimitStore } from '../stores/memory/memory.store.js';
 import type { RateLimitStore, RateLimitStoreCall, RateLimitStoreItem } from '../stores/rate-limit-store.js';
 import type { RateLimitStores } from '../stores/rate-limit-stores.js';
+import { checkedDecisions, isDefect } from '../stores/store-defects.js';
 import { CircuitBreaker } from './circuit-breaker.js';
 import { withConcurrencyWaits } from './concurrency-wait.js';
 import { DenyCache } from './deny-cache.js';
-import { failModesDoing, FailureReporter } from './failure-reporter.js';
+import { DEFECT, failModesDoing, FailureReporter } from './failure-reporter.js';
 import { LimitVariants } from './limit-variants.js';
 import { StoreCalls } from './store-calls.js';
-import { cacheable, fromDenyCache, withOthers } from './cached-denials.js';
+import { fromCache, rememberDenials } from './cached-denials.js';
+import { ChangeFeed } from './change-feed.js';
 import { denies, type EngineItem, type Evaluation, merge, NOTHING, StoreUnavailable } from './evaluation.js';
 
 export { isFromDenyCache } from './cached-denials.js';
@@ -47,6 +49,8 @@ export class DecisionEngine {
   readonly reporter: FailureReporter;
   /** Denials of a remote store, answered locally until they end (pointless for the in-process store). */
   readonly denyCache: DenyCache | undefined;
+  /** Changes outside decisions, between this cache of denials and the other instances'. */
+  readonly feed: ChangeFeed;
   private readonly calls: StoreCalls;
   private readonly variants = new LimitVariants();
   /** OpenTelemetry instruments, set at module start when `@opentelemetry/api` is installed. */
@@ -58,6 +62,7 @@ export class DecisionEngine {
     this.reporter = new FailureReporter(options.logger, options.clock, options.onError);
     this.denyCache = this.store instanceof MemoryRateLimitStore ? undefined : new DenyCache();
     this.calls = new StoreCalls(options.timeoutMs, options.logger, () => this.metrics);
+    this.feed = new ChangeFeed(this.store.changes, this.denyCache, options.timeoutMs, options.logger);
   }
 
   /** The module's clock. */
@@ -65,9 +70,10 @@ export class DecisionEngine {
     return this.options.clock.now();
   }
 
-  /** Stops the breakers' probes (on shutdown). */
-  dispose(): void {
+  /** Stops the breakers' probes and the feed of changes (on shutdown). */
+  async dispose(): Promise<void> {
     this.calls.dispose();
+    await this.feed.dispose();
   }
 
   /** Each store with a breaker, and whether it is open (the breaker state gauge). */
@@ -147,6 +153,23 @@ export class DecisionEngine {
   }
 
   /**
+   * Runs a RateLimitService operation that changes the stored state of `items` outside a decision (reset,
+   * unblock, block, refund), as call() does; then their cached denials are forgotten here, and the change is
+   * announced to the other instances before this resolves, whether the operation succeeded or not.
+   */
+  async change<T>(
+    items: readonly { policy: ResolvedPolicy; key: string }[],
+    operation: (store: RateLimitStore) => Promise<T>,
+    policy: ResolvedPolicy,
+  ): Promise<T> {
+    try {
+      return await this.call([policy.name], operation, policy);
+    } finally {
+      if (this.storeOf(policy) === this.store) await this.feed.changed(items);
+    }
+  }
+
+  /**
    * Gives back what an evaluation consumed (a later step of its request denied), and reports the keys as
    * they then stand. Between the calls a concurrent request may find those units taken: that can
    * under-admit, never over-admit. If the refund fails, the units stay taken until they expire.
@@ -162,7 +185,9 @@ export class DecisionEngine {
       const decisions = [...evaluation.decisions];
       for (const store of new Set(consumed.map((i) => this.storeOf(i.policy)))) {
         const part = consumed.filter((i) => this.storeOf(i.policy) === store);
-        const refunded = await this.run(store, 'refund', () => store.refund(part));
+        const refunded = await this.run(store, 'refund', () => store.refund(part)).finally(() => {
+          if (store === this.store) void this.feed.changed(part);
+        });
         this.released(part.filter((item) => item.count === 'release' && item.cost > 0));
         part.forEach((item, j) => {
           const decision = elementAt(refunded, j, "the store's reply to refund");
@@ -232,56 +257,34 @@ export class DecisionEngine {
     onFailure: OnFailure,
   ): Promise<Evaluation> {
     if (items.length === 0) return NOTHING;
-    // Not cached: quota denials (they last until the end of the period, and a plan change must lift them),
-    // concurrency denials (a lease given back in another instance frees the key long before the retry-after,
-    // which is when the oldest lease would expire) and shadow items (they deny nothing).
     const cache = store === this.store && onFailure === 'fail-modes' ? this.denyCache : undefined;
     const nowMs = cache === undefined ? 0 : this.options.clock.now();
     if (cache !== undefined) {
-      // Every cached denial of the request, not only the first: a 429 names each policy that refused it.
-      let denials: Map<EngineItem, RateLimitDecision> | undefined;
-      let first: EngineItem | undefined;
-      for (const item of items) {
-        if (!cacheable(item)) continue;
-        const denied = cache.check(item.policy, item.key, item.cost, nowMs);
-        if (denied === undefined) continue;
-        (denials ??= new Map()).set(item, denied);
-        first ??= item;
-      }
-      if (denials !== undefined && first !== undefined) {
-        const answered = withOthers(denials, items, cache.others(first.policy, first.key, nowMs));
-        if (this.metrics === undefined) return answered;
-        // Copies, so that the store's own decisions (which the cache keeps) are never marked.
-        answered.decisions = answered.decisions.map((decision) => {
-          const copy = { ...decision };
-          fromDenyCache.add(copy);
-          return copy;
-        });
-        return answered;
-      }
+      const answered = fromCache(cache, items, nowMs, this.metrics !== undefined);
+      if (answered !== undefined) return answered;
     }
+    const ticket = cache?.begin();
     try {
       const reply = await this.run(store, 'consume', (timing) => store.consume(items, timing));
-      const decisions = withConcurrencyWaits(items, reply);
+      const decisions = withConcurrencyWaits(
+        items,
+        checkedDecisions<RateLimitDecision>(reply, items.length, "the store's reply to consume"),
+      );
       if (this.metrics !== undefined)
         for (const item of leases(items, decisions)) this.metrics.leases(item.policy.name, 1);
-      if (cache !== undefined) {
-        let others: Map<string, RateLimitDecision> | undefined;
-        decisions.forEach((d, i) => {
-          const item = elementAt(items, i, 'the items sent to consume');
-          if (d.allowed || !cacheable(item)) return;
-          others ??= new Map(
-            items.map(
-              (other, j) =>
-                [`${other.policy.id}\n${other.key}`, elementAt(decisions, j, "the store's reply to consume")] as const,
-            ),
-          );
-          cache.remember(item.policy, item.key, item.cost, d, nowMs, others);
-        });
-      }
+      if (cache !== undefined && ticket !== undefined) rememberDenials(cache, items, decisions, nowMs, ticket);
       return { items, decisions };
     } catch (error) {
       if (onFailure === 'throw') throw error;
+      if (isDefect(error)) {
+        // Not an outage: the request fails, loudly, rather than be admitted or refused by a fail mode.
+        this.reporter.report(
+          error,
+          items.map((i) => i.policy.name),
+          DEFECT,
+        );
+        throw error;
+      }
       this.reporter.report(
         error,
         items.map((i) => i.policy.name),
@@ -293,6 +296,8 @@ export class DecisionEngine {
       const failClosed = items.find((i) => i.failMode === 'closed');
       if (failClosed !== undefined) await this.unavailable(failClosed.policy.name, before);
       return NOTHING;
+    } finally {
+      cache?.end();
     }
   }
 

@@ -1,4 +1,5 @@
 import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
+import { DENY_CACHE_TRUST_MS } from '../stores/rate-limit-store.js';
 
 interface Denial {
   /** The limits the store denied under: a request under higher ones (a plan upgrade) asks the store again. */
@@ -6,23 +7,51 @@ interface Denial {
   readonly capacity: number;
   readonly atMs: number;
   readonly untilMs: number;
+  /** When (real time) the consume that was denied went out: the denial may be stale from then on. */
+  readonly sentAt: number;
   readonly cost: number;
   readonly decision: RateLimitDecision;
   /** The other policies of the denied request, as the store reported them, by `<policy id>\n<key>`. */
   readonly others: ReadonlyMap<string, RateLimitDecision> | undefined;
 }
 
+/** What a consume that may be remembered knew when it went out (DenyCache.begin). */
+export interface DenyTicket {
+  readonly seq: number;
+  readonly sentAt: number;
+}
+
 /**
  * Denials the store has given, kept until the time they end. A request of at least the same cost on the same
- * policy and key, under limits no higher, before then is denied locally, without a round trip: the store already said no, and it can
- * only say no again (a denial consumes nothing), so the cache never admits anything the store would not.
- * Under a single-key flood the store sees about one call per key per retry-after, not one per request.
- * Bounded: beyond `maxKeys` the oldest denial is dropped, which only costs a round trip.
+ * policy and key, under limits no higher, before then is denied locally, without a round trip: the store already
+ * said no, and it can only say no again (a denial consumes nothing), so the cache never admits anything the
+ * store would not. Under a single-key flood the store sees about one call per key per retry-after, not one per
+ * request. Bounded: beyond `maxKeys` the oldest denial is dropped, which only costs a round trip.
+ *
+ * State changed outside a decision (a reset, unblock, block or refund, here or in another instance) lifts the
+ * denials of its keys: changed() is told, here at once and by the store's feed of changes from the others. A
+ * denial answers only while that news would have arrived: for DENY_CACHE_TRUST_MS after its consume went out,
+ * and beyond only while the feed has confirmed, within that time, that everything announced has been delivered
+ * (confirmed()). A feed that fails (or a store without one) so lets a denial answer for at most that long, and
+ * one that comes back (live()) clears everything, since what it missed is unknown.
  */
 export class DenyCache {
   private readonly denials = new Map<string, Denial>();
+  /** Counts changes; a consume's reply is not remembered when its key changed after the consume went out. */
+  private seq = 0;
+  /** Replies of consumes that went out before this are not remembered at all. */
+  private floor = 0;
+  /** The keys changed while consumes were out, with the seq of their change. */
+  private readonly changes = new Map<string, number>();
+  private pending = 0;
+  /** When the last confirmation of the feed was sent: every announcement before it has been delivered. */
+  private confirmedAt = -Infinity;
 
-  constructor(private readonly maxKeys = 10_000) {}
+  constructor(
+    private readonly maxKeys = 10_000,
+    /** Real time in ms, for the trust of denials (never the module's clock, which a test may stop or jump). */
+    private readonly realNow: () => number = () => performance.now(),
+  ) {}
 
   get size(): number {
     return this.denials.size;
@@ -34,7 +63,7 @@ export class DenyCache {
     const id = `${policy.id}\n${key}`;
     const denial = this.denials.get(id);
     if (denial === undefined) return undefined;
-    if (denial.untilMs <= nowMs) {
+    if (denial.untilMs <= nowMs || this.realNow() - Math.max(denial.sentAt, this.confirmedAt) > DENY_CACHE_TRUST_MS) {
       this.denials.delete(id);
       return undefined;
     }
@@ -60,29 +89,77 @@ export class DenyCache {
     return out;
   }
 
-  /** Remembers a denial the store gave at `nowMs`, with the request's other decisions (`others`). */
+  /** A consume goes out whose denials may be remembered: call end() once its reply is handled. */
+  begin(): DenyTicket {
+    this.pending++;
+    return { seq: this.seq, sentAt: this.realNow() };
+  }
+
+  /** The reply of a consume begun with begin() has been handled (or it failed). */
+  end(): void {
+    this.pending--;
+    if (this.pending === 0) this.changes.clear();
+  }
+
+  /**
+   * Remembers a denial the store gave at `nowMs` to the consume of `ticket`, with the request's other
+   * decisions (`others`), unless the key changed since that consume went out.
+   */
   remember(
     policy: ResolvedPolicy,
     key: string,
     cost: number,
     decision: RateLimitDecision,
     nowMs: number,
+    ticket: DenyTicket,
     others?: ReadonlyMap<string, RateLimitDecision>,
   ): void {
     if (decision.allowed || !Number.isFinite(decision.retryAfterMs) || decision.retryAfterMs <= 0) return;
     const id = `${policy.id}\n${key}`;
+    if (ticket.seq < this.floor || (this.changes.get(id) ?? -1) > ticket.seq) return;
     this.denials.delete(id);
     const { limit, capacity } = policy;
     const untilMs = nowMs + decision.retryAfterMs;
-    this.denials.set(id, { limit, capacity, atMs: nowMs, untilMs, cost, decision, others });
+    const { sentAt } = ticket;
+    this.denials.set(id, { limit, capacity, atMs: nowMs, untilMs, sentAt, cost, decision, others });
     if (this.denials.size > this.maxKeys) {
       const oldest = this.denials.keys().next();
       if (oldest.done !== true) this.denials.delete(oldest.value);
     }
   }
 
-  /** Forgets a key's denial (after a refund or reset in this process). */
+  /** Forgets a key's denial: its state changed outside a decision (here, or announced by another instance). */
   forget(policy: ResolvedPolicy, key: string): void {
-    if (this.denials.size > 0) this.denials.delete(`${policy.id}\n${key}`);
+    this.changed([`${policy.id}\n${key}`]);
+  }
+
+  /** Forgets the denials of these `<policy id>\n<key>` ids, and of the replies in flight for them. */
+  changed(ids: readonly string[]): void {
+    this.seq++;
+    for (const id of ids) {
+      this.denials.delete(id);
+      if (this.pending > 0) this.changes.set(id, this.seq);
+    }
+    if (this.changes.size > this.maxKeys) this.clear();
+  }
+
+  /** The feed confirmed that everything announced before `sentAt` (real time) has been delivered. */
+  confirmed(sentAt: number): void {
+    if (sentAt > this.confirmedAt) this.confirmedAt = sentAt;
+  }
+
+  /**
+   * The feed is subscribed (again) since `since` (real time): what was announced before is unknown, so every
+   * denial is forgotten, and so are the replies of the consumes out now.
+   */
+  live(since: number): void {
+    this.clear();
+    this.confirmed(since);
+  }
+
+  private clear(): void {
+    this.denials.clear();
+    this.changes.clear();
+    this.floor = ++this.seq;
   }
 }

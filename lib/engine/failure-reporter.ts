@@ -10,6 +10,11 @@ export function failModesDoing(items: readonly { policy: { name: string }; failM
   return `fail closed (${[...new Set(closed)].join(', ')}): the request is refused with 503`;
 }
 
+/** What a defect (a programming error of a store call, not an outage) does, in the words of the log. */
+export const DEFECT =
+  'a programming error, not an outage: the request fails instead of applying fail modes (fix the client or ' +
+  'the store given to the module, or report it to nest-rate-limit)';
+
 /** How long one cause of failure stays quiet in the log after it was reported. */
 const QUIET_MS = 5000;
 /** Causes remembered at once; a flood of distinct messages cannot grow the map without limit. */
@@ -47,7 +52,7 @@ export class FailureReporter {
       return;
     }
     const held = seen !== undefined && seen.suppressed > 0 ? ` (${seen.suppressed} more since the last report)` : '';
-    const what = err.name === 'RateLimitPolicyError' ? 'policy error' : 'store failure';
+    const what = err.name === 'RateLimitPolicyError' ? 'policy error' : doing === DEFECT ? 'defect' : 'store failure';
     this.logger.error(`Rate limiter ${what} for policy ${policies.join(', ')}: ${cause}${held}`);
     if (this.recent.size >= MAX_CAUSES && seen === undefined) this.recent.clear();
     this.recent.set(cause, { atMs: now, suppressed: 0 });

@@ -151,8 +151,8 @@ export class OutcomeRefunds {
 
   /**
    * One refund call per store (the quotas' store is another with the `postgres` option beside Redis). Units
-   * given back lift this process's cached denials of those keys; another instance's cache keeps its own
-   * until the denial's retry-after (under-admission only). A refund that fails leaves the charge, reported.
+   * given back lift the cached denials of those keys, here and (through the store's feed of changes) in the
+   * other instances. A refund that fails leaves the charge, reported.
    */
   private async refund(items: readonly EngineItem[]): Promise<void> {
     const byStore = new Map<RateLimitStore, EngineItem[]>();
@@ -166,8 +166,7 @@ export class OutcomeRefunds {
       [...byStore].map(async ([store, part]) => {
         try {
           await this.engine.run(store, 'refund', () => store.refund(part));
-          if (store === this.engine.store)
-            for (const item of part) this.engine.denyCache?.forget(item.policy, item.key);
+          if (store === this.engine.store) void this.engine.feed.changed(part);
         } catch (error) {
           this.engine.reporter.report(
             error,

@@ -2,6 +2,7 @@ import { ALGORITHM_STEPS, type StepResult } from '../algorithms/index.js';
 import { elementAt } from '../element-at.js';
 import type { RateLimitAlgorithm, RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 import { blockedDecision, blockingDenial, unwrapBlock, withBlock } from './blocked-state.js';
+import { RateLimitStoreReplyError } from './store-defects.js';
 
 /** State access for the engine: the memory store's map, or any other synchronous table. */
 export interface StateTable {
@@ -34,7 +35,7 @@ export function decisionsFromReply(
   return items.map(({ policy, cost = 0 }, i) => {
     const values = Array.isArray(reply) ? reply.slice(i * 4, i * 4 + 4).map(Number) : [];
     if (!isDecisionReply(values)) {
-      throw new Error(`nest-rate-limit: unexpected reply from ${from}: ${JSON.stringify(reply)}`);
+      throw new RateLimitStoreReplyError(`nest-rate-limit: unexpected reply from ${from}: ${JSON.stringify(reply)}`);
     }
     const [allowed, remaining, resetMs, retry] = values;
     const retryAfterMs = retry === NEVER_FITS ? Infinity : retry;

@@ -63,8 +63,51 @@ export interface RateLimitStore {
   quotaUsage?(policy: ResolvedPolicy, key: string, periodStartMs: number): Promise<{ used: number; limit?: number }>;
   /** Resolves when the store answers; the circuit breaker probes with it while the store is failing. */
   ping?(): Promise<unknown>;
+  /**
+   * The feed that tells every instance sharing the store when state changed outside a decision, so that none
+   * keeps denying from its local cache of denials what the store would now admit. Without it, a cached denial
+   * answers for at most DENY_CACHE_TRUST_MS before the store is asked again.
+   */
+  readonly changes?: RateLimitStoreChanges;
   /** Releases what the store owns (connections it opened itself; never a client it was given). */
   close?(): Promise<void>;
+}
+
+/**
+ * How long (ms of real time) a cached denial may answer without news from the store's feed of changes: a
+ * reset, unblock or refund made through another instance lifts a denial within this time plus the trip of
+ * its announcement (README: "within 1 s").
+ */
+export const DENY_CACHE_TRUST_MS = 750;
+
+/** A policy (by id) and key whose state changed outside a decision. */
+export interface RateLimitStoreChange {
+  readonly policy: string;
+  readonly key: string;
+}
+
+/** What a feed of changes tells the instance that listens. */
+export interface RateLimitChangeListener {
+  /** These keys changed (through another instance, or this one). */
+  changed(changes: readonly RateLimitStoreChange[]): void;
+  /** Every announcement sent before `sentAt` (`performance.now()`) has been delivered. */
+  confirmed(sentAt: number): void;
+  /** Subscribed (again) since `since` (`performance.now()`): what was announced before is unknown. */
+  live(since: number): void;
+  /** The feed lost its connection (`reason`): announcements may be missed until the next live(). */
+  lost(reason: Error): void;
+}
+
+/**
+ * A store's feed of changes: announce() reaches the listeners of every instance (this one's too). A store that
+ * delivers announcements at most once (Redis pub/sub) confirms delivery often (every DENY_CACHE_TRUST_MS / 3
+ * at least), since a listener trusts what it remembers only while confirmations keep coming.
+ */
+export interface RateLimitStoreChanges {
+  /** Tells every instance that these keys changed; resolves once sent. */
+  announce(changes: readonly RateLimitStoreChange[]): Promise<void>;
+  /** Starts listening; resolves with the function that stops (once the first subscription is made, or failed). */
+  listen(listener: RateLimitChangeListener): Promise<() => Promise<void>>;
 }
 
 /**

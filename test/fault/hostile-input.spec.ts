@@ -1,4 +1,4 @@
-import { Body, Controller, Get, type INestApplication, type LoggerService, Post, Query } from '@nestjs/common';
+import { Body, Controller, Get, type INestApplication, Post, Query } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type { Redis } from 'ioredis';
 import request from 'supertest';
@@ -6,6 +6,7 @@ import request from 'supertest';
 import { RateLimit, RateLimitModule, type TrustProxy } from '../../lib/index.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { LogLines } from '../support/log-lines.js';
 
 const COSTS: Record<string, unknown> = {
   nan: NaN,
@@ -69,13 +70,6 @@ class HostileController {
   costClosed(@Query('kind') kind: string) {
     return kind;
   }
-}
-
-class CapturingLogger implements LoggerService {
-  readonly lines: string[] = [];
-  log = (m: unknown) => this.lines.push(`log ${String(m)}`);
-  warn = (m: unknown) => this.lines.push(`warn ${String(m)}`);
-  error = (m: unknown) => this.lines.push(`error ${String(m)}`);
 }
 
 describe.each(ADAPTERS)('hostile input on %s', (adapter) => {
@@ -180,8 +174,8 @@ describe.each(ADAPTERS)('hostile input on %s', (adapter) => {
 });
 
 describe('start-up warnings about the proxy setup', () => {
-  async function start(trustProxy?: TrustProxy): Promise<[INestApplication, CapturingLogger]> {
-    const capture = new CapturingLogger();
+  async function start(trustProxy?: TrustProxy): Promise<[INestApplication, LogLines]> {
+    const capture = new LogLines();
     const moduleRef = await Test.createTestingModule({
       imports: [RateLimitModule.forRoot({ trustProxy })],
       controllers: [HostileController],

@@ -108,7 +108,7 @@ describe('DenyCache', () => {
 
   it('denies at least the denied cost until the denial ends, and asks the store for less', () => {
     const cache = new DenyCache();
-    cache.remember(policy, 'k', 5, denied, 1000);
+    cache.remember(policy, 'k', 5, denied, 1000, cache.begin());
     expect(cache.check(policy, 'k', 5, 1100)).toMatchObject({ allowed: false, retryAfterMs: 100, resetMs: 600 });
     expect(cache.check(policy, 'k', 9, 1199)).toMatchObject({ retryAfterMs: 1 });
     expect(cache.check(policy, 'k', 4, 1100)).toBeUndefined();
@@ -119,13 +119,13 @@ describe('DenyCache', () => {
 
   it('keeps nothing for allowed or never-fitting decisions, forgets on request, and stays within its bound', () => {
     const cache = new DenyCache(100);
-    cache.remember(policy, 'a', 1, { ...denied, allowed: true, retryAfterMs: 0 }, 0);
-    cache.remember(policy, 'b', 11, { ...denied, retryAfterMs: Infinity }, 0);
+    cache.remember(policy, 'a', 1, { ...denied, allowed: true, retryAfterMs: 0 }, 0, cache.begin());
+    cache.remember(policy, 'b', 11, { ...denied, retryAfterMs: Infinity }, 0, cache.begin());
     expect(cache.size).toBe(0);
-    cache.remember(policy, 'c', 1, denied, 0);
+    cache.remember(policy, 'c', 1, denied, 0, cache.begin());
     cache.forget(policy, 'c');
     expect(cache.check(policy, 'c', 1, 10)).toBeUndefined();
-    for (let i = 0; i < 1000; i++) cache.remember(policy, `k${i}`, 1, denied, 0);
+    for (let i = 0; i < 1000; i++) cache.remember(policy, `k${i}`, 1, denied, 0, cache.begin());
     expect(cache.size).toBe(100);
     expect(cache.check(policy, 'k999', 1, 10)).toBeDefined();
     expect(cache.check(policy, 'k0', 1, 10)).toBeUndefined();

@@ -1,25 +1,19 @@
-import type { INestApplication, LoggerService } from '@nestjs/common';
+import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 
 import { RateLimitModule } from '../../lib/index.js';
 import { FailModeController } from '../support/fail-mode.controller.js';
 import { startRedis, type TestRedis, waitFor } from '../support/redis-server.js';
+import { LogLines } from '../support/log-lines.js';
 
 // Regression: during a Redis outage an operator read ioredis' words — "Stream isn't writeable and
 // enableOfflineQueue options is false" — with neither the store's address nor what the fail modes were doing.
 
-class CapturingLogger implements LoggerService {
-  readonly lines: string[] = [];
-  log = (m: unknown) => this.lines.push(`log ${String(m)}`);
-  warn = (m: unknown) => this.lines.push(`warn ${String(m)}`);
-  error = (m: unknown) => this.lines.push(`error ${String(m)}`);
-}
-
 describe('regression: outage logs speak ioredis', () => {
   let redis: TestRedis;
   let app: INestApplication;
-  const capture = new CapturingLogger();
+  const capture = new LogLines();
 
   beforeAll(async () => {
     redis = await startRedis();

@@ -4,12 +4,13 @@ import { type Clock, systemClock } from '../../clock.js';
 import type { RateLimitDecision } from '../../policy/policy.types.js';
 import { decisionsFromReply } from '../engine.js';
 import { checkRedisClient, type RedisClient, type RedisConnection } from '../client-types.js';
-import type { RateLimitStore, RateLimitStoreItem } from '../rate-limit-store.js';
+import type { RateLimitStore, RateLimitStoreChanges, RateLimitStoreItem } from '../rate-limit-store.js';
 import { checkKeyPrefix, storageKey } from '../storage-key.js';
 import { redisAddress } from '../store-description.js';
 import { acrossSlots, consumeAcrossSlots, type RunInSlot, type SlotItem, slotItems } from './across-slots.js';
 import { batchArgs, callFields, type RequestArgs, requestArgs, splitReply } from './call-args.js';
 import { CallBatcher } from './call-batcher.js';
+import { canFeed, RedisChangeFeed } from './change-feed.js';
 import { RATE_LIMIT_FUNCTION, RATE_LIMIT_LIBRARY, RATE_LIMIT_SCRIPT, RATE_LIMIT_SCRIPT_SHA } from './rate-limit.lua.js';
 
 /** Options of the Redis store. */
@@ -36,6 +37,11 @@ type Item = SlotItem;
 export class RedisRateLimitStore implements RateLimitStore {
   /** The connection the store sends its commands on. */
   readonly client: RedisClient;
+  /**
+   * Changes outside decisions, announced on `<keyPrefix>changes` (pub/sub) to every instance; a subscriber
+   * connection is made from the client only while the module listens.
+   */
+  readonly changes: RateLimitStoreChanges | undefined;
   private readonly clock: Clock | undefined;
   private readonly keyPrefix: string;
   private readonly ttlSlack: string;
@@ -64,6 +70,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     }
     this.ttlSlack = String(slack);
     this.batcher = new CallBatcher(this.sendBatch);
+    this.changes = canFeed(this.client) ? new RedisChangeFeed(this.client, `${this.keyPrefix}changes`) : undefined;
     this.where = 'options' in this.client ? redisAddress(this.client as RedisConnection) : 'Redis';
     // Every master of a Cluster would need the library: the script, which travels with the call, is simpler.
     this.functions = this.client.isCluster ? 'no' : 'unknown';

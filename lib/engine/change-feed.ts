@@ -1,0 +1,98 @@
+import type { Logger } from '@nestjs/common';
+
+import type { ResolvedPolicy } from '../policy/policy.types.js';
+import type { RateLimitStoreChange, RateLimitStoreChanges } from '../stores/rate-limit-store.js';
+import { withTimeout } from './circuit-breaker.js';
+import type { DenyCache } from './deny-cache.js';
+
+/** Waits (ms) before each new try of an announcement that failed; then it is given up, and logged. */
+const ANNOUNCE_RETRY_MS = [50, 200] as const;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+
+/**
+ * Changes of stored state outside a decision (reset, unblock, block, refunds), between this process's cache of
+ * denials and the other instances': each change lifts the key's cached denial here at once, and is announced
+ * on the store's feed (gathered per turn of the event loop), whose news from the others lift theirs. Without a
+ * feed (the memory store, PostgreSQL, a store of your own without `changes`) the cache alone bounds how long a
+ * denial answers (DenyCache).
+ */
+export class ChangeFeed {
+  private queued: RateLimitStoreChange[] = [];
+  private announcing: Promise<void> | undefined;
+  private stopListening: (() => Promise<void>) | undefined;
+  private down = false;
+
+  constructor(
+    private readonly changes: RateLimitStoreChanges | undefined,
+    private readonly cache: DenyCache | undefined,
+    private readonly timeoutMs: number,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Listens to the feed (when the store has one and there is a cache to keep true); once the first try is done. */
+  async start(): Promise<void> {
+    const { cache, changes } = this;
+    if (changes === undefined || cache === undefined || this.stopListening !== undefined) return;
+    this.stopListening = await changes.listen({
+      changed: (list) => cache.changed(list.map(({ policy, key }) => `${policy}\n${key}`)),
+      confirmed: (sentAt) => cache.confirmed(sentAt),
+      live: (since) => {
+        cache.live(since);
+        if (!this.down) return;
+        this.down = false;
+        this.logger.log('The feed of changes is back: cached denials answer until they end again');
+      },
+      lost: (reason) => {
+        if (this.down) return;
+        this.down = true;
+        this.logger.warn(
+          `The feed of changes is down (${reason.message}): until it is back, a cached denial answers for at ` +
+            'most 1 s before the store is asked again',
+        );
+      },
+    });
+  }
+
+  /**
+   * `items` changed outside a decision: forgets their cached denials here, and announces them to the other
+   * instances. Resolves once announced (or given up, logged); never rejects.
+   */
+  changed(items: readonly { policy: ResolvedPolicy; key: string }[]): Promise<void> {
+    for (const item of items) this.cache?.forget(item.policy, item.key);
+    if (this.changes === undefined || items.length === 0) return Promise.resolve();
+    for (const { policy, key } of items) this.queued.push({ policy: policy.id, key });
+    this.announcing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.announce());
+    return this.announcing;
+  }
+
+  async dispose(): Promise<void> {
+    const stop = this.stopListening;
+    this.stopListening = undefined;
+    await stop?.();
+  }
+
+  private async announce(): Promise<void> {
+    const changes = this.changes as RateLimitStoreChanges;
+    const batch = this.queued;
+    this.queued = [];
+    this.announcing = undefined;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await withTimeout(() => changes.announce(batch), this.timeoutMs);
+        return;
+      } catch (error) {
+        const wait = ANNOUNCE_RETRY_MS[attempt];
+        if (wait === undefined) {
+          const keys = batch.map(({ policy, key }) => `${policy} ${key}`);
+          this.logger.warn(
+            `Could not announce a change of ${keys.slice(0, 3).join(', ')}${keys.length > 3 ? ` and ${keys.length - 3} more` : ''} ` +
+              `(${(error as Error).message}): another instance may deny it from its cache of denials until that denial ends`,
+          );
+          return;
+        }
+        await sleep(wait);
+      }
+    }
+  }
+}

@@ -1,0 +1,109 @@
+import { DenyCache } from '../../lib/engine/deny-cache.js';
+import { validatePolicy } from '../../lib/index.js';
+import { DENY_CACHE_TRUST_MS } from '../../lib/stores/rate-limit-store.js';
+
+// How long a cached denial may answer once state can change through another instance (issue 18, item 2): on
+// an injected real time, the module's clock (`nowMs`) kept apart.
+
+const policy = validatePolicy({ name: 'p', algorithm: 'fixed-window', limit: 3, window: '1m' });
+const denied = { allowed: false, policy: 'p', limit: 3, remaining: 0, resetMs: 60_000, retryAfterMs: 60_000 };
+
+function cacheAt(start = 1_000) {
+  const time = { real: start };
+  const cache = new DenyCache(10_000, () => time.real);
+  /** A consume that goes out now and is denied: remembered at module time 0. */
+  const deny = (key = 'k') => {
+    const ticket = cache.begin();
+    cache.remember(policy, key, 1, denied, 0, ticket);
+    cache.end();
+  };
+  return { time, cache, deny };
+}
+
+describe('the trust of a cached denial', () => {
+  it(`answers for ${DENY_CACHE_TRUST_MS} ms after its consume went out without a feed, then asks the store`, () => {
+    const { time, cache, deny } = cacheAt();
+    deny();
+    time.real += DENY_CACHE_TRUST_MS;
+    expect(cache.check(policy, 'k', 1, 1)).toMatchObject({ allowed: false });
+    time.real += 1;
+    expect(cache.check(policy, 'k', 1, 1)).toBeUndefined();
+    expect(cache.size).toBe(0);
+  });
+
+  it('answers until the denial ends while the feed keeps confirming, and no longer than that once it stops', () => {
+    const { time, cache, deny } = cacheAt();
+    cache.live(time.real);
+    deny();
+    for (let i = 0; i < 100; i++) {
+      time.real += 250;
+      cache.confirmed(time.real - 10);
+      expect(cache.check(policy, 'k', 1, i * 250)).toMatchObject({ allowed: false });
+    }
+    // The feed goes quiet (a connection that hangs): the last confirmation bounds the trust.
+    const last = time.real - 10;
+    time.real = last + DENY_CACHE_TRUST_MS;
+    expect(cache.check(policy, 'k', 1, 30_000)).toMatchObject({ allowed: false });
+    time.real += 1;
+    expect(cache.check(policy, 'k', 1, 30_000)).toBeUndefined();
+  });
+
+  it('an older confirmation says nothing new', () => {
+    const { time, cache, deny } = cacheAt();
+    cache.confirmed(time.real + 5_000);
+    cache.confirmed(time.real);
+    deny();
+    time.real += 5_000 + DENY_CACHE_TRUST_MS;
+    expect(cache.check(policy, 'k', 1, 1)).toMatchObject({ allowed: false });
+  });
+
+  it('a change forgets the denial of its key only', () => {
+    const { cache, deny } = cacheAt();
+    deny('k');
+    deny('other');
+    cache.changed([`${policy.id}\nk`]);
+    expect(cache.check(policy, 'k', 1, 1)).toBeUndefined();
+    expect(cache.check(policy, 'other', 1, 1)).toMatchObject({ allowed: false });
+  });
+
+  // The reply of a consume the store decided before a reset may arrive after the reset's announcement.
+  it('does not remember the reply of a consume that went out before its key changed', () => {
+    const { cache } = cacheAt();
+    const early = cache.begin();
+    const unrelated = cache.begin();
+    cache.changed([`${policy.id}\nk`]);
+    const late = cache.begin();
+    cache.remember(policy, 'k', 1, denied, 0, early);
+    expect(cache.check(policy, 'k', 1, 1)).toBeUndefined();
+    cache.remember(policy, 'other', 1, denied, 0, unrelated);
+    expect(cache.check(policy, 'other', 1, 1)).toMatchObject({ allowed: false });
+    cache.remember(policy, 'k', 1, denied, 0, late);
+    expect(cache.check(policy, 'k', 1, 1)).toMatchObject({ allowed: false });
+    cache.end();
+    cache.end();
+    cache.end();
+  });
+
+  it('a feed that subscribes again forgets every denial, and the replies of the consumes out then', () => {
+    const { time, cache, deny } = cacheAt();
+    deny('k');
+    const inFlight = cache.begin();
+    cache.live(time.real);
+    expect(cache.size).toBe(0);
+    cache.remember(policy, 'other', 1, denied, 0, inFlight);
+    expect(cache.size).toBe(0);
+    cache.end();
+    deny('k');
+    expect(cache.size).toBe(1);
+  });
+
+  it('keeps a bounded record of changes: past it, every reply in flight is left unremembered', () => {
+    const time = { real: 0 };
+    const cache = new DenyCache(10, () => time.real);
+    const ticket = cache.begin();
+    for (let i = 0; i < 11; i++) cache.changed([`${policy.id}\nchanged-${i}`]);
+    cache.remember(policy, 'untouched', 1, denied, 0, ticket);
+    expect(cache.size).toBe(0);
+    cache.end();
+  });
+});
