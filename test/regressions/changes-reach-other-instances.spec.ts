@@ -7,6 +7,8 @@ import { NestFactory } from '@nestjs/core';
 import type { Redis } from 'ioredis';
 
 import { type RateLimitPolicy, RateLimitModule, RateLimitService } from '../../lib/index.js';
+import { FEED_PING_SQL } from '../../lib/stores/postgres/change-feed.js';
+import { createTestSchema, type TestSchema } from '../support/postgres.js';
 import { startCluster, type TestCluster } from '../support/redis-cluster.js';
 import { startRedis, type TestRedis, waitFor } from '../support/redis-server.js';
 
@@ -28,10 +30,11 @@ class OtherInstance {
   private readonly child: ChildProcessByStdio<Writable, Readable, null>;
   readonly port: Promise<number>;
 
-  constructor(target: string) {
+  constructor(target: string, pgUrl?: string) {
     const script = fileURLToPath(new URL('../support/change-instance.mjs', import.meta.url));
     this.child = spawn(process.execPath, [script, target, JSON.stringify(ROUTES)], {
       stdio: ['pipe', 'pipe', 'inherit'],
+      env: { ...process.env, PG_URL: pgUrl },
     });
     this.port = new Promise((resolve, reject) => {
       this.child.stdout.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim())));
@@ -72,67 +75,94 @@ async function deniedFromCache(b: OtherInstance, route: string, limit: number, a
   if (admin !== undefined) expect(await decisionCalls(admin)).toBe(before);
 }
 
-describe.each(['standalone', 'cluster'] as const)('changes through one instance reach another (%s)', (topology) => {
-  let redis: TestRedis | undefined;
-  let cluster: TestCluster | undefined;
-  let a: INestApplicationContext;
-  let limits: RateLimitService;
-  let b: OtherInstance;
-  let admin: Redis | undefined;
+describe.each(['standalone', 'cluster', 'postgres'] as const)(
+  'changes through one instance reach another (%s)',
+  (topology) => {
+    let redis: TestRedis | undefined;
+    let cluster: TestCluster | undefined;
+    let pg: TestSchema | undefined;
+    let a: INestApplicationContext;
+    let limits: RateLimitService;
+    let b: OtherInstance;
+    let admin: Redis | undefined;
 
-  beforeAll(async () => {
-    if (topology === 'standalone') {
-      redis = await startRedis();
-      admin = redis.client();
-    } else {
-      cluster = await startCluster();
-    }
-    const options = redis !== undefined ? { url: redis.url } : { client: (cluster as TestCluster).client() };
-    a = await NestFactory.createApplicationContext(RateLimitModule.forRoot({ redis: options }), { logger: false });
-    limits = a.get(RateLimitService);
-    b = new OtherInstance(redis?.url ?? (cluster as TestCluster).ports.join(','));
-    await b.port;
-  }, 60_000);
-  afterAll(async () => {
-    await b?.stop();
-    await a?.close();
-    await redis?.stop();
-    await cluster?.stop();
-  });
-
-  it('a reset through A lifts the denial B keeps in its cache', async () => {
-    await deniedFromCache(b, 'reset', 3, admin);
-    await limits.reset(policy('reset'), KEY);
-    await admitsAgain(b, 'reset');
-  });
-
-  it('an unblock through A lifts the 2-minute block B keeps in its cache', async () => {
-    expect((await b.get('unblock')).status).toBe(200);
-    await limits.block(policy('unblock'), KEY, 120_000);
-    await admitsAgain(b, 'unblock', (r) => r.status === 429);
-    const blocked = await b.get('unblock');
-    expect(blocked).toEqual({ status: 429, retryAfter: expect.any(Number) });
-    expect(blocked.retryAfter).toBeGreaterThan(60);
-    await limits.unblock(policy('unblock'), KEY);
-    await admitsAgain(b, 'unblock');
-  });
-
-  it('a refund through A lifts the denial B keeps in its cache', async () => {
-    await deniedFromCache(b, 'refund', 2, admin);
-    await limits.refund(policy('refund'), KEY, 1);
-    await admitsAgain(b, 'refund');
-    expect((await b.get('refund')).status).toBe(429);
-  });
-
-  if (topology === 'standalone') {
-    it('a lost announcement cannot keep a denial: B forgets its cache when its subscription comes back', async () => {
-      const server = admin as Redis;
-      await deniedFromCache(b, 'lost', 1, server);
-      // The state goes without an announcement (as one lost would), then B's subscriber loses its connection.
-      await server.flushall();
-      expect((await b.get('lost')).status).toBe(429);
-      await server.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
-      await admitsAgain(b, 'lost');
+    beforeAll(async () => {
+      if (topology === 'standalone') {
+        redis = await startRedis();
+        admin = redis.client();
+      } else if (topology === 'cluster') {
+        cluster = await startCluster();
+      } else {
+        pg = await createTestSchema();
+      }
+      const store =
+        pg !== undefined
+          ? { postgres: { connectionString: pg.url, schema: pg.schema, migrate: true } }
+          : { redis: redis !== undefined ? { url: redis.url } : { client: (cluster as TestCluster).client() } };
+      a = await NestFactory.createApplicationContext(RateLimitModule.forRoot(store), { logger: false });
+      limits = a.get(RateLimitService);
+      const target = redis?.url ?? cluster?.ports.join(',') ?? `pg:${(pg as TestSchema).schema}`;
+      b = new OtherInstance(target, pg?.url);
+      await b.port;
+    }, 60_000);
+    afterAll(async () => {
+      await b?.stop();
+      await a?.close();
+      await redis?.stop();
+      await cluster?.stop();
+      await pg?.drop();
     });
-  }
-});
+
+    it('a reset through A lifts the denial B keeps in its cache', async () => {
+      await deniedFromCache(b, 'reset', 3, admin);
+      await limits.reset(policy('reset'), KEY);
+      await admitsAgain(b, 'reset');
+    });
+
+    it('an unblock through A lifts the 2-minute block B keeps in its cache', async () => {
+      expect((await b.get('unblock')).status).toBe(200);
+      await limits.block(policy('unblock'), KEY, 120_000);
+      await admitsAgain(b, 'unblock', (r) => r.status === 429);
+      const blocked = await b.get('unblock');
+      expect(blocked).toEqual({ status: 429, retryAfter: expect.any(Number) });
+      expect(blocked.retryAfter).toBeGreaterThan(60);
+      await limits.unblock(policy('unblock'), KEY);
+      await admitsAgain(b, 'unblock');
+    });
+
+    it('a refund through A lifts the denial B keeps in its cache', async () => {
+      await deniedFromCache(b, 'refund', 2, admin);
+      await limits.refund(policy('refund'), KEY, 1);
+      await admitsAgain(b, 'refund');
+      expect((await b.get('refund')).status).toBe(429);
+    });
+
+    if (topology === 'standalone') {
+      it('a lost announcement cannot keep a denial: B forgets its cache when its subscription comes back', async () => {
+        const server = admin as Redis;
+        await deniedFromCache(b, 'lost', 1, server);
+        // The state goes without an announcement (as one lost would), then B's subscriber loses its connection.
+        await server.flushall();
+        expect((await b.get('lost')).status).toBe(429);
+        await server.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
+        await admitsAgain(b, 'lost');
+      });
+    }
+
+    if (topology === 'postgres') {
+      it('a lost notification cannot keep a denial: B forgets its cache when it listens again', async () => {
+        const db = (pg as TestSchema).pool;
+        await deniedFromCache(b, 'lost', 1);
+        await db.query(`DELETE FROM ${(pg as TestSchema).schema}.rate_limit_state`);
+        expect((await b.get('lost')).status).toBe(429);
+        // The listeners' connections go (A's and B's), found by their ping.
+        const { rows } = await db.query(
+          'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1 AND pid <> pg_backend_pid()',
+          [FEED_PING_SQL],
+        );
+        expect(rows.length).toBeGreaterThanOrEqual(2);
+        await admitsAgain(b, 'lost');
+      });
+    }
+  },
+);

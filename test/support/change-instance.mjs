@@ -1,6 +1,6 @@
 // One more app instance on the test's Redis, through the built package (dist/): an HTTP app whose routes are
 // limited per client IP, to see whether changes made through another instance reach its cache of denials.
-// argv: a Redis URL, or comma-separated Cluster ports; the JSON of { route: policy }. Its real time (performance.now) stands still, so a
+// argv: a Redis URL, comma-separated Cluster ports, or pg:<schema> (the machine's PostgreSQL); the JSON of { route: policy }. Its real time (performance.now) stands still, so a
 // cached denial never runs out of trust by itself here: only the feed of changes can lift it.
 // Prints the HTTP port once listening.
 import 'reflect-metadata';
@@ -15,9 +15,12 @@ const frozen = performance.now();
 performance.now = () => frozen;
 
 const [target, routes] = process.argv.slice(2);
-const redis = target.includes(',')
-  ? { client: new Cluster(target.split(',').map((port) => ({ host: '127.0.0.1', port: Number(port) }))) }
-  : { url: target };
+const cluster = target.includes(',')
+  ? new Cluster(target.split(',').map((port) => ({ host: '127.0.0.1', port: Number(port) })))
+  : undefined;
+const store = target.startsWith('pg:')
+  ? { postgres: { connectionString: process.env.PG_URL, schema: target.slice(3), migrate: true } }
+  : { redis: cluster === undefined ? { url: target } : { client: cluster } };
 
 class LimitedController {}
 for (const [route, policy] of Object.entries(JSON.parse(routes))) {
@@ -33,7 +36,7 @@ class AppModule {}
 Reflect.decorate(
   [
     Module({
-      imports: [RateLimitModule.forRoot({ redis })],
+      imports: [RateLimitModule.forRoot(store)],
       controllers: [Reflect.decorate([Controller()], LimitedController)],
     }),
   ],
@@ -45,6 +48,6 @@ await app.listen(0, '127.0.0.1');
 process.stdout.write(`${app.getHttpServer().address().port}\n`);
 process.stdin.on('end', async () => {
   await app.close();
-  redis.client?.disconnect();
+  cluster?.disconnect();
 });
 process.stdin.resume();

@@ -4,8 +4,14 @@ import { type Clock, systemClock } from '../../clock.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../../policy/policy.types.js';
 import { decisionsFromReply } from '../engine.js';
 import type { PgPool } from '../client-types.js';
-import type { RateLimitStore, RateLimitStoreCall, RateLimitStoreItem } from '../rate-limit-store.js';
+import type {
+  RateLimitStore,
+  RateLimitStoreCall,
+  RateLimitStoreChanges,
+  RateLimitStoreItem,
+} from '../rate-limit-store.js';
 import { checkKeyPrefix, storageKey } from '../storage-key.js';
+import { feedChannel, PostgresChangeFeed } from './change-feed.js';
 import { ConsumeBatcher } from './consume-batcher.js';
 import { type Item, itemColumns } from './item-columns.js';
 import { postgresSchemaSql, quoteSchema } from './rate-limit.sql.js';
@@ -42,6 +48,9 @@ export interface PostgresRateLimitStoreOptions {
 
 type Operation = 'consume' | 'peek' | 'refund' | 'reset' | 'block' | 'unblock';
 
+/** A pool smaller than this has no connection to spare for the feed's LISTEN: the store then has no feed. */
+const FEED_MIN_POOL = 3;
+
 /**
  * Consume statements the store keeps busy at once; the requests that come meanwhile go out together in the
  * next. Two keep the database busy while one is on the wire; more statements hold fewer requests each, and a
@@ -63,6 +72,11 @@ const CONSUMES_IN_FLIGHT = 2;
  */
 export class PostgresRateLimitStore implements RateLimitStore {
   private readonly pool: Pool;
+  /**
+   * Changes outside decisions, announced with NOTIFY to every instance; the listener keeps one connection of
+   * the pool while the module listens (none with a pool of fewer than 3 connections: no feed then).
+   */
+  readonly changes: RateLimitStoreChanges | undefined;
   private readonly schema: string;
   private readonly clock: Clock | undefined;
   private readonly keyPrefix: string;
@@ -82,6 +96,11 @@ export class PostgresRateLimitStore implements RateLimitStore {
     const S = quoteSchema(this.schema);
     this.clock = options.clock === 'store' ? undefined : (options.clock ?? systemClock);
     this.keyPrefix = checkKeyPrefix(options.keyPrefix ?? 'rl:');
+    const poolSize = (this.pool as { options?: { max?: number } }).options?.max ?? 10;
+    this.changes =
+      poolSize >= FEED_MIN_POOL
+        ? new PostgresChangeFeed(this.pool, feedChannel(this.schema, this.keyPrefix))
+        : undefined;
     const integer = (name: string, value: number, min: number, max = Number.MAX_SAFE_INTEGER): number => {
       if (!Number.isSafeInteger(value) || value < min || value > max) {
         const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`;
