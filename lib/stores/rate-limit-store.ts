@@ -68,7 +68,7 @@ export interface RateLimitStore {
    * keeps denying from its local cache of denials what the store would now admit. Without it, a cached denial
    * answers for at most DENY_CACHE_TRUST_MS before the store is asked again.
    */
-  readonly changes?: RateLimitStoreChanges;
+  readonly changes?: RateLimitStoreChanges | undefined;
   /** Releases what the store owns (connections it opened itself; never a client it was given). */
   close?(): Promise<void>;
 }
