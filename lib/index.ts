@@ -11,6 +11,8 @@ export {
   type RateLimitDecision,
   type RateLimitKey,
   type RateLimitMode,
+  type RateLimitDuration,
+  type RateLimitIdentities,
   type RateLimitListEntry,
   type RateLimitListFunction,
   type RateLimitOutcome,

@@ -3,6 +3,12 @@ import type { ExecutionContext } from '@nestjs/common';
 import type { QuotaPeriod } from '../algorithms/quota/quota-period.js';
 
 /** The five rate-limit algorithms, and calendar quotas. */
+/**
+ * A length of time: whole milliseconds, or a whole number with a unit — '500ms', '10s', '1m', '1h', '1d'. A
+ * string such as '1 minute' does not compile; one read from configuration needs a cast (it is checked at start).
+ */
+export type RateLimitDuration = number | `${number}${'ms' | 's' | 'm' | 'h' | 'd'}`;
+
 export type RateLimitAlgorithm =
   'fixed-window' | 'sliding-window-log' | 'sliding-window-counter' | 'token-bucket' | 'gcra' | 'quota' | 'concurrency';
 
@@ -26,9 +32,26 @@ export type RateLimitMode = 'enforce' | 'shadow';
 /** What to do when the store cannot answer in time: let the request through, or refuse it. */
 export type FailMode = 'open' | 'closed';
 
-/** How a request is keyed: the client IP, the authenticated user (falling back to the IP), or a function. */
+/**
+ * The identities the module computes for a request, for key functions to compose: `ip` is the client address
+ * exactly as `'ip'` keys see it (trustProxy applied, IPv6 reduced to its prefix; undefined where there is none,
+ * as for a microservice message), `user` the user as `'user'` keys see it (undefined when there is none). Each
+ * is computed when read.
+ * @example key: (ctx, id) => `${id.ip}:${ctx.getClass().name}.${ctx.getHandler().name}`
+ */
+export interface RateLimitIdentities {
+  readonly ip: string | undefined;
+  readonly user: string | undefined;
+}
+
+/**
+ * How a request is keyed: the client IP, the authenticated user (falling back to the IP), or a function of
+ * the request and the identities the module computes for it.
+ */
 export type RateLimitKey =
-  'ip' | 'user' | ((ctx: ExecutionContext) => string | undefined | Promise<string | undefined>);
+  | 'ip'
+  | 'user'
+  | ((ctx: ExecutionContext, id: RateLimitIdentities) => string | undefined | Promise<string | undefined>);
 
 /** A function of an allow or deny list: true when the request is on the list (may be async). */
 export type RateLimitListFunction = (ctx: ExecutionContext) => boolean | Promise<boolean>;
@@ -75,7 +98,7 @@ interface PolicyBase {
    * duration like '15m'), set in the same atomic step as the denial. Requests during the block are denied
    * without extending it, and Retry-After counts it down.
    */
-  block?: number | string;
+  block?: RateLimitDuration;
   /** Requests this policy does not apply to (it is skipped for them, nothing is consumed). */
   allow?: readonly RateLimitListEntry[];
   /** Requests refused with 403 (`RATE_LIMIT_DENY_LIST`) wherever this policy would run; checked before any allow. */
@@ -109,7 +132,7 @@ export interface RateLimitWindowPolicy extends PolicyBase {
    */
   limit: number | ((ctx: ExecutionContext) => number | Promise<number>);
   /** Milliseconds, or a duration string: '500ms', '10s', '1m', '1h', '1d'. */
-  window: number | string;
+  window: RateLimitDuration;
   /**
    * Token-bucket capacity / GCRA burst, an integer >= 1 or a function of the request; default `limit`. The
    * rate is always limit per window.

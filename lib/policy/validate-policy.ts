@@ -40,8 +40,12 @@ const QUOTA_FIELDS = fieldNames<RateLimitQuotaPolicy>({
 /** Policy names appear inside Redis keys and quoted header items, so they keep to a safe alphabet. */
 const NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
+/** A numeric string: a value read from configuration (an environment variable) that was never converted. */
+const NUMERIC = /^\s*[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?\s*$/i;
+
 function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'string')
+    return NUMERIC.test(value) ? `${JSON.stringify(value)} (a string: use Number(...))` : JSON.stringify(value);
   if (typeof value === 'function') return 'a function';
   return String(value);
 }

@@ -5,6 +5,7 @@ import type { DecisionEngine, EngineItem } from '../engine/decision-engine.js';
 import type { PlanEntry, PlannedPolicy } from '../planning/route-planner.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import { checkCost, checkQuotaLimit, checkRequestLimit } from '../policy/validate-policy.js';
+import type { RateLimitIdentities } from '../policy/policy.types.js';
 
 type MaybePromise<T> = T | Promise<T>;
 export const isPromise = <T>(value: MaybePromise<T> | unknown): value is Promise<T> =>
@@ -105,8 +106,21 @@ export class RequestResolver {
       if (planned.explicitUser && !this.fellBack.has(entry)) this.warnFallback(entry, where);
       return `ip:${adapter.clientIp(ctx) ?? 'unknown'}`;
     }
-    const value = key(ctx);
+    const value = key(ctx, this.identities(ctx, adapter));
     return isPromise(value) ? value.then((v) => checkIdentity(planned, v)) : checkIdentity(planned, value);
+  }
+
+  /** The identities a key function may compose, each computed when read (lib/policy: RateLimitIdentities). */
+  private identities(ctx: ExecutionContext, adapter: ContextAdapter): RateLimitIdentities {
+    const userOf = () => this.userOf(ctx, adapter);
+    return {
+      get ip() {
+        return adapter.clientIp(ctx);
+      },
+      get user() {
+        return userOf();
+      },
+    };
   }
 
   /** A limit the team declared per account silently becomes per address (one NAT, one budget): say so once. */

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 
 import { elementAt } from '../element-at.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
-import { ALGORITHMS, type ResolvedPolicy } from '../policy/policy.types.js';
+import { ALGORITHMS, type RateLimitDuration, type ResolvedPolicy } from '../policy/policy.types.js';
 import { validatePolicy } from '../policy/validate-policy.js';
 import { simulate, type SimulationResult } from './run.js';
 import { chartSvg, comparisonSvg } from './svg.js';
@@ -44,7 +44,8 @@ export function policyFor(algorithm: (typeof ALGORITHMS)[number], request: Simul
   // In `all`, the window algorithms leave a burst aside; asked for alone, they refuse it (validatePolicy says why).
   const burst = bucket || request.algorithm !== 'all' ? request.burst : undefined;
   try {
-    return validatePolicy({ algorithm, limit: request.limit, window: request.window, burst });
+    // A window from the command line is a string of any shape until validatePolicy has checked it.
+    return validatePolicy({ algorithm, limit: request.limit, window: request.window as RateLimitDuration, burst });
   } catch (error) {
     if (!(error instanceof RateLimitPolicyError)) throw error;
     const problem = error.message.replace(/^Invalid rate-limit policy "[^"]*", field "[^"]*": /, '');

@@ -5,6 +5,7 @@ import request from 'supertest';
 import {
   RateLimit,
   type RateLimitDecisionEvent,
+  type RateLimitDuration,
   RateLimitModule,
   type RateLimitModuleOptions,
   type RateLimitPolicy,
@@ -109,7 +110,7 @@ describe.each(ADAPTERS)('blocks over HTTP (%s)', (adapter) => {
 it('rejects a block that is not a duration, naming the policy and the field', async () => {
   await expect(
     createApp('express', {
-      imports: [RateLimitModule.forRoot({ defaults: [{ ...LOGIN, block: 'forever' }] })],
+      imports: [RateLimitModule.forRoot({ defaults: [{ ...LOGIN, block: 'forever' as RateLimitDuration }] })],
     }),
   ).rejects.toThrow(/"login-ip".*field "block": must be a whole number of milliseconds >= 1 or a duration/s);
 });

@@ -2,7 +2,13 @@ import { Controller, Get, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 
-import { RateLimit, RateLimitModule, SkipRateLimit, type RateLimitPolicy } from '../../lib/index.js';
+import {
+  RateLimit,
+  RateLimitModule,
+  SkipRateLimit,
+  type RateLimitDuration,
+  type RateLimitPolicy,
+} from '../../lib/index.js';
 import { nth } from '../support/harness.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
 
@@ -149,7 +155,7 @@ describe('policies are validated at start-up', () => {
   });
 
   it('checks the defaults too', async () => {
-    const error = (await start([], [{ algorithm: 'gcra', limit: 10, window: '1 week' }])) as Error;
+    const error = (await start([], [{ algorithm: 'gcra', limit: 10, window: '1 week' as RateLimitDuration }])) as Error;
     expect(error.message).toMatch(/declared on RateLimitModule defaults\), field "window"/);
   });
 });
