@@ -169,7 +169,10 @@ export class RoutePlanner {
     ]) {
       byName.delete(name);
     }
-    const policies = [...byName.values()].map((planned, order) => ({ planned, order }));
+    const policies = [...byName.values()].map((planned, order) => ({
+      planned: planned.policy.source.scope === 'route' ? this.forRoute(planned, where) : planned,
+      order,
+    }));
     if (kind === 'rpc' || kind === 'rpc-event') checkRpcKeys(policies, where, this.options.hasUserOption);
     const late = policies.filter((p) => p.planned.key === 'user');
     const deferrable = kind === 'http' || kind === 'graphql' || kind === 'ws';
@@ -190,6 +193,17 @@ export class RoutePlanner {
           policies.some((p) => p.planned.allow !== undefined || p.planned.deny !== undefined)),
       counted: policies.some((p) => p.planned.count !== undefined),
     };
+  }
+
+  /** A route's own copy of a `scope: 'route'` policy: its state is kept under the route (RateLimitScope). */
+  private forRoute(planned: PlannedPolicy, route: string): PlannedPolicy {
+    const id = `${planned.policy.name}@${route}`;
+    const known = this.named.get(id);
+    if (known !== undefined && known.policy.id === `${planned.policy.id}@${route}`)
+      return { ...planned, policy: known.policy };
+    const policy = Object.freeze({ ...planned.policy, id: `${planned.policy.id}@${route}`, route });
+    this.named.set(id, { policy, where: route });
+    return { ...planned, policy };
   }
 
   /** A microservice message has no client address, and a user only where the `user` option reads one. */

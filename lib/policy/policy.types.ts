@@ -82,9 +82,19 @@ export interface RateLimitOutcome {
  */
 export type RateLimitCount = 'all' | 'failed' | 'succeeded' | ((outcome: RateLimitOutcome) => boolean);
 
+/**
+ * Whose budget a policy is: `'shared'` (the default) is one budget per key for every route the policy applies
+ * to; `'route'` one per route and key (a controller class and handler, a resolver field, a gateway message, a
+ * message pattern), as @nestjs/throttler keeps its limits. RateLimitService names a route's budget as
+ * `'<name>@<Class>.<method>'`.
+ */
+export type RateLimitScope = 'shared' | 'route';
+
 interface PolicyBase {
   /** Unique per route; default derived from algorithm, limit and window. Shown in headers and errors. */
   name?: string;
+  /** `'shared'` (default): one budget per key across routes; `'route'`: one per route and key. */
+  scope?: RateLimitScope;
   /** Default 'user'. A function returning undefined skips this policy for that request. */
   key?: RateLimitKey;
   /** Units one request consumes, a non-negative integer; default 1. */
@@ -172,9 +182,12 @@ export interface ResolvedPolicy {
   readonly name: string;
   /**
    * Names the policy's stored state: the name, or for a policy that replaces a same-named one with other
-   * limits (a stricter `per-user` on one route), the name with a suffix, so the two never share counters.
+   * limits (a stricter `per-user` on one route), the name with a suffix, so the two never share counters; for
+   * `scope: 'route'`, followed by `@<Class>.<method>` of the route.
    */
   readonly id: string;
+  /** For `scope: 'route'`: the route whose budget this is (`Class.method`). */
+  readonly route?: string;
   readonly algorithm: RateLimitAlgorithm;
   readonly limit: number;
   readonly windowMs: number;

@@ -26,6 +26,7 @@ const COMMON_FIELDS = {
   allow: true,
   deny: true,
   count: true,
+  scope: true,
 } as const;
 const WINDOW_FIELDS = fieldNames<RateLimitWindowPolicy>({ ...COMMON_FIELDS, window: true, burst: true });
 // window and burst are known to quotas too, to say why they do not apply there
@@ -134,6 +135,9 @@ export function validatePolicy(policy: RateLimitPolicy, where?: string): Resolve
 type Fail = (field: string, problem: string) => never;
 
 function checkCommon(policy: RateLimitPolicy, fail: Fail): void {
+  if (policy.scope !== undefined && policy.scope !== 'shared' && policy.scope !== 'route') {
+    fail('scope', `must be 'shared' or 'route', got ${describe(policy.scope)}`);
+  }
   if (policy.cost !== undefined && typeof policy.cost !== 'function') {
     checkCost(policy.cost, (problem) => fail('cost', problem));
   }

@@ -29,15 +29,16 @@ export class ServiceArguments {
       const named = this.planner.policyNamed(policy);
       if (named === undefined) {
         throw new RateLimitPolicyError(
-          'no policy of that name is declared in `defaults` or any @RateLimit; pass the policy object instead',
+          'no policy of that name is declared in `defaults` or any @RateLimit; pass the policy object instead' +
+            " (a policy of scope 'route' is named with its route, as 'name@Class.method')",
           { policy, where: 'RateLimitService' },
         );
       }
-      return named;
+      return unscoped(named);
     }
     let resolved = this.resolved.get(policy);
     if (resolved === undefined) {
-      resolved = validatePolicy(policy, 'RateLimitService');
+      resolved = unscoped(validatePolicy(policy, 'RateLimitService'));
       this.resolved.set(policy, resolved);
     }
     return resolved;
@@ -65,6 +66,15 @@ export class ServiceArguments {
       });
     });
   }
+}
+
+/** A policy of scope 'route' has one budget per route: the service must be told whose (by name). */
+function unscoped(policy: ResolvedPolicy): ResolvedPolicy {
+  if (policy.source.scope !== 'route' || policy.route !== undefined) return policy;
+  throw new RateLimitPolicyError(
+    "has scope 'route': each route has its own budget; name the route's, as 'name@Class.method'",
+    { policy: policy.name, field: 'scope', where: 'RateLimitService' },
+  );
 }
 
 /** A store's block and unblock, or an error naming the store that has none (a custom store). */
