@@ -144,6 +144,17 @@ export class RateLimitService implements OnModuleDestroy {
     await this.limiter.engine.change([item], (store) => blockOn(store, p).unblock([item]), p);
   }
 
+  /**
+   * Removes all state of the module — every policy and key under its `keyPrefix`, blocks and quota usage
+   * included — from each store it uses, and makes every instance's cache of denials forget; resolves with the
+   * number of keys (Redis, memory) or rows (PostgreSQL) removed. For tests: Redis is scanned in small batches
+   * (SCAN and UNLINK, every master of a Cluster), never blocked.
+   * @example afterEach(() => app.get(RateLimitService).resetAll());
+   */
+  resetAll(): Promise<number> {
+    return this.limiter.engine.resetAll();
+  }
+
   /** Forgets everything `key` has consumed under `policy`. */
   async reset(policy: RateLimitPolicy | string, key: string): Promise<void> {
     const p = this.args.policy(policy);

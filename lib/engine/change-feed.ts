@@ -35,7 +35,8 @@ export class ChangeFeed {
     const { cache, changes } = this;
     if (changes === undefined || cache === undefined || this.stopListening !== undefined) return;
     this.stopListening = await changes.listen({
-      changed: (list) => cache.changed(list.map(({ policy, key }) => `${policy}\n${key}`)),
+      changed: (list) =>
+        list === 'everything' ? cache.forgetAll() : cache.changed(list.map(({ policy, key }) => `${policy}\n${key}`)),
       confirmed: (sentAt) => cache.confirmed(sentAt),
       live: (since) => {
         cache.live(since);
@@ -66,6 +67,12 @@ export class ChangeFeed {
     return this.announcing;
   }
 
+  /** Every key changed (RateLimitService.resetAll): forgets every cached denial here, and announces it. */
+  async everything(): Promise<void> {
+    this.cache?.forgetAll();
+    if (this.changes !== undefined) await this.send('everything');
+  }
+
   async dispose(): Promise<void> {
     const stop = this.stopListening;
     this.stopListening = undefined;
@@ -73,10 +80,15 @@ export class ChangeFeed {
   }
 
   private async announce(): Promise<void> {
-    const changes = this.changes as RateLimitStoreChanges;
     const batch = this.queued;
     this.queued = [];
     this.announcing = undefined;
+    await this.send(batch);
+  }
+
+  /** Sends an announcement, tried again twice when it fails, then given up (logged). */
+  private async send(batch: readonly RateLimitStoreChange[] | 'everything'): Promise<void> {
+    const changes = this.changes as RateLimitStoreChanges;
     for (let attempt = 0; ; attempt++) {
       try {
         await withTimeout(() => changes.announce(batch), this.timeoutMs);
@@ -84,7 +96,7 @@ export class ChangeFeed {
       } catch (error) {
         const wait = ANNOUNCE_RETRY_MS[attempt];
         if (wait === undefined) {
-          const keys = batch.map(({ policy, key }) => `${policy} ${key}`);
+          const keys = batch === 'everything' ? ['every key'] : batch.map(({ policy, key }) => `${policy} ${key}`);
           this.logger.warn(
             `Could not announce a change of ${keys.slice(0, 3).join(', ')}${keys.length > 3 ? ` and ${keys.length - 3} more` : ''} ` +
               `(${(error as Error).message}): another instance may deny it from its cache of denials until that denial ends`,

@@ -170,6 +170,27 @@ export class DecisionEngine {
   }
 
   /**
+   * Removes all state of the module from each store it uses (RateLimitService.resetAll), then makes every
+   * instance's cache of denials forget; resolves with the number of keys or rows removed.
+   */
+  async resetAll(): Promise<number> {
+    let removed = 0;
+    try {
+      for (const store of new Set([this.store, this.quotaStore])) {
+        if (store.resetAll === undefined) {
+          throw new TypeError(
+            `nest-rate-limit: the store (${store.constructor.name}) cannot remove all its state: it has no resetAll()`,
+          );
+        }
+        removed += await this.call([], () => (store.resetAll as () => Promise<number>).call(store));
+      }
+    } finally {
+      await this.feed.everything();
+    }
+    return removed;
+  }
+
+  /**
    * Gives back what an evaluation consumed (a later step of its request denied), and reports the keys as
    * they then stand. Between the calls a concurrent request may find those units taken: that can
    * under-admit, never over-admit. If the refund fails, the units stay taken until they expire.

@@ -157,6 +157,11 @@ export class DenyCache {
     this.confirmed(since);
   }
 
+  /** Forgets every denial, and the replies in flight (all state was removed). */
+  forgetAll(): void {
+    this.clear();
+  }
+
   private clear(): void {
     this.denials.clear();
     this.changes.clear();

@@ -27,18 +27,19 @@ const OPEN_TIMEOUT_MS = 3000;
 /** Waits before each new connection after a failure, the last one repeated. */
 const RECONNECT_MS = [100, 250, 500, 1000] as const;
 
-/** The message that announces `changes`: JSON, `[[policy id, key], ...]`. */
-export const encodeChanges = (changes: readonly RateLimitStoreChange[]): string =>
-  JSON.stringify(changes.map(({ policy, key }) => [policy, key]));
+/** The message that announces `changes`: JSON, `[[policy id, key], ...]`, or `"*"` for every key. */
+export const encodeChanges = (changes: readonly RateLimitStoreChange[] | 'everything'): string =>
+  changes === 'everything' ? '"*"' : JSON.stringify(changes.map(({ policy, key }) => [policy, key]));
 
 /** The changes a message announces, or undefined when it is not a message of the feed's. */
-function decodeChanges(message: string): RateLimitStoreChange[] | undefined {
+function decodeChanges(message: string): RateLimitStoreChange[] | 'everything' | undefined {
   let parsed: unknown;
   try {
     parsed = JSON.parse(message);
   } catch {
     return undefined;
   }
+  if (parsed === '*') return 'everything';
   if (!Array.isArray(parsed)) return undefined;
   const changes: RateLimitStoreChange[] = [];
   for (const entry of parsed) {

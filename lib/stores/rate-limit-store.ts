@@ -61,6 +61,11 @@ export interface RateLimitStore {
    * PostgreSQL), with the limit applied by the last decision. Other stores answer through `peek`.
    */
   quotaUsage?(policy: ResolvedPolicy, key: string, periodStartMs: number): Promise<{ used: number; limit?: number }>;
+  /**
+   * Removes all the store's state under its key prefix — every policy and key, blocks included — and resolves
+   * with the number of keys or rows removed (RateLimitService.resetAll, for tests).
+   */
+  resetAll?(): Promise<number>;
   /** Resolves when the store answers; the circuit breaker probes with it while the store is failing. */
   ping?(): Promise<unknown>;
   /**
@@ -88,8 +93,8 @@ export interface RateLimitStoreChange {
 
 /** What a feed of changes tells the instance that listens. */
 export interface RateLimitChangeListener {
-  /** These keys changed (through another instance, or this one). */
-  changed(changes: readonly RateLimitStoreChange[]): void;
+  /** These keys changed (through another instance, or this one); 'everything': every key did. */
+  changed(changes: readonly RateLimitStoreChange[] | 'everything'): void;
   /** Every announcement sent before `sentAt` (`performance.now()`) has been delivered. */
   confirmed(sentAt: number): void;
   /** Subscribed (again) since `since` (`performance.now()`): what was announced before is unknown. */
@@ -104,8 +109,8 @@ export interface RateLimitChangeListener {
  * at least), since a listener trusts what it remembers only while confirmations keep coming.
  */
 export interface RateLimitStoreChanges {
-  /** Tells every instance that these keys changed; resolves once sent. */
-  announce(changes: readonly RateLimitStoreChange[]): Promise<void>;
+  /** Tells every instance that these keys changed (or, with 'everything', every key); resolves once sent. */
+  announce(changes: readonly RateLimitStoreChange[] | 'everything'): Promise<void>;
   /** Starts listening; resolves with the function that stops (once the first subscription is made, or failed). */
   listen(listener: RateLimitChangeListener): Promise<() => Promise<void>>;
 }

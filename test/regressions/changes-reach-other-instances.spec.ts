@@ -7,7 +7,7 @@ import { NestFactory } from '@nestjs/core';
 import type { Redis } from 'ioredis';
 
 import { type RateLimitPolicy, RateLimitModule, RateLimitService } from '../../lib/index.js';
-import { FEED_PING_SQL } from '../../lib/stores/postgres/change-feed.js';
+import { feedChannel, feedPingSql } from '../../lib/stores/postgres/change-feed.js';
 import { createTestSchema, type TestSchema } from '../support/postgres.js';
 import { startCluster, type TestCluster } from '../support/redis-cluster.js';
 import { startRedis, type TestRedis, waitFor } from '../support/redis-server.js';
@@ -155,14 +155,26 @@ describe.each(['standalone', 'cluster', 'postgres'] as const)(
         await deniedFromCache(b, 'lost', 1);
         await db.query(`DELETE FROM ${(pg as TestSchema).schema}.rate_limit_state`);
         expect((await b.get('lost')).status).toBe(429);
-        // The listeners' connections go (A's and B's), found by their ping.
+        // The listeners' connections go (A's and B's), found by their ping (or LISTEN, just connected again).
+        const channel = feedChannel((pg as TestSchema).schema, 'rl:');
         const { rows } = await db.query(
-          'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1 AND pid <> pg_backend_pid()',
-          [FEED_PING_SQL],
+          'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1 OR query = $2',
+          [feedPingSql(channel), `LISTEN "${channel}"`],
         );
         expect(rows.length).toBeGreaterThanOrEqual(2);
         await admitsAgain(b, 'lost');
       });
     }
+
+    // Last: it removes the state of every test above.
+    it("resetAll() through A makes B's cache forget every denial", async () => {
+      await limits.reset(policy('reset'), KEY);
+      await limits.reset(policy('refund'), KEY);
+      await deniedFromCache(b, 'reset', 3, admin);
+      await deniedFromCache(b, 'refund', 2, admin);
+      expect(await limits.resetAll()).toBeGreaterThanOrEqual(2);
+      await admitsAgain(b, 'reset');
+      await admitsAgain(b, 'refund');
+    });
   },
 );

@@ -1,8 +1,7 @@
 import { jest } from '@jest/globals';
-import type { Pool } from 'pg';
 
 import { encodeChanges, type FeedEvents, listenOn } from '../../lib/stores/change-feed.js';
-import { PostgresChangeFeed } from '../../lib/stores/postgres/change-feed.js';
+import { type FeedPool, PostgresChangeFeed } from '../../lib/stores/postgres/change-feed.js';
 import type { RateLimitChangeListener, RateLimitStoreChange } from '../../lib/stores/rate-limit-store.js';
 
 // The listener's loop of a feed of changes (the Redis and PostgreSQL feeds share it), on Jest's fake timers.
@@ -20,9 +19,9 @@ class FakeConnection {
 
 function recorder() {
   const seen: string[] = [];
-  const changes: RateLimitStoreChange[][] = [];
+  const changes: (RateLimitStoreChange[] | 'everything')[] = [];
   const listener: RateLimitChangeListener = {
-    changed: (list) => changes.push([...list]),
+    changed: (list) => changes.push(list === 'everything' ? list : [...list]),
     confirmed: (sentAt) => seen.push(`confirmed ${sentAt}`),
     live: (since) => seen.push(`live ${since}`),
     lost: (reason) => seen.push(`lost ${reason.message}`),
@@ -125,7 +124,8 @@ describe('the listener of a feed of changes', () => {
       return new FakeConnection(e);
     }, listener);
     events?.message(encodeChanges([{ policy: 'p', key: 'ip:1' }]));
-    expect(changes).toEqual([[{ policy: 'p', key: 'ip:1' }]]);
+    events?.message(encodeChanges('everything'));
+    expect(changes).toEqual([[{ policy: 'p', key: 'ip:1' }], 'everything']);
     events?.message('hello');
     events?.message('[["p"]]');
     expect(seen.filter((line) => line.startsWith('live'))).toHaveLength(3);
@@ -137,7 +137,7 @@ describe('the PostgreSQL feed', () => {
   it('cuts a long announcement into payloads NOTIFY takes (under 8000 bytes), losing none', async () => {
     const sent: string[] = [];
     const pool = { query: async (_: string, values: string[]) => sent.push(values[1] as string) };
-    const feed = new PostgresChangeFeed(pool as unknown as Pool, 'channel');
+    const feed = new PostgresChangeFeed(pool as unknown as FeedPool, 'channel');
     const changes = Array.from({ length: 500 }, (_, i) => ({ policy: 'per-user', key: `user:${'x'.repeat(40)}${i}` }));
     await feed.announce(changes);
     expect(sent.length).toBeGreaterThan(1);

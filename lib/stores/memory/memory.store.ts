@@ -136,6 +136,15 @@ export class MemoryRateLimitStore implements RateLimitStore {
     return removed;
   }
 
+  /** Forgets all state (every policy and key, blocks included); resolves with how many keys went. */
+  async resetAll(): Promise<number> {
+    const removed = this.entries.size;
+    this.entries.clear();
+    this.sweeper = this.entries.entries();
+    this.evictor = this.entries.keys();
+    return removed;
+  }
+
   async close(): Promise<void> {
     this.entries.clear();
   }

@@ -1,14 +1,30 @@
 import { createHash } from 'node:crypto';
 
-import type { Pool, PoolClient } from 'pg';
-
 import { encodeChanges, type FeedConnection, type FeedEvents, listenOn } from '../change-feed.js';
 import type { RateLimitChangeListener, RateLimitStoreChange, RateLimitStoreChanges } from '../rate-limit-store.js';
 
+/** A pooled `pg` client, as the listener uses it (the published types name no type of pg's). */
+interface ListeningClient {
+  query(text: string): Promise<unknown>;
+  release(destroy: boolean): void;
+  on(event: 'notification', listener: (message: { channel: string; payload?: string | undefined }) => void): unknown;
+  on(event: 'error', listener: (error: Error) => void): unknown;
+  on(event: 'end', listener: () => void): unknown;
+}
+
+/** A `pg` Pool, as the feed uses it. */
+export interface FeedPool {
+  query(text: string, values: unknown[]): Promise<unknown>;
+  connect(): Promise<ListeningClient>;
+}
+
 /** A NOTIFY payload must stay under 8000 bytes: announcements longer than this go out in parts. */
 const MAX_PAYLOAD = 7000;
-/** The listener's ping, named so that an operator (or a test) can find its backend in pg_stat_activity. */
-export const FEED_PING_SQL = 'SELECT 1 AS nest_rate_limit_feed';
+/**
+ * The listener's ping, naming its channel so that an operator (or a test) can find its backend in
+ * pg_stat_activity. The channel is made of hex digits only (feedChannel), safe in a literal.
+ */
+export const feedPingSql = (channel: string): string => `SELECT '${channel}' AS nest_rate_limit_feed`;
 
 /**
  * The channel of a schema and key prefix: a name of its own per store (two apps on one database, or the tests
@@ -44,11 +60,15 @@ function payloads(changes: readonly RateLimitStoreChange[]): string[] {
  */
 export class PostgresChangeFeed implements RateLimitStoreChanges {
   constructor(
-    private readonly pool: Pool,
+    private readonly pool: FeedPool,
     private readonly channel: string,
   ) {}
 
-  async announce(changes: readonly RateLimitStoreChange[]): Promise<void> {
+  async announce(changes: readonly RateLimitStoreChange[] | 'everything'): Promise<void> {
+    if (changes === 'everything') {
+      await this.pool.query('SELECT pg_notify($1, $2)', [this.channel, encodeChanges(changes)]);
+      return;
+    }
     for (const payload of payloads(changes)) await this.pool.query('SELECT pg_notify($1, $2)', [this.channel, payload]);
   }
 
@@ -57,7 +77,7 @@ export class PostgresChangeFeed implements RateLimitStoreChanges {
   }
 
   private async subscribe(events: FeedEvents): Promise<FeedConnection> {
-    const client: PoolClient = await this.pool.connect();
+    const client = await this.pool.connect();
     let released = false;
     // Destroyed, never given back to the pool: it listens, and may be broken.
     const release = () => {
@@ -79,6 +99,7 @@ export class PostgresChangeFeed implements RateLimitStoreChanges {
       release();
       throw error;
     }
-    return { ping: () => client.query(FEED_PING_SQL), close: release };
+    const ping = feedPingSql(this.channel);
+    return { ping: () => client.query(ping), close: release };
   }
 }

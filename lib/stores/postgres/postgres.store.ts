@@ -220,6 +220,18 @@ export class PostgresRateLimitStore implements RateLimitStore {
     return this.pool.query('SELECT 1');
   }
 
+  /** Deletes every row under the store's prefix, quota usage included; resolves with how many went. */
+  async resetAll(): Promise<number> {
+    const S = quoteSchema(this.schema);
+    const like = `${this.keyPrefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    let removed = 0;
+    for (const table of ['rate_limit_state', 'rate_limit_quota_usage']) {
+      const result = await this.pool.query(`DELETE FROM ${S}.${table} WHERE key LIKE $1`, [like]);
+      removed += result.rowCount ?? 0;
+    }
+    return removed;
+  }
+
   /** Deletes expired rows, a batch at a time, until none is left; returns how many went. */
   async prune(): Promise<number> {
     const S = quoteSchema(this.schema);

@@ -61,7 +61,7 @@ export class RedisChangeFeed implements RateLimitStoreChanges {
     private readonly channel: string,
   ) {}
 
-  async announce(changes: readonly RateLimitStoreChange[]): Promise<void> {
+  async announce(changes: readonly RateLimitStoreChange[] | 'everything'): Promise<void> {
     if (changes.length > 0) await this.client.call('PUBLISH', this.channel, encodeChanges(changes));
   }
 

@@ -11,6 +11,7 @@ import { acrossSlots, consumeAcrossSlots, type RunInSlot, type SlotItem, slotIte
 import { batchArgs, callFields, type RequestArgs, requestArgs, splitReply } from './call-args.js';
 import { CallBatcher } from './call-batcher.js';
 import { canFeed, RedisChangeFeed } from './change-feed.js';
+import { type ResettableClient, unlinkUnder } from './reset-all.js';
 import { RATE_LIMIT_FUNCTION, RATE_LIMIT_LIBRARY, RATE_LIMIT_SCRIPT, RATE_LIMIT_SCRIPT_SHA } from './rate-limit.lua.js';
 
 /** Options of the Redis store. */
@@ -94,6 +95,11 @@ export class RedisRateLimitStore implements RateLimitStore {
 
   ping(): Promise<unknown> {
     return this.client.ping();
+  }
+
+  /** Removes every key under the store's prefix (each Cluster master's), in batches; resolves with how many. */
+  resetAll(): Promise<number> {
+    return unlinkUnder(this.client as ResettableClient, this.keyPrefix);
   }
 
   /** Loads the function (or the script) into Redis ahead of the first request (both also load on demand). */
