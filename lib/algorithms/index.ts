@@ -1,7 +1,7 @@
 import type { RateLimitAlgorithm } from '../policy/policy.types.js';
 import type { Algorithm } from './algorithm.js';
 import { concurrency } from './concurrency/concurrency.js';
-import { fixedWindow } from './fixed-window/fixed-window.js';
+import { fixedWindow, fixedWindowFromFirstRequest } from './fixed-window/fixed-window.js';
 import { gcra } from './gcra/gcra.js';
 import { quota } from './quota/quota.js';
 import { slidingWindowCounter } from './sliding-window-counter/sliding-window-counter.js';
@@ -10,8 +10,20 @@ import { tokenBucket } from './token-bucket/token-bucket.js';
 
 export { type Algorithm, type StepResult } from './algorithm.js';
 
+/**
+ * The twins a policy is decided by: each algorithm's, and the fixed window from a key's first request
+ * (`anchor: 'first-request'`), which has twins of its own.
+ */
+export type AlgorithmKernel = RateLimitAlgorithm | 'fixed-window-first-request';
+
+/** The twins that decide a policy. */
+export const kernelOf = (policy: { algorithm: RateLimitAlgorithm; anchor?: 'first-request' }): AlgorithmKernel =>
+  policy.algorithm === 'fixed-window' && policy.anchor === 'first-request'
+    ? 'fixed-window-first-request'
+    : policy.algorithm;
+
 /** The TypeScript step of each algorithm. */
-export const ALGORITHM_STEPS: Readonly<Record<RateLimitAlgorithm, Algorithm<unknown>>> = {
+export const ALGORITHM_STEPS: Readonly<Record<AlgorithmKernel, Algorithm<unknown>>> = {
   'fixed-window': fixedWindow as Algorithm<unknown>,
   'sliding-window-log': slidingWindowLog as Algorithm<unknown>,
   'sliding-window-counter': slidingWindowCounter as Algorithm<unknown>,
@@ -19,10 +31,11 @@ export const ALGORITHM_STEPS: Readonly<Record<RateLimitAlgorithm, Algorithm<unkn
   gcra: gcra as Algorithm<unknown>,
   quota: quota as Algorithm<unknown>,
   concurrency: concurrency as Algorithm<unknown>,
+  'fixed-window-first-request': fixedWindowFromFirstRequest as Algorithm<unknown>,
 };
 
 /** The number by which the Redis script picks each algorithm's Lua twin (its position in ALGORITHMS_LUA). */
-export const ALGORITHM_CODES: Readonly<Record<RateLimitAlgorithm, number>> = {
+export const ALGORITHM_CODES: Readonly<Record<AlgorithmKernel, number>> = {
   'fixed-window': 1,
   'sliding-window-log': 2,
   'sliding-window-counter': 3,
@@ -30,4 +43,5 @@ export const ALGORITHM_CODES: Readonly<Record<RateLimitAlgorithm, number>> = {
   gcra: 5,
   quota: 6,
   concurrency: 7,
+  'fixed-window-first-request': 8,
 };

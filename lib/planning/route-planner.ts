@@ -25,7 +25,8 @@ function sameLimits(a: ResolvedPolicy, b: ResolvedPolicy): boolean {
     a.algorithm === b.algorithm &&
     Object.is(a.limit, b.limit) &&
     a.windowMs === b.windowMs &&
-    Object.is(a.capacity, b.capacity)
+    Object.is(a.capacity, b.capacity) &&
+    a.anchor === b.anchor
   );
 }
 
@@ -214,8 +215,12 @@ export class RoutePlanner {
       this.named.set(resolved.name, { policy: resolved, where });
     } else if (!sameLimits(known.policy, resolved)) {
       // The same name with other limits replaces the earlier policy on this route; it keeps its own state.
-      const { algorithm, limit, windowMs, capacity } = resolved;
-      resolved = Object.freeze({ ...resolved, id: `${resolved.name}~${algorithm}-${limit}-${windowMs}-${capacity}` });
+      const { algorithm, limit, windowMs, capacity, anchor } = resolved;
+      const anchored = anchor === undefined ? '' : `-${anchor}`;
+      resolved = Object.freeze({
+        ...resolved,
+        id: `${resolved.name}~${algorithm}-${limit}-${windowMs}-${capacity}${anchored}`,
+      });
     }
     // Validated above; compiled once per list (the same array planned on many routes is compiled once).
     const unexpected = (problem: string): never => {

@@ -144,6 +144,12 @@ export interface RateLimitWindowPolicy extends PolicyBase {
   /** Milliseconds, or a duration string: '500ms', '10s', '1m', '1h', '1d'. */
   window: RateLimitDuration;
   /**
+   * Fixed windows only: where a key's windows begin. `'clock'` (the default): at multiples of `window` since
+   * the epoch, the same for every key. `'first-request'`: at the key's first request after its previous window
+   * ended, as @nestjs/throttler's TTL does.
+   */
+  anchor?: 'clock' | 'first-request';
+  /**
    * Token-bucket capacity / GCRA burst, an integer >= 1 or a function of the request; default `limit`. The
    * rate is always limit per window.
    */
@@ -186,6 +192,8 @@ export interface ResolvedPolicy {
    * `scope: 'route'`, followed by `@<Class>.<method>` of the route.
    */
   readonly id: string;
+  /** A fixed window's windows begin at a key's first request (else at multiples of the window). */
+  readonly anchor?: 'first-request';
   /** For `scope: 'route'`: the route whose budget this is (`Class.method`). */
   readonly route?: string;
   readonly algorithm: RateLimitAlgorithm;

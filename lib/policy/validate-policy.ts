@@ -28,7 +28,7 @@ const COMMON_FIELDS = {
   count: true,
   scope: true,
 } as const;
-const WINDOW_FIELDS = fieldNames<RateLimitWindowPolicy>({ ...COMMON_FIELDS, window: true, burst: true });
+const WINDOW_FIELDS = fieldNames<RateLimitWindowPolicy>({ ...COMMON_FIELDS, window: true, burst: true, anchor: true });
 // window and burst are known to quotas too, to say why they do not apply there
 const QUOTA_FIELDS = fieldNames<RateLimitQuotaPolicy>({
   ...COMMON_FIELDS,
@@ -101,6 +101,13 @@ export function validatePolicy(policy: RateLimitPolicy, where?: string): Resolve
       `must be a whole number of milliseconds >= 1 or a duration like '500ms', '10s', '1m', '1h', '1d', got ${describe(policy.window)}`,
     );
   }
+  const { anchor } = policy;
+  if (anchor !== undefined) {
+    if (anchor !== 'clock' && anchor !== 'first-request') {
+      fail('anchor', `must be 'clock' or 'first-request', got ${describe(anchor)}`);
+    }
+    if (policy.algorithm !== 'fixed-window') fail('anchor', `applies only to fixed-window, not to ${policy.algorithm}`);
+  }
   const bucket = policy.algorithm === 'token-bucket' || policy.algorithm === 'gcra';
   if (burst !== undefined) {
     if (!bucket) fail('burst', `applies only to token-bucket and gcra, not to ${policy.algorithm}`);
@@ -128,6 +135,7 @@ export function validatePolicy(policy: RateLimitPolicy, where?: string): Resolve
     failMode: policy.failMode,
     mode: policy.mode,
     ...blockOf(policy, fail),
+    ...(anchor === 'first-request' ? { anchor } : {}),
     source: policy,
   });
 }

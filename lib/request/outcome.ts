@@ -47,8 +47,11 @@ export function counts(rule: OutcomeRule, outcome: RateLimitOutcome): boolean {
  * is over, a refund would free units that later requests hold, so none is made (under-admission at most).
  * The buckets (token bucket, GCRA) take a refund at any time.
  */
-export function stillHeld(policy: ResolvedPolicy, atMs: number, nowMs: number): boolean {
+export function stillHeld(policy: ResolvedPolicy, atMs: number, nowMs: number, resetMs?: number): boolean {
   const { algorithm, windowMs, quota } = policy;
+  // A window from the first request ends where the charge's decision said (`resetMs`, its reset): a later one
+  // may have begun since, whose units a refund must not free.
+  if (policy.anchor === 'first-request') return resetMs !== undefined && nowMs < atMs + resetMs;
   if (algorithm === 'fixed-window' || algorithm === 'sliding-window-counter') {
     return Math.floor(atMs / windowMs) === Math.floor(nowMs / windowMs);
   }
@@ -121,7 +124,8 @@ export class OutcomeRefunds {
         if (outcome === undefined ? item.count !== 'release' : this.keeps(item, item.count, outcome)) return;
         // A lease ends with its invocation, whether it is given back or has expired.
         if (item.count === 'release') released.push(item);
-        if (stillHeld(item.policy, atMs, nowMs)) refunds.push(item);
+        const decision = elementAt(evaluation.decisions, i, 'the decisions of an evaluation');
+        if (stillHeld(item.policy, atMs, nowMs, decision.resetMs)) refunds.push(item);
       });
     }
     this.engine.released(released);

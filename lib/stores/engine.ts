@@ -1,4 +1,4 @@
-import { ALGORITHM_STEPS, type StepResult } from '../algorithms/index.js';
+import { ALGORITHM_STEPS, kernelOf, type StepResult } from '../algorithms/index.js';
 import { elementAt } from '../element-at.js';
 import type { RateLimitAlgorithm, RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 import { blockedDecision, blockingDenial, unwrapBlock, withBlock } from './blocked-state.js';
@@ -100,7 +100,7 @@ export function consumeAll(items: readonly KeyedItem[], nowMs: number, table: St
       continue;
     }
     const state = working.has(key) ? working.get(key) : stored;
-    const step = ALGORITHM_STEPS[policy.algorithm].step(state, policy, nowMs, cost);
+    const step = ALGORITHM_STEPS[kernelOf(policy)].step(state, policy, nowMs, cost);
     steps.push(step);
     if (!step.allowed) {
       allAllowed &&= item.shadow === true;
@@ -131,7 +131,7 @@ export function consumeAll(items: readonly KeyedItem[], nowMs: number, table: St
   return items.map((item, i) => {
     if (!elementAt(steps, i, STEPS).allowed) return decided(item, i);
     const [state] = original.get(item.key) as [unknown, number];
-    const unchanged = ALGORITHM_STEPS[item.policy.algorithm].step(state, item.policy, nowMs, 0);
+    const unchanged = ALGORITHM_STEPS[kernelOf(item.policy)].step(state, item.policy, nowMs, 0);
     return toDecision(item.policy, unchanged, 0);
   });
 }
@@ -143,7 +143,7 @@ export function consumeAll(items: readonly KeyedItem[], nowMs: number, table: St
 export function peekState(policy: ResolvedPolicy, value: unknown, nowMs: number): RateLimitDecision {
   const [state, untilMs] = unwrapBlock(value);
   if (untilMs > nowMs) return blockedDecision(policy, untilMs, nowMs);
-  const algorithm = ALGORITHM_STEPS[policy.algorithm];
+  const algorithm = ALGORITHM_STEPS[kernelOf(policy)];
   const now = algorithm.step(state, policy, nowMs, 0);
   if (now.remaining >= 1) return toDecision(policy, now, 0);
   const next = algorithm.step(state, policy, nowMs, 1);
@@ -154,7 +154,7 @@ export function peekState(policy: ResolvedPolicy, value: unknown, nowMs: number)
 export function refundAll(items: readonly KeyedItem[], nowMs: number, table: StateTable): RateLimitDecision[] {
   return items.map(({ policy, key, cost }) => {
     const [stored, untilMs] = unwrapBlock(table.get(key, policy.algorithm));
-    const state = ALGORITHM_STEPS[policy.algorithm].refund(stored, policy, nowMs, cost);
+    const state = ALGORITHM_STEPS[kernelOf(policy)].refund(stored, policy, nowMs, cost);
     const resetMs = peekState(policy, state, nowMs).resetMs;
     const [value, ttlMs] = withBlock(state, resetMs, untilMs, nowMs);
     table.set(key, policy.algorithm, value, ttlMs);

@@ -100,6 +100,14 @@ describe('stillHeld: whether a refund now would give back units the charge still
     },
   );
 
+  it("fixed-window from the first request: until the charge's window ends, as its decision said", () => {
+    const p = policy({ algorithm: 'fixed-window', anchor: 'first-request', limit: 5, window: '1m' });
+    // charged 20 s into the key's window: it ends 40 s later, whatever a clock-aligned window would say
+    expect(stillHeld(p, start + 20_000, start + 59_999, 40_000)).toBe(true);
+    expect(stillHeld(p, start + 20_000, start + 60_000, 40_000)).toBe(false);
+    expect(stillHeld(p, start + 20_000, start + 20_001)).toBe(false);
+  });
+
   it('sliding-window-log: while the entry of the charge is in the window', () => {
     const p = policy({ algorithm: 'sliding-window-log', limit: 5, window: '1m' });
     expect(stillHeld(p, start + 30_000, start + 30_000 + minute - 1)).toBe(true);

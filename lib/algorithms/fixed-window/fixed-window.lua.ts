@@ -12,3 +12,22 @@ function FW.refund(st, limit, window, cap, now, amount)
   return period_refund(st, period_newest(st, floor(now / window)), amount)
 end
 `;
+
+/**
+ * Lua twin of fixedWindowFromFirstRequest: the period counter with the window's start (ms) as the period.
+ * State string: "<window start>:<count>".
+ */
+export const fixedWindowFromFirstRequestLua = `
+local FWF = { decode = period_decode, encode = period_encode }
+local function fwf_start(st, window, now)
+  if st and st[1] + window > now then return st[1] end
+  return now
+end
+function FWF.step(st, limit, window, cap, now, cost)
+  local start = fwf_start(st, window, now)
+  return period_step(st, start, start + window - now, limit, cost)
+end
+function FWF.refund(st, limit, window, cap, now, amount)
+  return period_refund(st, fwf_start(st, window, now), amount)
+end
+`;

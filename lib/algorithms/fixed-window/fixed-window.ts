@@ -19,3 +19,28 @@ export const fixedWindow: Algorithm<FixedWindowState> = {
     return refundPeriod(state, newestPeriod(state, Math.floor(nowMs / policy.windowMs)), amount);
   },
 };
+
+/**
+ * The window a key counts in under `anchor: 'first-request'`: the one its state holds while it lasts (also
+ * when it began later, on the clock of an instance that is ahead: counted against, as newestPeriod does), else
+ * one that starts now. `period` is then the window's start in ms.
+ */
+function windowStart(state: PeriodCount | undefined, windowMs: number, nowMs: number): number {
+  return state !== undefined && state.period + windowMs > nowMs ? state.period : nowMs;
+}
+
+/**
+ * Fixed window from a key's first request (`anchor: 'first-request'`, as @nestjs/throttler's TTL): at most
+ * `limit` units per window `[start, start + windowMs)`, where `start` is the key's first counted request after
+ * its previous window ended. A request that is denied, or that costs nothing, starts no window.
+ */
+export const fixedWindowFromFirstRequest: Algorithm<FixedWindowState> = {
+  step(state, policy, nowMs, cost) {
+    const start = windowStart(state, policy.windowMs, nowMs);
+    return stepPeriod(state, start, start + policy.windowMs - nowMs, policy.limit, cost);
+  },
+
+  refund(state, policy, nowMs, amount) {
+    return refundPeriod(state, windowStart(state, policy.windowMs, nowMs), amount);
+  },
+};

@@ -1,4 +1,5 @@
 import { SQL_DECISION } from '../../algorithms/algorithm.js';
+import { ALGORITHM_CODES } from '../../algorithms/index.js';
 
 /** ceil(a / b) for integers a >= 0, b > 0, as ceilDiv in algorithm.ts; inlined where it is called. */
 export const ceilDivSql = (S: string): string => `
@@ -29,6 +30,7 @@ LANGUAGE sql IMMUTABLE AS $fn$
   UNION ALL SELECT * FROM ${S}.rl_swc_decision(st, lim, w, now_ms, cost) WHERE algo = 3
   UNION ALL SELECT * FROM ${S}.rl_bucket_decision_v3(st, algo, lim, w, cap, now_ms, cost) WHERE algo = 4 OR algo = 5
   UNION ALL SELECT * FROM ${S}.rl_quota_decision(st, lim, w, cap, now_ms, cost) WHERE algo = 6
+  UNION ALL SELECT * FROM ${S}.rl_fwf_decision(st, lim, w, now_ms, cost) WHERE algo = ${ALGORITHM_CODES['fixed-window-first-request']}
 $fn$;
 
 CREATE OR REPLACE FUNCTION ${S}.rl_algo_refunded_v3(algo int, st text, lim bigint, w bigint, cap bigint, now_ms bigint,
@@ -40,5 +42,6 @@ LANGUAGE sql IMMUTABLE AS $fn$
   UNION ALL SELECT * FROM ${S}.rl_bucket_refunded_v3(st, algo, lim, w, cap, now_ms, amount) WHERE algo = 4 OR algo = 5
   UNION ALL SELECT * FROM ${S}.rl_quota_refunded(st, w, amount) WHERE algo = 6
   UNION ALL SELECT ${S}.rl_conc_refunded(st, w, now_ms, amount) WHERE algo = 7
+  UNION ALL SELECT * FROM ${S}.rl_fwf_refunded(st, w, now_ms, amount) WHERE algo = ${ALGORITHM_CODES['fixed-window-first-request']}
 $fn$;
 `;

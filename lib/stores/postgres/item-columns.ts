@@ -1,4 +1,4 @@
-import { ALGORITHM_CODES } from '../../algorithms/index.js';
+import { ALGORITHM_CODES, kernelOf } from '../../algorithms/index.js';
 import { periodOf } from '../../algorithms/quota/quota.js';
 import { systemClock } from '../../clock.js';
 import type { RateLimitStoreItem } from '../rate-limit-store.js';
@@ -37,7 +37,7 @@ export function itemColumns(items: readonly Item[], keyPrefix: string, now: numb
   let blocks: number[] | null = null;
   items.forEach(({ policy, key, cost = 0, shadow }, i) => {
     keys.push(storageKey(keyPrefix, policy.id, key));
-    algos.push(ALGORITHM_CODES[policy.algorithm]);
+    algos.push(ALGORITHM_CODES[kernelOf(policy)]);
     limits.push(policy.limit);
     if (policy.quota !== undefined) {
       // a quota passes its current period (from the app's clock) in place of a window

@@ -1,4 +1,4 @@
-import { ALGORITHM_CODES } from '../../algorithms/index.js';
+import { ALGORITHM_CODES, kernelOf } from '../../algorithms/index.js';
 import { periodOf } from '../../algorithms/quota/quota.js';
 import type { Clock } from '../../clock.js';
 import type { ResolvedPolicy } from '../../policy/policy.types.js';
@@ -103,7 +103,7 @@ function policyArgs(policy: ResolvedPolicy, shadow: boolean, clock: Clock): read
 
 /** The code (16 added for a block, negated for a shadow item), the limit, `middle`, then the block's length. */
 function fieldsOf(policy: ResolvedPolicy, shadow: boolean, middle: readonly string[]): readonly string[] {
-  const code = ALGORITHM_CODES[policy.algorithm] + (policy.blockMs === undefined ? 0 : 16);
+  const code = ALGORITHM_CODES[kernelOf(policy)] + (policy.blockMs === undefined ? 0 : 16);
   const block = policy.blockMs === undefined ? [] : [String(policy.blockMs)];
   return [String(shadow ? -code : code), String(policy.limit), ...middle, ...block];
 }

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { NEVER_FITS } from '../engine.js';
 
 import { concurrencyLua } from '../../algorithms/concurrency/concurrency.lua.js';
-import { fixedWindowLua } from '../../algorithms/fixed-window/fixed-window.lua.js';
+import { fixedWindowFromFirstRequestLua, fixedWindowLua } from '../../algorithms/fixed-window/fixed-window.lua.js';
 import { periodCounterLua } from '../../algorithms/period-counter.js';
 import { gcraLua } from '../../algorithms/gcra/gcra.lua.js';
 import { quotaLua } from '../../algorithms/quota/quota.lua.js';
@@ -45,8 +45,9 @@ const definitions = [
   maker('GCRA', gcraLua),
   maker('QUOTA', quotaLua),
   maker('CONC', concurrencyLua),
+  maker('FWF', fixedWindowFromFirstRequestLua),
   // in the order of ALGORITHM_CODES
-  'local MAKERS = { make_FW, make_SWL, make_SWC, make_TB, make_GCRA, make_QUOTA, make_CONC }',
+  'local MAKERS = { make_FW, make_SWL, make_SWC, make_TB, make_GCRA, make_QUOTA, make_CONC, make_FWF }',
   dispatcherSetup,
   requestsLua,
 ].join('\n');

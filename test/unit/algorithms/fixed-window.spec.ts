@@ -47,4 +47,63 @@ describe('fixed window', () => {
     expect(await l.refund(50)).toMatchObject({ remaining: 10, resetMs: 0 });
     expect(l.store.size).toBe(0);
   });
+
+  describe("anchor: 'first-request' (windows from a key's first request, as @nestjs/throttler's TTL)", () => {
+    const FROM_FIRST = { algorithm: 'fixed-window', anchor: 'first-request', limit: 3, window: '1m' } as const;
+
+    it('starts the window at the first request and tells the exact wait from there', async () => {
+      // 10 s into a clock-aligned minute: a clock-aligned window would end 50 s later, this one 60 s later
+      const l = limiter(FROM_FIRST, windowStart + 10_000);
+      const first = await l.consume();
+      expect(first).toMatchObject({ allowed: true, remaining: 2, resetMs: MINUTE });
+      l.clock.advance(30_000);
+      const rest = await l.consumeTimes(3);
+      expect(rest.map((d) => d.allowed)).toEqual([true, true, false]);
+      expect(rest[2]?.retryAfterMs).toBe(30_000);
+      l.clock.advance(29_999);
+      expect((await l.consume()).retryAfterMs).toBe(1);
+      // the next window starts at the first request after this one ended, not at the end itself
+      l.clock.advance(5_001);
+      expect(await l.consume()).toMatchObject({ allowed: true, remaining: 2, resetMs: MINUTE });
+      l.clock.advance(59_999);
+      expect((await l.consumeTimes(3)).map((d) => d.allowed)).toEqual([true, true, false]);
+    });
+
+    it('a denial or a peek starts no window', async () => {
+      const l = limiter({ ...FROM_FIRST, limit: 2 }, windowStart);
+      expect((await l.consume(3)).retryAfterMs).toBe(Infinity);
+      expect(await l.peek()).toMatchObject({ allowed: true, remaining: 2, resetMs: 0 });
+      expect(l.store.size).toBe(0);
+      l.clock.advance(45_000);
+      expect(await l.consume()).toMatchObject({ allowed: true, resetMs: MINUTE });
+    });
+
+    it('refunds within the window of the key, never into the next', async () => {
+      const l = limiter(FROM_FIRST, windowStart);
+      await l.consume(3);
+      expect(await l.refund(1)).toMatchObject({ remaining: 1 });
+      l.clock.advance(MINUTE);
+      expect(await l.refund(3)).toMatchObject({ remaining: 3, resetMs: 0 });
+      expect(l.store.size).toBe(0);
+    });
+
+    it('counts against a window that began later on the clock of an instance ahead', async () => {
+      const l = limiter(FROM_FIRST, windowStart + 5_000);
+      await l.consume(2);
+      // this instance is 5 s behind the one that started the window
+      l.clock.set(windowStart);
+      const behind = await l.consumeTimes(2);
+      expect(behind.map((d) => d.allowed)).toEqual([true, false]);
+      expect(behind[1]?.retryAfterMs).toBe(MINUTE + 5_000);
+    });
+
+    it('is refused on other algorithms, and with an anchor it does not know', async () => {
+      expect(() => limiter({ ...FROM_FIRST, algorithm: 'sliding-window-counter' }, 0)).toThrow(
+        /field "anchor": applies only to fixed-window, not to sliding-window-counter/,
+      );
+      expect(() => limiter({ ...FROM_FIRST, anchor: 'midnight' as never }, 0)).toThrow(
+        /field "anchor": must be 'clock' or 'first-request', got "midnight"/,
+      );
+    });
+  });
 });
