@@ -29,3 +29,33 @@ it("the README's Quick start compiles as written, as one strict file", () => {
   const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
   expect(() => execFileSync(process.execPath, [tsc, '-p', dir], { encoding: 'utf8', stdio: 'pipe' })).not.toThrow();
 }, 120_000);
+
+// Regression (issue 19, item 4): pasted as it was, the Quick start stopped the start (`redis.url` unset).
+it("the README's Quick start runs as pasted, on the in-memory store", async () => {
+  const dir = join(ROOT, '.tmp', 'quick-start-run');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `app.module.${process.pid}.ts`);
+  writeFileSync(file, codeUnder('Quick start'));
+  const { AppModule } = (await import(file)) as { AppModule: new () => unknown };
+  const { NestFactory } = await import('@nestjs/core');
+  const app = await NestFactory.create(AppModule, { logger: false });
+  await app.listen(0, '127.0.0.1');
+  try {
+    const url = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
+    const health = await fetch(`${url}/auth/health`);
+    expect([health.status, await health.text()]).toEqual([200, 'ok']);
+    const statuses: number[] = [];
+    for (let i = 0; i < 21; i++) {
+      const res = await fetch(`${url}/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ username: `user-${i}` }),
+      });
+      statuses.push(res.status);
+    }
+    // 20 logins per IP per 15 minutes: the 21st is denied
+    expect(statuses).toEqual([...Array(20).fill(201), 429]);
+  } finally {
+    await app.close();
+  }
+});
