@@ -3,11 +3,18 @@
  * says what it was probably meant to be (a different case, or at most two letters off), or else lists the
  * fields. A misspelt optional field (`failmode`, `bursts`) would otherwise be ignored, and a policy enforced
  * other than declared.
+ * `ported` gives the hints of fields that another library has under that name (`ttl` of @nestjs/throttler).
  * @example unknownField({ failmode: 'closed' }, ['failMode'])?.hint === '(did you mean "failMode"?)'
  */
-export function unknownField(value: object, known: readonly string[]): { field: string; hint: string } | undefined {
+export function unknownField(
+  value: object,
+  known: readonly string[],
+  ported: Readonly<Record<string, string>> = {},
+): { field: string; hint: string } | undefined {
   for (const field of Object.keys(value)) {
     if (known.includes(field)) continue;
+    // A field of another library (ported: its name here and why) is no misspelling: say what it became.
+    if (Object.hasOwn(ported, field)) return { field, hint: `(${ported[field]})` };
     const meant = closest(field, known);
     return { field, hint: meant === undefined ? `(known: ${known.join(', ')})` : `(did you mean "${meant}"?)` };
   }
@@ -30,7 +37,14 @@ export function fieldNames<T extends object>(fields: { readonly [K in keyof Requ
 export function checkOptionFields(value: unknown, known: readonly string[], path: string): void {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     const got = typeof value === 'string' ? JSON.stringify(value) : Array.isArray(value) ? 'an array' : String(value);
-    throw new TypeError(`nest-rate-limit: option${path === '' ? 's' : ` "${path}"`} must be an object, got ${got}`);
+    // @nestjs/throttler's forRoot takes an array of throttlers: the usual shape of an app being ported from it.
+    const hint =
+      path === '' && Array.isArray(value)
+        ? ' (RateLimitModule.forRoot takes an options object: put the policies in `defaults`)'
+        : '';
+    throw new TypeError(
+      `nest-rate-limit: option${path === '' ? 's' : ` "${path}"`} must be an object, got ${got}${hint}`,
+    );
   }
   const unknown = unknownField(value, known);
   if (unknown === undefined) return;

@@ -38,6 +38,14 @@ const QUOTA_FIELDS = fieldNames<RateLimitQuotaPolicy>({
   burst: true,
 });
 
+/**
+ * The field of a throttler of @nestjs/throttler that a ported policy most often keeps, and what it is here
+ * (docs/migration-from-throttler.md): its closest policy field by spelling is no help.
+ */
+const THROTTLER_FIELDS = {
+  ttl: `did you mean "window"? @nestjs/throttler's ttl is a policy's window: ms, or a duration like '1m'`,
+};
+
 /** Policy names appear inside Redis keys and quoted header items, so they keep to a safe alphabet. */
 const NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
@@ -87,7 +95,7 @@ export function validatePolicy(policy: RateLimitPolicy, where?: string): Resolve
     );
   }
   // the fields of the algorithm's kind (a quota's are period and timeZone)
-  const unknown = unknownField(policy, quota ? QUOTA_FIELDS : WINDOW_FIELDS);
+  const unknown = unknownField(policy, quota ? QUOTA_FIELDS : WINDOW_FIELDS, THROTTLER_FIELDS);
   if (unknown !== undefined) fail(unknown.field, `is not a policy field ${unknown.hint}`);
   if (policy.algorithm === 'quota') return validateQuota(policy, name, fail);
   const { limit, burst } = policy;
