@@ -146,7 +146,7 @@ export interface RateLimitWindowPolicy extends PolicyBase {
   /**
    * Fixed windows only: where a key's windows begin. `'clock'` (the default): at multiples of `window` since
    * the epoch, the same for every key. `'first-request'`: at the key's first request after its previous window
-   * ended, as @nestjs/throttler's TTL does.
+   * ended, as @nest-lab/throttler-storage-redis counts for @nestjs/throttler.
    */
   anchor?: 'clock' | 'first-request';
   /**

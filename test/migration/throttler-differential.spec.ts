@@ -23,6 +23,7 @@ import {
   RateLimitModule,
   type RateLimitModuleOptions,
   type RateLimitPolicy,
+  type RateLimitWindowPolicy,
   SkipRateLimit,
 } from '../../lib/index.js';
 import { throttler } from '../support/throttler-under-jest.js';
@@ -227,7 +228,7 @@ describe('an app ported from @nestjs/throttler as docs/migration-from-throttler.
     ];
     // As @nest-lab/throttler-storage-redis counts (a window from the key's first request: the guide's port of
     // it). On this sequence throttler's in-memory storage, which counts each hit for a ttl, answers the same.
-    const firstRequestPort = {
+    const firstRequestPort: RateLimitPolicy = {
       name: 'default',
       algorithm: 'fixed-window',
       anchor: 'first-request',
@@ -236,7 +237,7 @@ describe('an app ported from @nestjs/throttler as docs/migration-from-throttler.
       block: 60_000,
       key: 'ip',
       scope: 'route',
-    } as RateLimitPolicy; // a cast until RateLimitWindowPolicy has `anchor`
+    };
 
     it("fixed-window with anchor: 'first-request' starts a key's window at its first request", async () => {
       fakeTimeFrom(start);
@@ -249,7 +250,7 @@ describe('an app ported from @nestjs/throttler as docs/migration-from-throttler.
 
     it("while the clock-aligned default ('clock') would admit every one of those requests", async () => {
       fakeTimeFrom(start);
-      const { anchor: _anchor, ...clockAligned } = firstRequestPort as RateLimitPolicy & { anchor: string };
+      const { anchor: _anchor, ...clockAligned } = firstRequestPort as RateLimitWindowPolicy;
       const apps = {
         throttler: await throttlerApp([{ ttl: 60_000, limit: 2 }], [TwoRoutes]),
         ported: await portedApp({ defaults: [clockAligned] }, [TwoRoutes]),

@@ -30,7 +30,7 @@ function windowStart(state: PeriodCount | undefined, windowMs: number, nowMs: nu
 }
 
 /**
- * Fixed window from a key's first request (`anchor: 'first-request'`, as @nestjs/throttler's TTL): at most
+ * Fixed window from a key's first request (`anchor: 'first-request'`, as throttler's Redis storage counts): at most
  * `limit` units per window `[start, start + windowMs)`, where `start` is the key's first counted request after
  * its previous window ended. A request that is denied, or that costs nothing, starts no window.
  */

@@ -48,7 +48,7 @@ describe('fixed window', () => {
     expect(l.store.size).toBe(0);
   });
 
-  describe("anchor: 'first-request' (windows from a key's first request, as @nestjs/throttler's TTL)", () => {
+  describe("anchor: 'first-request' (windows from a key's first request, as throttler's Redis storage counts)", () => {
     const FROM_FIRST = { algorithm: 'fixed-window', anchor: 'first-request', limit: 3, window: '1m' } as const;
 
     it('starts the window at the first request and tells the exact wait from there', async () => {
