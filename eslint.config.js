@@ -14,6 +14,7 @@ export default tseslint.config(
       'test/consumers/app/',
       'test/consumers/nest11-cjs/e2e/',
       'test/consumers/nest12-esm/e2e/',
+      'test/consumers/nest12-vitest/e2e/',
     ],
   },
   js.configs.recommended,

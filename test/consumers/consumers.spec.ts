@@ -3,7 +3,7 @@ import { cp, mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
+import { promisify, stripVTControlCharacters } from 'node:util';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -16,15 +16,18 @@ const INSTALL_MS = 300_000;
  * - Nest 10, CommonJS, `module: commonjs` (TypeScript reads the package's top-level `types`);
  * - Nest 11, CommonJS, `module: nodenext` (the `require` condition's types);
  * - Nest 12, ES modules, strict TypeScript without `skipLibCheck` (the `import` condition's types); plus its
- *   Jest e2e test in Jest's ESM mode, on the ES module build.
+ *   Jest e2e test in Jest's ESM mode, on the ES module build;
+ * - Nest 12, ES modules, its e2e tests run by Vitest (the runner Nest 12's CLI sets up), compiled by SWC as in
+ *   Nest's docs: the README's Testing example, on `nest-rate-limit/testing`, type-checked as the app is.
  * Node 20.19+ loads the ES module build for require() and import() alike (the `module-sync` condition); the
  * CommonJS build is what loaders without require(esm) take: Jest's CommonJS runtime (the Nest 11 app's e2e
  * test, as `nest new` sets it up), and Node with `--no-experimental-require-module`.
  */
 const CONSUMERS = [
-  { name: 'nest10-cjs', nest: '10', commonjs: true, jest: false, realImport: false },
-  { name: 'nest11-cjs', nest: '11', commonjs: true, jest: true, realImport: true },
-  { name: 'nest12-esm', nest: '12', commonjs: false, jest: true, realImport: true },
+  { name: 'nest10-cjs', nest: '10', commonjs: true, runner: undefined, realImport: false },
+  { name: 'nest11-cjs', nest: '11', commonjs: true, runner: 'jest', realImport: true },
+  { name: 'nest12-esm', nest: '12', commonjs: false, runner: 'jest', realImport: true },
+  { name: 'nest12-vitest', nest: '12', commonjs: false, runner: 'vitest', realImport: true },
 ] as const;
 
 let work: string;
@@ -43,7 +46,7 @@ afterAll(async () => {
   if (work !== undefined) await rm(work, { recursive: true, force: true });
 });
 
-describe.each(CONSUMERS)('a $name app on the packed package', ({ name, nest, commonjs, jest, realImport }) => {
+describe.each(CONSUMERS)('a $name app on the packed package', ({ name, nest, commonjs, runner, realImport }) => {
   let dir: string;
 
   beforeAll(async () => {
@@ -51,7 +54,7 @@ describe.each(CONSUMERS)('a $name app on the packed package', ({ name, nest, com
     await mkdir(dir);
     await cp(join(HERE, name), dir, { recursive: true });
     await cp(join(HERE, 'app', 'src'), join(dir, 'src'), { recursive: true });
-    if (jest) await cp(join(HERE, 'app', 'e2e'), join(dir, 'e2e'), { recursive: true });
+    if (runner === 'jest') await cp(join(HERE, 'app', 'e2e'), join(dir, 'e2e'), { recursive: true });
     const npm = (...args: string[]) =>
       run('npm', [...args, '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: dir, timeout: INSTALL_MS });
     await npm('ci');
@@ -75,10 +78,24 @@ describe.each(CONSUMERS)('a $name app on the packed package', ({ name, nest, com
     await expect(run('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: dir })).resolves.toBeDefined();
   }, 60_000);
 
-  if (jest) {
+  if (runner === 'jest') {
     it(`passes its Jest e2e test (Jest's ${commonjs ? 'CommonJS runtime, on the CommonJS' : 'ESM mode, on the ES module'} build)`, async () => {
       const { stderr } = await run('npm', ['run', '--silent', 'test:e2e'], { cwd: dir, timeout: 120_000 });
       expect(stderr).toMatch(/Tests:\s+2 passed, 2 total/);
+    }, 150_000);
+  }
+
+  if (runner === 'vitest') {
+    // Vitest compiles without type-checking: the e2e tests (the `testing` entry's types) are type-checked here.
+    it('type-checks its e2e tests against the packed .d.ts files', async () => {
+      await expect(run('npx', ['tsc', '-p', 'e2e/tsconfig.json'], { cwd: dir })).resolves.toBeDefined();
+    }, 60_000);
+
+    it("passes its Vitest e2e tests (the README's Testing example, on the ES module build)", async () => {
+      const { stdout } = await run('npm', ['run', '--silent', 'test:e2e'], { cwd: dir, timeout: 120_000 });
+      const summary = stripVTControlCharacters(stdout);
+      expect(summary).toMatch(/Test Files\s+2 passed \(2\)/);
+      expect(summary).toMatch(/Tests\s+4 passed \(4\)/);
     }, 150_000);
   }
 
