@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 // The README's Testing examples are tests: each `readme:start <name>` … `readme:end` region of the files here
@@ -35,5 +36,21 @@ describe("the README's Testing examples", () => {
 
   it.each(regions())('%s stands in the README as it is tested', (_name, code) => {
     expect(README).toContain(code);
+  });
+
+  // The consumer app that runs the example under Vitest must run this example, not an older copy of it.
+  it('is what the Vitest consumer runs, but for the import of Vitest', () => {
+    const vitest = readFileSync(join(HERE, '..', 'consumers', 'nest12-vitest', 'e2e', 'hello.e2e-spec.ts'), 'utf8');
+    const example = regions().find(([name]) => name.endsWith(' one-app-per-file'))?.[1];
+    const body = vitest
+      .split('\n')
+      .filter(
+        (line) =>
+          !line.startsWith('//') &&
+          !line.startsWith("import { afterAll, afterEach, beforeAll, describe, it } from 'vitest';"),
+      )
+      .join('\n')
+      .trim();
+    expect(body).toBe(example);
   });
 });
