@@ -22,6 +22,7 @@ import { isDefect } from './stores/store-defects.js';
 import { checkRedisOption, postgresAddress, redisAddress } from './stores/store-description.js';
 import { MODULE_OPTIONS } from './limiter-settings.js';
 import { checkOptionFields, fieldNames } from './unknown-fields.js';
+import { importPeer } from './optional-peer.js';
 
 /**
  * How the limiter's own connection behaves: a command fails at once while disconnected instead of waiting in
@@ -75,7 +76,7 @@ function dedicatedConnection(connection: RedisConnection): Redis | Cluster {
 /** ioredis, loaded only when the `redis` option is set (an app on the memory store needs not install it). */
 async function loadIoredis(): Promise<typeof Redis> {
   try {
-    return (await import('ioredis')).Redis;
+    return (await importPeer<typeof import('ioredis')>('ioredis')).Redis;
   } catch (error) {
     throw new Error('nest-rate-limit: the `redis` option needs the ioredis package: npm install ioredis', {
       cause: error,
@@ -136,7 +137,7 @@ async function createPostgres(
     if (connectionString === undefined) {
       throw new TypeError('nest-rate-limit: option "postgres" needs `pool` or `connectionString`');
     }
-    const { default: pg } = await import('pg').catch((error: unknown) => {
+    const { default: pg } = await importPeer<{ default: { Pool: typeof Pool } }>('pg').catch((error: unknown) => {
       throw new Error('nest-rate-limit: the `postgres` option needs the pg package: npm install pg', { cause: error });
     });
     // A query that gets no answer gives its connection back after a while instead of holding it for ever.

@@ -2,10 +2,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 
 import * as nestCommon from '@nestjs/common';
 import type { ExecutionContext } from '@nestjs/common';
-import { GqlExecutionContext } from '@nestjs/graphql';
+import type * as NestGraphQL from '@nestjs/graphql';
 import type { GraphQLResolveInfo } from 'graphql';
 
 import { clientAddress, clientIp, isTrustNone } from '../keys/client-ip.js';
+import { importPeer } from '../optional-peer.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 import type {
   AdapterFactory,
@@ -117,7 +118,11 @@ class GraphQLContextAdapter implements ContextAdapter {
   private warnedNoRequest = false;
   private warnedNoResponse = false;
 
-  constructor(private readonly settings: AdapterSettings) {}
+  /** @param GqlExecutionContext @nestjs/graphql's (loaded by the factory). */
+  constructor(
+    private readonly settings: AdapterSettings,
+    private readonly GqlExecutionContext: typeof NestGraphQL.GqlExecutionContext,
+  ) {}
 
   /**
    * Nest's external context creator calls a resolver's guards and interceptors with one `args` array
@@ -271,7 +276,7 @@ class GraphQLContextAdapter implements ContextAdapter {
   }
 
   private contextValue(ctx: ExecutionContext): GraphQLContextValue | undefined {
-    const value: unknown = GqlExecutionContext.create(ctx).getContext();
+    const value: unknown = this.GqlExecutionContext.create(ctx).getContext();
     return isObject(value) ? (value as GraphQLContextValue) : undefined;
   }
 
@@ -283,7 +288,7 @@ class GraphQLContextAdapter implements ContextAdapter {
   }
 
   private isSubscription(ctx: ExecutionContext): boolean {
-    const info: unknown = GqlExecutionContext.create(ctx).getInfo();
+    const info: unknown = this.GqlExecutionContext.create(ctx).getInfo();
     return isObject(info) && (info as unknown as GraphQLResolveInfo).operation?.operation === 'subscription';
   }
 
@@ -294,7 +299,11 @@ class GraphQLContextAdapter implements ContextAdapter {
 }
 
 /**
- * Makes the GraphQL adapter. Loaded by the module only when the application has GraphQL resolvers, so
- * `@nestjs/graphql` (imported here) stays optional for every other app.
+ * Makes the GraphQL adapter. Called by the module only when the application has GraphQL resolvers, so
+ * `@nestjs/graphql` (loaded here, where bundlers do not resolve it: see importPeer) stays optional for every
+ * other app.
  */
-export const graphqlAdapter: AdapterFactory = (settings) => new GraphQLContextAdapter(settings);
+export const graphqlAdapter: AdapterFactory = async (settings) => {
+  const { GqlExecutionContext } = await importPeer<typeof NestGraphQL>('@nestjs/graphql');
+  return new GraphQLContextAdapter(settings, GqlExecutionContext);
+};

@@ -1,7 +1,7 @@
 /**
  * The microservices context (`@nestjs/microservices`): `@MessagePattern` (request-response) and `@EventPattern`
  * handlers of controllers, on any transport (tested on TCP and Redis). Loaded by the adapter registry only when
- * the application has RPC handlers, so it may import `@nestjs/microservices` statically.
+ * the application has RPC handlers, and only then does its factory load `@nestjs/microservices`.
  *
  * What differs from HTTP: there is no client address and no conventional user (policies are keyed by key
  * functions, or by the module's `user` option when it reads RPC contexts), no headers, and two ways to stop a
@@ -10,8 +10,9 @@
  * minute.
  */
 import type { ExecutionContext, Logger } from '@nestjs/common';
-import { EventPattern, MessagePattern, RpcException } from '@nestjs/microservices';
+import type * as Microservices from '@nestjs/microservices';
 
+import { importPeer } from '../optional-peer.js';
 import type { RateLimitDecision } from '../policy/policy.types.js';
 import {
   type AdapterFactory,
@@ -32,6 +33,16 @@ export const RPC_HANDLER_TYPE_METADATA = 'microservices:handler_type';
 /** Nest's `PatternHandler.MESSAGE` (request-response) and `PatternHandler.EVENT`: not exported by Nest either. */
 export const RPC_MESSAGE_HANDLER = 1;
 export const RPC_EVENT_HANDLER = 2;
+
+/**
+ * What the adapter takes from `@nestjs/microservices` (its own RpcException, which Nest's filters recognise),
+ * spelled out so that the published types name no optional package.
+ */
+export interface MicroservicesPackage {
+  readonly EventPattern: (pattern: string) => MethodDecorator;
+  readonly MessagePattern: (pattern: string) => MethodDecorator;
+  readonly RpcException: new (error: object) => Error;
+}
 
 /** How often, at most, the drops of one policy are logged. */
 export const DROP_LOG_INTERVAL_MS = 60_000;
@@ -81,13 +92,13 @@ export function rpcHandlerKind(handler: object): RpcHandlerKind {
  * Checks, once per adapter, that Nest's decorators still write the metadata this file reads: applies the real
  * `@EventPattern` and `@MessagePattern` to two throw-away functions. Returns what is wrong, or undefined.
  */
-function checkNestMetadata(): string | undefined {
+function checkNestMetadata({ EventPattern, MessagePattern }: MicroservicesPackage): string | undefined {
   const read = (decorate: MethodDecorator): unknown => {
     const descriptor: PropertyDescriptor = { value: function probe(): void {} };
     decorate({}, 'probe', descriptor);
     return Reflect.getMetadata(RPC_HANDLER_TYPE_METADATA, descriptor.value as object);
   };
-  const event = read(EventPattern<string>('nest-rate-limit:probe'));
+  const event = read(EventPattern('nest-rate-limit:probe'));
   const message = read(MessagePattern('nest-rate-limit:probe'));
   if (event === RPC_EVENT_HANDLER && message === RPC_MESSAGE_HANDLER) return undefined;
   return (
@@ -142,14 +153,21 @@ class DropLog {
 export class RpcAdapter implements ContextAdapter {
   readonly type = 'rpc' as const;
   private readonly drops: DropLog;
+  private readonly RpcException: MicroservicesPackage['RpcException'];
 
   /**
+   * @param microservices what the adapter uses of `@nestjs/microservices` (the factory loads it).
    * @param now a monotonic clock in ms for the drop log's interval (a test may drive it); not the module's
    *   clock, which decides limits and may be a store's.
    */
-  constructor(settings: Pick<AdapterSettings, 'logger'>, now: () => number = () => performance.now()) {
+  constructor(
+    settings: Pick<AdapterSettings, 'logger'>,
+    microservices: MicroservicesPackage,
+    now: () => number = () => performance.now(),
+  ) {
     this.drops = new DropLog(settings.logger, now);
-    const problem = checkNestMetadata();
+    this.RpcException = microservices.RpcException;
+    const problem = checkNestMetadata(microservices);
     if (problem !== undefined) settings.logger.warn(`RPC rate limiting: ${problem}`);
   }
 
@@ -197,7 +215,7 @@ export class RpcAdapter implements ContextAdapter {
       throw new RateLimitDroppedEvent(denial.policy);
     }
     const error: RpcRateLimitedError = { status: 'error', ...denial };
-    throw new RpcException(error);
+    throw new this.RpcException(error);
   }
 
   /**
@@ -216,7 +234,7 @@ export class RpcAdapter implements ContextAdapter {
       throw new RateLimitDroppedEvent(outage.policy);
     }
     const error: RpcUnavailableError = { status: 'error', ...outage };
-    throw new RpcException(error);
+    throw new this.RpcException(error);
   }
 
   /**
@@ -233,9 +251,10 @@ export class RpcAdapter implements ContextAdapter {
       throw new RateLimitDroppedEvent(refusal.policy, `event dropped: ${list}`);
     }
     const error: RpcDenyListError = { status: 'error', code: refusal.code, message: refusal.message };
-    throw new RpcException(error);
+    throw new this.RpcException(error);
   }
 }
 
 /** The factory the adapter registry imports (lib/contexts/index.ts). */
-export const rpcAdapter: AdapterFactory = (settings) => new RpcAdapter(settings);
+export const rpcAdapter: AdapterFactory = async (settings) =>
+  new RpcAdapter(settings, await importPeer<typeof Microservices>('@nestjs/microservices'));

@@ -2,9 +2,10 @@ import { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 
 import type { ExecutionContext } from '@nestjs/common';
-import { WsException } from '@nestjs/websockets';
+import type * as Websockets from '@nestjs/websockets';
 
 import { clientAddress, clientIp, isTrustNone } from '../keys/client-ip.js';
+import { importPeer } from '../optional-peer.js';
 import type { RateLimitDecision } from '../policy/policy.types.js';
 import type {
   AdapterFactory,
@@ -76,7 +77,11 @@ class WsContextAdapter implements ContextAdapter {
   private warnedForwardedFor = false;
   private warnedUnknownClient = false;
 
-  constructor(private readonly settings: AdapterSettings) {
+  /** @param WsException @nestjs/websockets' own, which Nest's filters recognise (loaded by the factory). */
+  constructor(
+    private readonly settings: AdapterSettings,
+    private readonly WsException: typeof Websockets.WsException,
+  ) {
     this.watchUpgrades();
   }
 
@@ -201,18 +206,21 @@ class WsContextAdapter implements ContextAdapter {
   /** The client gets Nest's `exception` event with this object as it is (BaseWsExceptionFilter emits it). */
   deny(_ctx: ExecutionContext, denial: RateLimitDenial, _decision: RateLimitDecision): never {
     // retryAfter is absent when retrying cannot help (a cost that never fits), as in the denial.
-    throw new WsException({ status: 'error', ...denial });
+    throw new this.WsException({ status: 'error', ...denial });
   }
 
   unavailable(_ctx: ExecutionContext, outage: RateLimitUnavailable): never {
-    throw new WsException({ status: 'error', ...outage });
+    throw new this.WsException({ status: 'error', ...outage });
   }
 
   /** `{ status: 'error', code: 'RATE_LIMIT_DENY_LIST', message }` as the `exception` event; the connection stays open. */
   forbid(_ctx: ExecutionContext, refusal: RateLimitRefusal): never {
-    throw new WsException({ status: 'error', code: refusal.code, message: refusal.message });
+    throw new this.WsException({ status: 'error', code: refusal.code, message: refusal.message });
   }
 }
 
 /** The WebSocket adapter (`ctx.getType() === 'ws'`), loaded only by applications that have gateways. */
-export const wsAdapter: AdapterFactory = (settings) => new WsContextAdapter(settings);
+export const wsAdapter: AdapterFactory = async (settings) => {
+  const { WsException } = await importPeer<typeof Websockets>('@nestjs/websockets');
+  return new WsContextAdapter(settings, WsException);
+};

@@ -1,5 +1,7 @@
 import type { Attributes, Counter, Histogram, Meter, UpDownCounter } from '@opentelemetry/api';
 
+import { importPeer } from '../optional-peer.js';
+
 /**
  * How one policy of a request was decided, as the `rate_limit.outcome` attribute: by its store (allowed,
  * denied; shadow-denied for a shadow policy that would have denied), by the local cache of denials
@@ -81,7 +83,7 @@ class OtelMetrics implements RateLimitMetrics {
 export async function loadMetrics(breakers: BreakerStates): Promise<RateLimitMetrics | undefined> {
   let api: typeof import('@opentelemetry/api');
   try {
-    api = await import('@opentelemetry/api');
+    api = await importPeer<typeof api>('@opentelemetry/api');
   } catch {
     return undefined;
   }

@@ -10,6 +10,7 @@ import {
   UseGuards,
   UseInterceptors,
 } from '@nestjs/common';
+import * as microservices from '@nestjs/microservices';
 import { EventPattern, MessagePattern, RpcException } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 
@@ -74,12 +75,12 @@ describe('the RPC adapter', () => {
     expect(rpcHandlerKind(Handlers.prototype.plain)).toBe('message');
     // The adapter checks the same at start and says nothing when all is well.
     const logger = new RecordingLogger();
-    new RpcAdapter({ logger });
+    new RpcAdapter({ logger }, microservices);
     expect(logger.warnings).toEqual([]);
   });
 
   it('has no client address, no default user, no headers', () => {
-    const adapter = new RpcAdapter({ logger: new RecordingLogger() });
+    const adapter = new RpcAdapter({ logger: new RecordingLogger() }, microservices);
     expect(adapter.type).toBe('rpc');
     expect(adapter.clientIp()).toBeUndefined();
     expect(adapter.defaultUser()).toBeUndefined();
@@ -87,7 +88,7 @@ describe('the RPC adapter', () => {
   });
 
   it('denies a message with an RpcException carrying the exact error; an event with RateLimitDroppedEvent', () => {
-    const adapter = new RpcAdapter({ logger: new RecordingLogger() });
+    const adapter = new RpcAdapter({ logger: new RecordingLogger() }, microservices);
     const denial = { code: 'RATE_LIMITED', message: 'Rate limit "p" exceeded', policy: 'p' } as const;
     const thrown = (fn: () => never): unknown => {
       try {
@@ -114,7 +115,7 @@ describe('the RPC adapter', () => {
   it('logs dropped events at most once per policy and reason per minute, then how many went unlogged', () => {
     const logger = new RecordingLogger();
     let nowMs = 0;
-    const adapter = new RpcAdapter({ logger }, () => nowMs);
+    const adapter = new RpcAdapter({ logger }, microservices, () => nowMs);
     const drop = (policy: string) => {
       expect(() => adapter.deny(contextOf('event'), { code: 'RATE_LIMITED', message: 'm', policy }, decision)).toThrow(
         RateLimitDroppedEvent,
@@ -150,7 +151,7 @@ describe('the RPC adapter', () => {
     const record = (point: 'guard' | 'interceptor', ctx: ExecutionContext) =>
       seen.push({ point, handler: ctx.getHandler().name, invocation: adapter.invocation(ctx) });
     const of = (handler: string) => seen.filter((s) => s.handler === handler);
-    const adapter = new RpcAdapter({ logger: new RecordingLogger() });
+    const adapter = new RpcAdapter({ logger: new RecordingLogger() }, microservices);
 
     @Injectable()
     class RecordingGuard implements CanActivate {
