@@ -3,6 +3,7 @@ import { Injectable, type OnModuleDestroy } from '@nestjs/common';
 import { quotaPeriodAt } from './algorithms/quota/quota-period.js';
 import { elementAt } from './element-at.js';
 import { withConcurrencyWaits } from './engine/concurrency-wait.js';
+import { ServiceCalls } from './engine/service-calls.js';
 
 import { RateLimitPolicyError } from './policy/policy.errors.js';
 import type { RateLimitDecision, RateLimitPolicy } from './policy/policy.types.js';
@@ -25,20 +26,20 @@ export class RateLimitService implements OnModuleDestroy {
   /** The waiters of acquire(): they consume and give back on the same path as consume() and refund(). */
   private readonly waiting = new AcquireQueues({
     consume: async (item) => {
-      const decisions = await this.limiter.engine.call([item.policy.name], () =>
-        this.limiter.engine.consumeAcross([item]),
-      );
+      const decisions = await this.calls.call([item.policy.name], () => this.limiter.engine.consumeAcross([item]));
       const decision = elementAt(decisions, 0, 'the decisions of a consume');
       this.limiter.events.report([[item, decision]], undefined);
       return decision;
     },
-    refund: (item) => this.limiter.engine.change([item], (store) => store.refund([item]), item.policy),
+    refund: (item) => this.calls.change([item], (store) => store.refund([item]), item.policy),
   });
 
   private readonly args: ServiceArguments;
+  private readonly calls: ServiceCalls;
 
   constructor(private readonly limiter: RateLimiter) {
     this.args = new ServiceArguments(limiter.planner);
+    this.calls = new ServiceCalls(limiter.engine);
   }
 
   /** Consumes `cost` (default 1) units of `policy` for `key`. */
@@ -62,7 +63,7 @@ export class RateLimitService implements OnModuleDestroy {
       const shadow = (p.mode ?? this.limiter.options.mode) === 'shadow';
       return { policy: p, key: this.args.key(key, p), cost: this.args.amount(cost ?? 1, p, 'cost'), shadow };
     });
-    const decisions = await this.limiter.engine.call(
+    const decisions = await this.calls.call(
       resolved.map((i) => i.policy.name),
       () => this.limiter.engine.consumeAcross(resolved),
     );
@@ -108,7 +109,7 @@ export class RateLimitService implements OnModuleDestroy {
   async peek(policy: RateLimitPolicy | string, key: string): Promise<RateLimitDecision> {
     const p = this.args.policy(policy);
     const item = { policy: p, key: this.args.key(key, p) };
-    const decisions = await this.limiter.engine.call([p.name], (store) => store.peek([item]), p);
+    const decisions = await this.calls.call([p.name], (store) => store.peek([item]), p);
     return elementAt(withConcurrencyWaits([item], decisions), 0, "the store's reply to peek");
   }
 
@@ -116,7 +117,7 @@ export class RateLimitService implements OnModuleDestroy {
   async refund(policy: RateLimitPolicy | string, key: string, amount: number): Promise<RateLimitDecision> {
     const p = this.args.policy(policy);
     const item = { policy: p, key: this.args.key(key, p), cost: this.args.amount(amount, p, 'amount') };
-    const decisions = await this.limiter.engine.change([item], (store) => store.refund([item]), p);
+    const decisions = await this.calls.change([item], (store) => store.refund([item]), p);
     return elementAt(decisions, 0, "the store's reply to refund");
   }
 
@@ -134,14 +135,14 @@ export class RateLimitService implements OnModuleDestroy {
         { policy: p.name, field: 'durationMs', where: 'RateLimitService' },
       );
     }
-    await this.limiter.engine.change([item], (store) => blockOn(store, p).block([item], durationMs), p);
+    await this.calls.change([item], (store) => blockOn(store, p).block([item], durationMs), p);
   }
 
   /** Lifts a block of `key` under `policy`, set by the policy's `block` or by block(). */
   async unblock(policy: RateLimitPolicy | string, key: string): Promise<void> {
     const p = this.args.lookup(policy);
     const item = { policy: p, key: this.args.key(key, p) };
-    await this.limiter.engine.change([item], (store) => blockOn(store, p).unblock([item]), p);
+    await this.calls.change([item], (store) => blockOn(store, p).unblock([item]), p);
   }
 
   /**
@@ -152,14 +153,14 @@ export class RateLimitService implements OnModuleDestroy {
    * @example afterEach(() => app.get(RateLimitService).resetAll());
    */
   resetAll(): Promise<number> {
-    return this.limiter.engine.resetAll();
+    return this.calls.resetAll();
   }
 
   /** Forgets everything `key` has consumed under `policy`. */
   async reset(policy: RateLimitPolicy | string, key: string): Promise<void> {
     const p = this.args.policy(policy);
     const item = { policy: p, key: this.args.key(key, p) };
-    await this.limiter.engine.change([item], (store) => store.reset([item]), p);
+    await this.calls.change([item], (store) => store.reset([item]), p);
   }
 
   /**
@@ -198,7 +199,7 @@ export class RateLimitService implements OnModuleDestroy {
     const declared = Number.isNaN(p.limit) ? undefined : p.limit;
     const store = this.limiter.engine.quotaStore;
     if (store.quotaUsage !== undefined) {
-      const usage = await this.limiter.engine.call(
+      const usage = await this.calls.call(
         [p.name],
         () => (store.quotaUsage as NonNullable<typeof store.quotaUsage>).call(store, p, checked, startMs),
         p,
@@ -210,7 +211,7 @@ export class RateLimitService implements OnModuleDestroy {
       return { used: 0, limit: declared, ...period };
     // Peek under a limit nothing reaches: what is used is that limit minus what remains.
     const probe = this.limiter.engine.withLimit(p, USAGE_PROBE_LIMIT);
-    const decisions = await this.limiter.engine.call([p.name], (s) => s.peek([{ policy: probe, key: checked }]), p);
+    const decisions = await this.calls.call([p.name], (s) => s.peek([{ policy: probe, key: checked }]), p);
     const decision = elementAt(decisions, 0, "the store's reply to peek");
     return { used: USAGE_PROBE_LIMIT - decision.remaining, limit: declared, ...period };
   }

@@ -134,63 +134,6 @@ export class DecisionEngine {
   }
 
   /**
-   * Runs one store operation of RateLimitService, reporting failures: on the store of `policy` under its
-   * breaker and timeout, or, without a policy, as given.
-   */
-  async call<T>(
-    policies: readonly string[],
-    operation: (store: RateLimitStore) => Promise<T>,
-    policy?: ResolvedPolicy,
-  ): Promise<T> {
-    try {
-      if (policy === undefined) return await operation(this.store);
-      const store = this.storeOf(policy);
-      return await this.breakerFor(store).run(() => operation(store));
-    } catch (error) {
-      this.reporter.report(error, policies);
-      throw error;
-    }
-  }
-
-  /**
-   * Runs a RateLimitService operation that changes the stored state of `items` outside a decision (reset,
-   * unblock, block, refund), as call() does; then their cached denials are forgotten here, and the change is
-   * announced to the other instances before this resolves, whether the operation succeeded or not.
-   */
-  async change<T>(
-    items: readonly { policy: ResolvedPolicy; key: string }[],
-    operation: (store: RateLimitStore) => Promise<T>,
-    policy: ResolvedPolicy,
-  ): Promise<T> {
-    try {
-      return await this.call([policy.name], operation, policy);
-    } finally {
-      if (this.storeOf(policy) === this.store) await this.feed.changed(items);
-    }
-  }
-
-  /**
-   * Removes all state of the module from each store it uses (RateLimitService.resetAll), then makes every
-   * instance's cache of denials forget; resolves with the number of keys or rows removed.
-   */
-  async resetAll(): Promise<number> {
-    let removed = 0;
-    try {
-      for (const store of new Set([this.store, this.quotaStore])) {
-        if (store.resetAll === undefined) {
-          throw new TypeError(
-            `nest-rate-limit: the store (${store.constructor.name}) cannot remove all its state: it has no resetAll()`,
-          );
-        }
-        removed += await this.call([], () => (store.resetAll as () => Promise<number>).call(store));
-      }
-    } finally {
-      await this.feed.everything();
-    }
-    return removed;
-  }
-
-  /**
    * Gives back what an evaluation consumed (a later step of its request denied), and reports the keys as
    * they then stand. Between the calls a concurrent request may find those units taken: that can
    * under-admit, never over-admit. If the refund fails, the units stay taken until they expire.

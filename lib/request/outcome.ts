@@ -119,12 +119,12 @@ export class OutcomeRefunds {
       evaluation.items.forEach((item, i) => {
         // A shadow item that would have denied consumed nothing.
         if (item.count === undefined || item.cost === 0) return;
-        if (!elementAt(evaluation.decisions, i, 'the decisions of an evaluation').allowed) return;
+        const decision = elementAt(evaluation.decisions, i, 'the decisions of an evaluation');
+        if (!decision.allowed) return;
         // An outcome not seen keeps every charge but the leases.
         if (outcome === undefined ? item.count !== 'release' : this.keeps(item, item.count, outcome)) return;
         // A lease ends with its invocation, whether it is given back or has expired.
         if (item.count === 'release') released.push(item);
-        const decision = elementAt(evaluation.decisions, i, 'the decisions of an evaluation');
         if (stillHeld(item.policy, atMs, nowMs, decision.resetMs)) refunds.push(item);
       });
     }

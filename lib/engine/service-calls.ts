@@ -1,0 +1,69 @@
+import type { ResolvedPolicy } from '../policy/policy.types.js';
+import type { RateLimitStore } from '../stores/rate-limit-store.js';
+import type { DecisionEngine } from './decision-engine.js';
+
+/**
+ * RateLimitService's store operations outside decisions (peek, usage, reset, block, refund, resetAll) on the
+ * engine's stores: under a store's breaker and timeout, failures reported and thrown (the caller decides), and
+ * changes of stored state announced to every instance's cache of denials.
+ */
+export class ServiceCalls {
+  constructor(private readonly engine: DecisionEngine) {}
+
+  /**
+   * Runs one store operation of RateLimitService, reporting failures: on the store of `policy` under its
+   * breaker and timeout, or, without a policy, as given.
+   */
+  async call<T>(
+    policies: readonly string[],
+    operation: (store: RateLimitStore) => Promise<T>,
+    policy?: ResolvedPolicy,
+  ): Promise<T> {
+    try {
+      if (policy === undefined) return await operation(this.engine.store);
+      const store = this.engine.storeOf(policy);
+      return await this.engine.breakerFor(store).run(() => operation(store));
+    } catch (error) {
+      this.engine.reporter.report(error, policies);
+      throw error;
+    }
+  }
+
+  /**
+   * Runs a RateLimitService operation that changes the stored state of `items` outside a decision (reset,
+   * unblock, block, refund), as call() does; then their cached denials are forgotten here, and the change is
+   * announced to the other instances before this resolves, whether the operation succeeded or not.
+   */
+  async change<T>(
+    items: readonly { policy: ResolvedPolicy; key: string }[],
+    operation: (store: RateLimitStore) => Promise<T>,
+    policy: ResolvedPolicy,
+  ): Promise<T> {
+    try {
+      return await this.call([policy.name], operation, policy);
+    } finally {
+      if (this.engine.storeOf(policy) === this.engine.store) await this.engine.feed.changed(items);
+    }
+  }
+
+  /**
+   * Removes all state of the module from each store it uses (RateLimitService.resetAll), then makes every
+   * instance's cache of denials forget; resolves with the number of keys or rows removed.
+   */
+  async resetAll(): Promise<number> {
+    let removed = 0;
+    try {
+      for (const store of new Set([this.engine.store, this.engine.quotaStore])) {
+        if (store.resetAll === undefined) {
+          throw new TypeError(
+            `nest-rate-limit: the store (${store.constructor.name}) cannot remove all its state: it has no resetAll()`,
+          );
+        }
+        removed += await this.call([], () => (store.resetAll as () => Promise<number>).call(store));
+      }
+    } finally {
+      await this.engine.feed.everything();
+    }
+    return removed;
+  }
+}
