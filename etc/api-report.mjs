@@ -24,7 +24,17 @@ const program = ts.createProgram(
 const checker = program.getTypeChecker();
 const FLAGS = ts.TypeFormatFlags.NoTruncation | ts.TypeFormatFlags.UseFullyQualifiedType;
 
-const typeOf = (symbol, at) => checker.typeToString(checker.getTypeOfSymbolAtLocation(symbol, at), at, FLAGS);
+/**
+ * A type as the checker prints it, with `import("/abs/path/node_modules/pkg/index")` shortened to
+ * `import("pkg")`: the report must not depend on where the checkout lives (CI clones elsewhere).
+ */
+const portable = (text) =>
+  text.replace(/import\("([^"]*)"\)/g, (_, path) => {
+    const inModules = path.lastIndexOf('node_modules/');
+    const local = inModules >= 0 ? path.slice(inModules + 'node_modules/'.length) : path.replace(ROOT, '');
+    return `import("${local.replace(/\/index$/, '')}")`;
+  });
+const typeOf = (symbol, at) => portable(checker.typeToString(checker.getTypeOfSymbolAtLocation(symbol, at), at, FLAGS));
 const isHidden = (symbol) =>
   symbol.name.startsWith('#') ||
   (symbol.declarations ?? []).some(
@@ -68,7 +78,7 @@ function describe(symbol) {
   if (target.flags & ts.SymbolFlags.Interface && target.flags & ts.SymbolFlags.Variable) {
     lines.push(`const ${symbol.name}: ${typeOf(target, at)}`);
   }
-  return lines.join('\n');
+  return portable(lines.join('\n'));
 }
 
 function report() {
