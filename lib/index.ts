@@ -1,5 +1,6 @@
 export { type Clock, systemClock } from './clock.js';
-export { RateLimitCircuitOpenError, RateLimitStoreTimeoutError } from './engine/circuit-breaker.js';
+export { RateLimitCircuitOpenError } from './engine/circuit-breaker.js';
+export { RateLimitStoreTimeoutError } from './stores/store-timeout.js';
 export { type RateLimitDecisionEvent } from './engine/decision-events.js';
 export { normalizeIp } from './keys/client-ip.js';
 export { RateLimitPolicyError } from './policy/policy.errors.js';

@@ -24,6 +24,9 @@ export interface Algorithm<S> {
   refund(state: S | undefined, policy: ResolvedPolicy, nowMs: number, amount: number): S | undefined;
 }
 
+/** retryAfterMs Infinity (a cost that can never fit) in the Lua and SQL twins and the stores' replies. */
+export const NEVER_FITS = -1;
+
 /** ceil(a / b) for integers a >= 0, b > 0, without leaving integer arithmetic. */
 export function ceilDiv(a: number, b: number): number {
   const q = Math.floor(a / b);

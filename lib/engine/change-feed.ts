@@ -2,7 +2,7 @@ import type { Logger } from '@nestjs/common';
 
 import type { ResolvedPolicy } from '../policy/policy.types.js';
 import type { RateLimitStoreChange, RateLimitStoreChanges } from '../stores/rate-limit-store.js';
-import { withTimeout } from './circuit-breaker.js';
+import { withTimeout } from '../stores/store-timeout.js';
 import type { DenyCache } from './deny-cache.js';
 
 /** Waits (ms) before each new try of an announcement that failed; then it is given up, and logged. */

@@ -2,6 +2,7 @@ import { ALGORITHM_STEPS, kernelOf, type StepResult } from '../algorithms/index.
 import { elementAt } from '../element-at.js';
 import type { RateLimitAlgorithm, RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 import { blockedDecision, blockingDenial, unwrapBlock, withBlock } from './blocked-state.js';
+import { NEVER_FITS, REPLY, REPLY_WIDTH } from './protocol.js';
 import { RateLimitStoreReplyError } from './store-defects.js';
 
 /** State access for the engine: the memory store's map, or any other synchronous table. */
@@ -19,9 +20,6 @@ export interface KeyedItem {
   readonly shadow?: boolean;
 }
 
-/** retry_ms of a cost that can never fit, in the replies of the Redis script and the PostgreSQL function. */
-export const NEVER_FITS = -1;
-
 /**
  * The decisions of a reply of the Redis script or the PostgreSQL function: 4 integers per item (allowed 0/1,
  * or 2 for denied and blocked; remaining, reset_ms, retry_ms), in the order of `items`. `from` names the store in the error of a bad reply.
@@ -33,7 +31,7 @@ export function decisionsFromReply(
   from: string,
 ): RateLimitDecision[] {
   return items.map(({ policy, cost = 0 }, i) => {
-    const values = Array.isArray(reply) ? reply.slice(i * 4, i * 4 + 4).map(Number) : [];
+    const values = Array.isArray(reply) ? reply.slice(i * REPLY_WIDTH, (i + 1) * REPLY_WIDTH).map(Number) : [];
     if (!isDecisionReply(values)) {
       throw new RateLimitStoreReplyError(`nest-rate-limit: unexpected reply from ${from}: ${JSON.stringify(reply)}`);
     }
@@ -41,17 +39,17 @@ export function decisionsFromReply(
     const retryAfterMs = retry === NEVER_FITS ? Infinity : retry;
     const decision = toDecision(
       policy,
-      { allowed: allowed === 1, remaining, resetMs, retryAfterMs },
+      { allowed: allowed === REPLY.allowed, remaining, resetMs, retryAfterMs },
       op === 'consume' ? cost : 1,
     );
-    if (allowed === 2) decision.blocked = true;
+    if (allowed === REPLY.blocked) decision.blocked = true;
     return decision;
   });
 }
 
 /** The 4 integers of one item's decision in a reply. */
 function isDecisionReply(values: readonly number[]): values is [number, number, number, number] {
-  return values.length === 4 && values.every(Number.isSafeInteger);
+  return values.length === REPLY_WIDTH && values.every(Number.isSafeInteger);
 }
 
 /** Builds the public decision of one step. */

@@ -1,12 +1,8 @@
 import { jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 
-import {
-  CircuitBreaker,
-  RateLimitCircuitOpenError,
-  RateLimitStoreTimeoutError,
-  withTimeout,
-} from '../../lib/engine/circuit-breaker.js';
+import { CircuitBreaker, RateLimitCircuitOpenError } from '../../lib/engine/circuit-breaker.js';
+import { RateLimitStoreTimeoutError, withTimeout } from '../../lib/stores/store-timeout.js';
 
 const breaker = () =>
   new CircuitBreaker({ timeoutMs: 1_000, threshold: 5, probeIntervalMs: 60_000, logger: new Logger('test') });

@@ -1,6 +1,6 @@
 import { jest } from '@jest/globals';
 
-import { RateLimitStoreTimeoutError, withTimeout } from '../../lib/engine/circuit-breaker.js';
+import { RateLimitStoreTimeoutError, withTimeout } from '../../lib/stores/store-timeout.js';
 import { ConsumeBatcher } from '../../lib/stores/postgres/consume-batcher.js';
 import type { ItemColumns } from '../../lib/stores/postgres/item-columns.js';
 

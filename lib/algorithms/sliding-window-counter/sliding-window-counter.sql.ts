@@ -1,4 +1,4 @@
-import { SQL_DECISION } from '../algorithm.js';
+import { NEVER_FITS, SQL_DECISION } from '../algorithm.js';
 
 /**
  * SQL twin of sliding-window-counter.ts. State string: "<window index>:<current>:<previous>". rl_swc_window
@@ -29,7 +29,7 @@ LANGUAGE sql IMMUTABLE AS $fn$
     CASE WHEN v.ok THEN (lim * w - v.used - v.need) / w ELSE greatest(0, lim * w - v.used) / w END,
     CASE WHEN CASE WHEN v.ok THEN v.cur + cost ELSE v.cur END > 0 THEN (v.idx + 2) * w - now_ms
       WHEN v.prev > 0 THEN (v.idx + 1) * w - now_ms ELSE 0 END,
-    CASE WHEN v.ok THEN 0 WHEN cost > lim THEN -1
+    CASE WHEN v.ok THEN 0 WHEN cost > lim THEN ${NEVER_FITS}
       -- fits later in this window, once the previous window's weight has decayed enough (prev > 0 here)
       WHEN v.cur + cost <= lim THEN w - ((lim - v.cur - cost) * w) / v.prev - (v.at_ms - v.idx * w) + (v.at_ms - now_ms)
       -- only in the next window, where this window's count becomes the decaying one (cur > 0 here)

@@ -1,3 +1,5 @@
+import { NEVER_FITS } from '../algorithm.js';
+
 /**
  * PL/pgSQL twin of sliding-window-log.ts. State string: "<time ms>:<cost>,<time ms>:<cost>,..." oldest first.
  * PL/pgSQL rather than inlined SQL like the other twins: a log needs a loop, and as SQL (window functions over
@@ -67,7 +69,7 @@ BEGIN
     reset_ms := CASE WHEN n = 0 THEN 0 ELSE times[n] + w - now_ms END;
     RETURN;
   END IF;
-  new_st := st; allowed := 0; remaining := remaining_now; reset_ms := reset_now; retry_ms := -1;
+  new_st := st; allowed := 0; remaining := remaining_now; reset_ms := reset_now; retry_ms := ${NEVER_FITS};
   IF cost <= lim THEN
     -- the oldest entries leave the window first: wait for the one that frees enough units
     FOR i IN 1..n LOOP

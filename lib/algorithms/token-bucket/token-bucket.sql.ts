@@ -1,4 +1,7 @@
-import { SQL_DECISION } from '../algorithm.js';
+import { NEVER_FITS, SQL_DECISION } from '../algorithm.js';
+import { ALGORITHM_CODES } from '../index.js';
+
+const { 'token-bucket': TB, gcra: GCRA } = ALGORITHM_CODES;
 
 /**
  * SQL twin of token-bucket.ts, and of gcra.ts (the token bucket itself). State string:
@@ -32,7 +35,7 @@ LANGUAGE sql IMMUTABLE AS $fn$
         CASE WHEN k.kind IS NOT NULL THEN string_to_array(st, CASE WHEN k.kind <= 1 THEN '@' ELSE ':' END)::bigint[] END AS v
       -- 1: this twin's state; 0: the previous twin's (no limit); 4, 5: the earlier token bucket's, GCRA's; NULL: none
       FROM (SELECT CASE WHEN st ~ '^[0-9]+@-?[0-9]+@[1-9][0-9]*$' THEN 1 WHEN st ~ '^[0-9]+@-?[0-9]+$' THEN 0
-          WHEN algo = 4 AND st ~ '^[0-9]+:-?[0-9]+$' THEN 4 WHEN algo = 5 AND st ~ '^-?[0-9]+:[0-9]+$' THEN 5
+          WHEN algo = ${TB} AND st ~ '^[0-9]+:-?[0-9]+$' THEN 4 WHEN algo = ${GCRA} AND st ~ '^-?[0-9]+:[0-9]+$' THEN 5
         END AS kind OFFSET 0) k OFFSET 0) r OFFSET 0) d
 $fn$;
 
@@ -45,7 +48,7 @@ LANGUAGE sql IMMUTABLE AS $fn$
     v.ok::int,
     CASE WHEN v.ok THEN (v.full_units - v.nxt) / w ELSE greatest(0, v.full_units - v.taken) / w END,
     CASE WHEN v.ok AND cost > 0 THEN ${S}.rl_ceil_div(v.nxt, lim) ELSE ${S}.rl_ceil_div(v.taken, v.rate) END,
-    CASE WHEN v.ok THEN 0 WHEN cost > cap THEN -1 ELSE ${S}.rl_ceil_div(v.nxt - v.full_units, v.rate) END,
+    CASE WHEN v.ok THEN 0 WHEN cost > cap THEN ${NEVER_FITS} ELSE ${S}.rl_ceil_div(v.nxt - v.full_units, v.rate) END,
     greatest(0, v.full_units - v.taken) / w,
     ${S}.rl_ceil_div(v.taken, v.rate)
   FROM (SELECT b.taken, b.at_ms, b.rate, f.full_units, b.taken + f.need AS nxt,

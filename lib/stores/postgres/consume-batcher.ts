@@ -1,4 +1,5 @@
-import { RateLimitStoreTimeoutError, withTimeout } from '../../engine/circuit-breaker.js';
+import { RateLimitStoreTimeoutError, withTimeout } from '../store-timeout.js';
+import { REPLY_WIDTH } from '../protocol.js';
 import type { RateLimitStoreCall } from '../rate-limit-store.js';
 import type { ItemColumns } from './item-columns.js';
 import { type Consume, inRounds, statementValues } from './statement-values.js';
@@ -208,7 +209,7 @@ export class ConsumeBatcher {
           const all = reply === null ? [] : reply.split(',');
           let at = 0;
           for (const waiting of ordered) {
-            const end = at + waiting.columns.keys.length * 4;
+            const end = at + waiting.columns.keys.length * REPLY_WIDTH;
             waiting.resolve(all.slice(at, end));
             at = end;
           }

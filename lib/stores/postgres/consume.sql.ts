@@ -1,4 +1,5 @@
 import { ALGORITHM_CODES } from '../../algorithms/index.js';
+import { ALLOWED, BLOCKED, DENIED, blockingRetrySql } from './reply.sql.js';
 import { roundSql } from './round.sql.js';
 
 const QUOTA = ALGORITHM_CODES.quota;
@@ -37,7 +38,7 @@ BEGIN
   END IF;
   IF v_until > p_now THEN
     -- blocked: denied without a decision, and without extending the block
-    RETURN '2,0,' || (v_until - p_now)::text || ',' || (v_until - p_now)::text;
+    RETURN '${BLOCKED},0,' || (v_until - p_now)::text || ',' || (v_until - p_now)::text;
   END IF;
   CASE p_algo
 ${Object.values(ALGORITHM_CODES)
@@ -47,7 +48,7 @@ ${Object.values(ALGORITHM_CODES)
   )
   .join('\n')}
   END CASE;
-  IF v_d.allowed = 1 AND p_cost > 0 THEN
+  IF v_d.allowed = ${ALLOWED} AND p_cost > 0 THEN
     IF p_algo = ${QUOTA} THEN
       INSERT INTO ${S}.rate_limit_quota_usage AS q (key, period_start, period_end, used, quota_limit)
       VALUES (p_key, v_w, v_cap, split_part(v_d.new_st, ':', 2)::bigint, p_lim)
@@ -57,11 +58,11 @@ ${Object.values(ALGORITHM_CODES)
       INSERT INTO ${S}.rate_limit_state AS s (key, state, expires_at) VALUES (p_key, v_d.new_st, p_now + v_d.reset_ms + p_slack)
       ON CONFLICT (key) DO UPDATE SET state = excluded.state, expires_at = excluded.expires_at, blocked_until = NULL;
     END IF;
-  ELSIF v_d.allowed = 0 AND p_block > 0 AND NOT p_shadow THEN
+  ELSIF v_d.allowed = ${DENIED} AND p_block > 0 AND NOT p_shadow THEN
     -- the denial starts the policy's block, the state kept as it was
     PERFORM ${S}.rl_save_state(p_algo, p_key, v_st, v_d.reset_ms, p_slack, p_now, p_lim, v_w, v_cap, p_now + p_block);
-    RETURN '2,' || v_d.remaining::text || ',' || greatest(v_d.reset_ms, p_block)::text || ','
-      || CASE WHEN v_d.retry_ms = -1 THEN -1 ELSE greatest(v_d.retry_ms, p_block) END::text;
+    RETURN '${BLOCKED},' || v_d.remaining::text || ',' || greatest(v_d.reset_ms, p_block)::text || ','
+      || (${blockingRetrySql('v_d.retry_ms', 'p_block')})::text;
   END IF;
   RETURN v_d.allowed::text || ',' || v_d.remaining::text || ',' || v_d.reset_ms::text || ',' || v_d.retry_ms::text;
 END $fn$;

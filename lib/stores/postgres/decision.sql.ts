@@ -1,5 +1,9 @@
 import { SQL_DECISION } from '../../algorithms/algorithm.js';
-import { ALGORITHM_CODES } from '../../algorithms/index.js';
+import { ALGORITHM_CODES, type AlgorithmKernel } from '../../algorithms/index.js';
+
+/** `algo = <code> OR ...`: the filter of a twin's branch, by the kernels it decides. */
+const algoIs = (...kernels: AlgorithmKernel[]): string =>
+  kernels.map((kernel) => `algo = ${ALGORITHM_CODES[kernel]}`).join(' OR ');
 
 /** ceil(a / b) for integers a >= 0, b > 0, as ceilDiv in algorithm.ts; inlined where it is called. */
 export const ceilDivSql = (S: string): string => `
@@ -24,24 +28,24 @@ export const decisionSql = (S: string): string => `
 CREATE OR REPLACE FUNCTION ${S}.rl_algo_decision_v3(algo int, st text, lim bigint, w bigint, cap bigint, now_ms bigint,
   cost bigint) RETURNS TABLE (${SQL_DECISION})
 LANGUAGE sql IMMUTABLE AS $fn$
-  SELECT * FROM ${S}.rl_fw_decision(st, lim, w, now_ms, cost) WHERE algo = 1
+  SELECT * FROM ${S}.rl_fw_decision(st, lim, w, now_ms, cost) WHERE ${algoIs('fixed-window')}
   UNION ALL SELECT (d.x).* FROM (SELECT ${S}.rl_swl_decision(st, lim, w, now_ms, cost) AS x OFFSET 0) d
-    WHERE algo = 2 OR algo = 7
-  UNION ALL SELECT * FROM ${S}.rl_swc_decision(st, lim, w, now_ms, cost) WHERE algo = 3
-  UNION ALL SELECT * FROM ${S}.rl_bucket_decision_v3(st, algo, lim, w, cap, now_ms, cost) WHERE algo = 4 OR algo = 5
-  UNION ALL SELECT * FROM ${S}.rl_quota_decision(st, lim, w, cap, now_ms, cost) WHERE algo = 6
-  UNION ALL SELECT * FROM ${S}.rl_fwf_decision(st, lim, w, now_ms, cost) WHERE algo = ${ALGORITHM_CODES['fixed-window-first-request']}
+    WHERE ${algoIs('sliding-window-log', 'concurrency')}
+  UNION ALL SELECT * FROM ${S}.rl_swc_decision(st, lim, w, now_ms, cost) WHERE ${algoIs('sliding-window-counter')}
+  UNION ALL SELECT * FROM ${S}.rl_bucket_decision_v3(st, algo, lim, w, cap, now_ms, cost) WHERE ${algoIs('token-bucket', 'gcra')}
+  UNION ALL SELECT * FROM ${S}.rl_quota_decision(st, lim, w, cap, now_ms, cost) WHERE ${algoIs('quota')}
+  UNION ALL SELECT * FROM ${S}.rl_fwf_decision(st, lim, w, now_ms, cost) WHERE ${algoIs('fixed-window-first-request')}
 $fn$;
 
 CREATE OR REPLACE FUNCTION ${S}.rl_algo_refunded_v3(algo int, st text, lim bigint, w bigint, cap bigint, now_ms bigint,
   amount bigint) RETURNS TABLE (new_st text)
 LANGUAGE sql IMMUTABLE AS $fn$
-  SELECT * FROM ${S}.rl_fw_refunded(st, w, now_ms, amount) WHERE algo = 1
-  UNION ALL SELECT ${S}.rl_swl_refunded(st, w, now_ms, amount) WHERE algo = 2
-  UNION ALL SELECT * FROM ${S}.rl_swc_refunded(st, w, now_ms, amount) WHERE algo = 3
-  UNION ALL SELECT * FROM ${S}.rl_bucket_refunded_v3(st, algo, lim, w, cap, now_ms, amount) WHERE algo = 4 OR algo = 5
-  UNION ALL SELECT * FROM ${S}.rl_quota_refunded(st, w, amount) WHERE algo = 6
-  UNION ALL SELECT ${S}.rl_conc_refunded(st, w, now_ms, amount) WHERE algo = 7
-  UNION ALL SELECT * FROM ${S}.rl_fwf_refunded(st, w, now_ms, amount) WHERE algo = ${ALGORITHM_CODES['fixed-window-first-request']}
+  SELECT * FROM ${S}.rl_fw_refunded(st, w, now_ms, amount) WHERE ${algoIs('fixed-window')}
+  UNION ALL SELECT ${S}.rl_swl_refunded(st, w, now_ms, amount) WHERE ${algoIs('sliding-window-log')}
+  UNION ALL SELECT * FROM ${S}.rl_swc_refunded(st, w, now_ms, amount) WHERE ${algoIs('sliding-window-counter')}
+  UNION ALL SELECT * FROM ${S}.rl_bucket_refunded_v3(st, algo, lim, w, cap, now_ms, amount) WHERE ${algoIs('token-bucket', 'gcra')}
+  UNION ALL SELECT * FROM ${S}.rl_quota_refunded(st, w, amount) WHERE ${algoIs('quota')}
+  UNION ALL SELECT ${S}.rl_conc_refunded(st, w, now_ms, amount) WHERE ${algoIs('concurrency')}
+  UNION ALL SELECT * FROM ${S}.rl_fwf_refunded(st, w, now_ms, amount) WHERE ${algoIs('fixed-window-first-request')}
 $fn$;
 `;

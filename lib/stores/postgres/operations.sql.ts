@@ -1,3 +1,7 @@
+import { ALGORITHM_CODES } from '../../algorithms/index.js';
+import { NEVER_FITS, REPLY_WIDTH as W } from '../protocol.js';
+import { ALLOWED, BLOCKED, DENIED, blockingRetrySql } from './reply.sql.js';
+
 /**
  * The general entry point, rate_limit_v3(op, ...): peek, refund, reset, block and unblock, and the consumes
  * that rate_limit_consume_v3 does not take (a request with two items on one key, which decide one after the
@@ -14,8 +18,8 @@ export const operationsSql = (S: string): string => `
 --            as the cost)
 --   shadows  per item, whether it is a shadow item (consume only; NULL: none is)
 --   blocks   per item, the block in ms that a denial of it starts (consume only; NULL or 0: none)
--- Returns 4 bigints per item: allowed (0/1, 2: denied and blocked), remaining, reset_ms, retry_ms (-1: the cost
--- can never fit). Per-key transaction-level advisory locks, taken in key order, make each call atomic under
+-- Returns ${W} bigints per item: allowed (${DENIED}/${ALLOWED}, ${BLOCKED}: denied and blocked), remaining, reset_ms, retry_ms
+-- (${NEVER_FITS}: the cost can never fit). Per-key transaction-level advisory locks, taken in key order, make each call atomic under
 -- concurrency.
 CREATE OR REPLACE FUNCTION ${S}.rate_limit_v3(op text, now_in bigint, slack bigint, keys text[], algos int[],
   lims bigint[], ws bigint[], caps bigint[], costs bigint[], shadows boolean[], blocks bigint[]) RETURNS bigint[]
@@ -57,7 +61,7 @@ BEGIN
       original[i] := l.st; untils[i] := l.until_ms; ws[i] := l.w_ms; caps[i] := l.cap_ms;
     ELSE
       original[i] := original[first]; untils[i] := untils[first];
-      IF algos[i] = 6 THEN ws[i] := ws[first]; caps[i] := caps[first]; END IF;
+      IF algos[i] = ${ALGORITHM_CODES.quota} THEN ws[i] := ws[first]; caps[i] := caps[first]; END IF;
     END IF;
   END LOOP;
 
@@ -101,7 +105,7 @@ BEGIN
   FOR i IN 1..n LOOP
     IF untils[i] > now_ms THEN
       -- blocked: denied without a step, and without extending the block
-      results := results || ARRAY[2, 0, untils[i] - now_ms, untils[i] - now_ms]::bigint[];
+      results := results || ARRAY[${BLOCKED}, 0, untils[i] - now_ms, untils[i] - now_ms]::bigint[];
       all_allowed := all_allowed AND coalesce(shadows[i], false);
       CONTINUE;
     END IF;
@@ -109,18 +113,18 @@ BEGIN
     FOR j IN 1..i - 1 LOOP IF keys[j] = keys[i] AND known[j] THEN st := working[j]; END IF; END LOOP;
     SELECT * INTO r FROM ${S}.rl_algo_decision_v3(algos[i], st, lims[i], ws[i], caps[i], now_ms, costs[i]);
     new_states[i] := r.new_st;
-    block_ms := CASE WHEN r.allowed = 0 AND NOT coalesce(shadows[i], false) THEN coalesce(blocks[i], 0) ELSE 0 END;
+    block_ms := CASE WHEN r.allowed = ${DENIED} AND NOT coalesce(shadows[i], false) THEN coalesce(blocks[i], 0) ELSE 0 END;
     IF block_ms > 0 THEN
       PERFORM ${S}.rl_save_state(algos[i], keys[i], original[i], r.reset_ms, slack, now_ms, lims[i], ws[i], caps[i],
         now_ms + block_ms);
-      results := results || ARRAY[2, r.remaining, greatest(r.reset_ms, block_ms),
-        CASE WHEN r.retry_ms = -1 THEN -1 ELSE greatest(r.retry_ms, block_ms) END]::bigint[];
+      results := results || ARRAY[${BLOCKED}, r.remaining, greatest(r.reset_ms, block_ms),
+        ${blockingRetrySql('r.retry_ms', 'block_ms')}]::bigint[];
     ELSE
       results := results || ARRAY[r.allowed, r.remaining, r.reset_ms, r.retry_ms]::bigint[];
     END IF;
-    IF r.allowed = 0 THEN
+    IF r.allowed = ${DENIED} THEN
       all_allowed := all_allowed AND coalesce(shadows[i], false);
-    ELSIF r.allowed = 1 AND costs[i] > 0 THEN
+    ELSIF r.allowed = ${ALLOWED} AND costs[i] > 0 THEN
       working[i] := r.new_st; known[i] := true;
       FOR j IN 1..i - 1 LOOP IF keys[j] = keys[i] THEN known[j] := false; END IF; END LOOP;
     END IF;
@@ -128,7 +132,7 @@ BEGIN
   IF all_allowed THEN
     FOR i IN 1..n LOOP
       IF known[i] THEN
-        PERFORM ${S}.rl_save_state(algos[i], keys[i], new_states[i], results[(i - 1) * 4 + 3], slack, now_ms, lims[i],
+        PERFORM ${S}.rl_save_state(algos[i], keys[i], new_states[i], results[(i - 1) * ${W} + 3], slack, now_ms, lims[i],
           ws[i], caps[i], 0);
       END IF;
     END LOOP;
@@ -136,11 +140,11 @@ BEGIN
   END IF;
   -- denied: the items that would have passed report their key as it stands
   FOR i IN 1..n LOOP
-    IF results[(i - 1) * 4 + 1] = 1 THEN
+    IF results[(i - 1) * ${W} + 1] = ${ALLOWED} THEN
       SELECT * INTO r FROM ${S}.rl_algo_decision_v3(algos[i], original[i], lims[i], ws[i], caps[i], now_ms, 0);
-      res := res || ARRAY[1, r.remaining, r.reset_ms, 0]::bigint[];
+      res := res || ARRAY[${ALLOWED}, r.remaining, r.reset_ms, 0]::bigint[];
     ELSE
-      res := res || results[(i - 1) * 4 + 1:(i - 1) * 4 + 4];
+      res := res || results[(i - 1) * ${W} + 1:i * ${W}];
     END IF;
   END LOOP;
   RETURN res;

@@ -1,5 +1,7 @@
 import { ALGORITHM_CODES } from '../../algorithms/index.js';
 
+import { ALLOWED, BLOCKED, DENIED, blockingRetrySql } from './reply.sql.js';
+
 const QUOTA = ALGORITHM_CODES.quota;
 
 /**
@@ -60,11 +62,11 @@ export function roundSql(S: string, algo: number | null, single: boolean): strin
     )`,
   ];
   // passes: the item itself is allowed; all_ok: its request is (every enforced item passes)
-  const passes = 'c.until_ms <= c.now_ms AND x.allowed = 1';
+  const passes = `c.until_ms <= c.now_ms AND x.allowed = ${ALLOWED}`;
   return `
     WITH decided AS MATERIALIZED (
       SELECT r.*, r.all_ok AND r.passes AND r.cost > 0 AS consumes,
-        CASE WHEN r.until_ms <= r.now_ms AND r.allowed = 0 AND NOT r.sh THEN r.bl ELSE 0 END AS blocks
+        CASE WHEN r.until_ms <= r.now_ms AND r.allowed = ${DENIED} AND NOT r.sh THEN r.bl ELSE 0 END AS blocks
       FROM (SELECT c.*, x.new_st, x.allowed, x.remaining, x.reset_ms, x.retry_ms, x.remaining_now, x.reset_now,
           ${passes} AS passes,
           ${single ? `${passes} OR c.sh` : `bool_and(${passes} OR c.sh) OVER (PARTITION BY c.req)`} AS all_ok
@@ -85,11 +87,11 @@ export function roundSql(S: string, algo: number | null, single: boolean): strin
       .join('')}
     SELECT string_agg(CASE
         WHEN d.until_ms > d.now_ms
-          THEN '2,0,' || (d.until_ms - d.now_ms)::text || ',' || (d.until_ms - d.now_ms)::text
-        WHEN d.blocks > 0 THEN '2,' || d.remaining::text || ',' || greatest(d.reset_ms, d.blocks)::text || ','
-          || CASE WHEN d.retry_ms = -1 THEN -1 ELSE greatest(d.retry_ms, d.blocks) END::text
+          THEN '${BLOCKED},0,' || (d.until_ms - d.now_ms)::text || ',' || (d.until_ms - d.now_ms)::text
+        WHEN d.blocks > 0 THEN '${BLOCKED},' || d.remaining::text || ',' || greatest(d.reset_ms, d.blocks)::text || ','
+          || (${blockingRetrySql('d.retry_ms', 'd.blocks')})::text
         WHEN d.all_ok OR NOT d.passes
           THEN d.allowed::text || ',' || d.remaining::text || ',' || d.reset_ms::text || ',' || d.retry_ms::text
-        ELSE '1,' || d.remaining_now::text || ',' || d.reset_now::text || ',0' END, ',' ORDER BY d.i)
+        ELSE '${ALLOWED},' || d.remaining_now::text || ',' || d.reset_now::text || ',0' END, ',' ORDER BY d.i)
     INTO part FROM decided d;`;
 }

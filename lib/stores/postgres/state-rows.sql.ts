@@ -1,5 +1,7 @@
 import { ALGORITHM_CODES } from '../../algorithms/index.js';
 
+import { ALLOWED, BLOCKED, DENIED } from './reply.sql.js';
+
 const QUOTA = ALGORITHM_CODES.quota;
 
 /**
@@ -73,14 +75,14 @@ BEGIN
   END IF;
 END $fn$;
 
--- How a key stands, as peek reports it: allowed (1, or 0 with the wait of a cost of 1; 2: blocked),
+-- How a key stands, as peek reports it: allowed (${ALLOWED}, or ${DENIED} with the wait of a cost of 1; ${BLOCKED}: blocked),
 -- remaining, reset_ms, retry_ms.
 CREATE OR REPLACE FUNCTION ${S}.rl_standing_v3(algo int, st text, lim bigint, w bigint, cap bigint, now_ms bigint,
   until_ms bigint) RETURNS bigint[]
 LANGUAGE sql STABLE AS $fn$
-  SELECT CASE WHEN until_ms > now_ms THEN ARRAY[2, 0, until_ms - now_ms, until_ms - now_ms]
-    WHEN r.remaining >= 1 THEN ARRAY[1, r.remaining, r.reset_ms, 0]
-    ELSE ARRAY[0, r.remaining, r.reset_ms,
+  SELECT CASE WHEN until_ms > now_ms THEN ARRAY[${BLOCKED}, 0, until_ms - now_ms, until_ms - now_ms]
+    WHEN r.remaining >= 1 THEN ARRAY[${ALLOWED}, r.remaining, r.reset_ms, 0]
+    ELSE ARRAY[${DENIED}, r.remaining, r.reset_ms,
       (SELECT p.retry_ms FROM ${S}.rl_algo_decision_v3(algo, st, lim, w, cap, now_ms, 1) p)] END
   FROM ${S}.rl_algo_decision_v3(algo, st, lim, w, cap, now_ms, 0) r
 $fn$;

@@ -3,6 +3,7 @@ import { periodOf } from '../../algorithms/quota/quota.js';
 import type { Clock } from '../../clock.js';
 import type { ResolvedPolicy } from '../../policy/policy.types.js';
 import { storageKey } from '../storage-key.js';
+import { BLOCK_FLAG, POLICY_FIELDS, REPLY_WIDTH } from '../protocol.js';
 import type { SlotItem } from './across-slots.js';
 
 /**
@@ -32,15 +33,14 @@ export function requestArgs(op: string, items: readonly SlotItem[], keyPrefix: s
   return { keys, items: args };
 }
 
-/** The fields of a call of one request, after the operation, the time and the slack: an item's cost 5th. */
+/**
+ * The fields of a call of one request, after the operation, the time and the slack: each item's policy fields
+ * (POLICY_FIELD), its cost, then the rest of its policy's (a quota's next end, a block's length).
+ */
 export function callFields({ items }: RequestArgs): string[] {
   const fields: string[] = [];
   for (const { policy, cost } of items) {
-    policy.forEach((field, i) => {
-      if (i === 4) fields.push(cost);
-      fields.push(field);
-    });
-    if (policy.length === 4) fields.push(cost);
+    fields.push(...policy.slice(0, POLICY_FIELDS), cost, ...policy.slice(POLICY_FIELDS));
   }
   return fields;
 }
@@ -73,12 +73,12 @@ export function batchArgs(
   return { keys, args: ['batch', now, slack, String(numbers.size), ...policies, ...tail] };
 }
 
-/** Each request's part of the reply of a batch: 4 integers per item, one request after the other. */
+/** Each request's part of the reply of a batch: REPLY_WIDTH integers per item, one request after the other. */
 export function splitReply(reply: unknown, requests: readonly RequestArgs[]): unknown[] {
   let at = 0;
   return requests.map(({ keys }) => {
-    const part = Array.isArray(reply) ? reply.slice(at, at + 4 * keys.length) : reply;
-    at += 4 * keys.length;
+    const part = Array.isArray(reply) ? reply.slice(at, at + REPLY_WIDTH * keys.length) : reply;
+    at += REPLY_WIDTH * keys.length;
     return part;
   });
 }
@@ -101,9 +101,9 @@ function policyArgs(policy: ResolvedPolicy, shadow: boolean, clock: Clock): read
   return fieldsOf(policy, shadow, [String(startMs), String(endMs), String(nextEndMs)]);
 }
 
-/** The code (16 added for a block, negated for a shadow item), the limit, `middle`, then the block's length. */
+/** The code (BLOCK_FLAG added for a block, negated for a shadow item), the limit, `middle`, then the block's length. */
 function fieldsOf(policy: ResolvedPolicy, shadow: boolean, middle: readonly string[]): readonly string[] {
-  const code = ALGORITHM_CODES[kernelOf(policy)] + (policy.blockMs === undefined ? 0 : 16);
+  const code = ALGORITHM_CODES[kernelOf(policy)] + (policy.blockMs === undefined ? 0 : BLOCK_FLAG);
   const block = policy.blockMs === undefined ? [] : [String(policy.blockMs)];
   return [String(shadow ? -code : code), String(policy.limit), ...middle, ...block];
 }

@@ -1,3 +1,13 @@
+import { ALGORITHM_CODES } from '../../algorithms/index.js';
+import { BLOCK_FLAG, NEVER_FITS, POLICY_FIELD, POLICY_FIELDS, REPLY, REPLY_WIDTH } from '../protocol.js';
+
+const { allowed: ALLOWED, denied: DENIED, blocked: BLOCKED } = REPLY;
+const CODES = Object.entries(ALGORITHM_CODES)
+  .map(([kernel, code]) => `${code} ${kernel}`)
+  .join(', ');
+/** `out[n + 1], ... = r[1], ...`: a reply's integers of one item appended to `out`. */
+const appended = Array.from({ length: REPLY_WIDTH }, (_, i) => i + 1);
+
 /**
  * The dispatcher of the Redis store's script and function: the helpers it builds once (`dispatcherSetup`,
  * part of the definitions), and the part that runs at every call (`dispatcherCall`). It relies on the
@@ -9,11 +19,10 @@ export const dispatcherSetup = `
 --                  'refund' | 'reset' | 'batch' (several consumes, with ARGV of their own: requests.lua.ts)
 -- ARGV[2]          current time in milliseconds since the epoch, or '' to read Redis TIME
 -- ARGV[3]          milliseconds added to every key's TTL (tolerance for clocks of several app instances)
--- ARGV[4...]       then 5 fields per item (6 for a quota), in the order of KEYS:
---   algorithm      1 fixed window, 2 sliding log, 3 sliding counter, 4 token bucket, 5 gcra,
---                  6 quota (its window and capacity fields carry the period's start and end, in ms),
---                  7 concurrency;
---                  16 added for a policy with a block (its length follows the item's other fields);
+-- ARGV[4...]       then the fields of each item (POLICY_FIELD in protocol.ts), in the order of KEYS:
+--   algorithm      ${CODES}
+--                  (a quota's window and capacity fields carry the period's start and end, in ms);
+--                  ${BLOCK_FLAG} added for a policy with a block (its length follows the item's other fields);
 --                  negated for a shadow item, which never denies the others and is written only when
 --                  it is allowed itself
 --   limit          units per window
@@ -21,10 +30,10 @@ export const dispatcherSetup = `
 --   capacity       burst for token bucket and gcra, else the limit
 --   cost           units to consume, or to give back for 'refund'
 --   next end       quotas only: the end of the period after the current one, in ms since the epoch
---   block          items whose code has 16 added only: the block after a denial, in ms
+--   block          items whose code has ${BLOCK_FLAG} added only: the block after a denial, in ms
 -- ARGV[1] 'block' and 'unblock' take the items as consume does, the block's length in ms as their cost.
--- Returns 4 integers per item: allowed (0/1, 2: denied and blocked), remaining, reset_ms, retry_ms (-1: the
--- cost can never fit).
+-- Returns ${REPLY_WIDTH} integers per item: allowed (${DENIED}/${ALLOWED}, ${BLOCKED}: denied and blocked), remaining, reset_ms,
+-- retry_ms (${NEVER_FITS}: the cost can never fit).
 local built = {}
 local function algorithm(code)
   local a = built[code]
@@ -76,40 +85,41 @@ local function load(original, blocks, it)
 end
 local function peek(it, st, now)
   local _, _, remaining, reset = it.algo.step(st, it.limit, it.window, it.cap, now, 0, it.nxt)
-  if remaining >= 1 then return { 1, remaining, reset, 0 } end
+  if remaining >= 1 then return { ${ALLOWED}, remaining, reset, 0 } end
   local _, _, _, _, retry = it.algo.step(st, it.limit, it.window, it.cap, now, 1, it.nxt)
-  return { 0, remaining, reset, retry }
+  return { ${DENIED}, remaining, reset, retry }
 end
--- allowed 2: denied because the key is blocked (by this denial or before it).
-local function blocked(untl, now) return { 2, 0, untl - now, untl - now } end
+-- allowed ${BLOCKED}: denied because the key is blocked (by this denial or before it).
+local function blocked(untl, now) return { ${BLOCKED}, 0, untl - now, untl - now } end
 local function blocking(block, remaining, reset, retry)
   if retry ~= NEVER then retry = max(retry, block) end
-  return { 2, remaining, max(reset, block), retry }
+  return { ${BLOCKED}, remaining, max(reset, block), retry }
 end
 local function emit(out, r)
   local n = #out
-  out[n + 1], out[n + 2], out[n + 3], out[n + 4] = r[1], r[2], r[3], r[4]
+  ${appended.map((j) => `out[n + ${j}]`).join(', ')} = ${appended.map((j) => `r[${j}]`).join(', ')}
 end
 -- An item's policy from its fields at ARGV[b + 1...]: algorithm code, limit, window, capacity, then (with_cost)
 -- the cost, then a quota's next end and a block's length. Returns the policy, the cost (nil without) and the
 -- index of the last field read.
 local function policy_at(ARGV, b, with_cost)
-  local code = tonumber(ARGV[b + 1])
+  local code = tonumber(ARGV[b + ${POLICY_FIELD.code}])
   local shadow = code < 0
   if shadow then code = -code end
-  local has_block = code > 16
-  if has_block then code = code - 16 end
+  local has_block = code > ${BLOCK_FLAG}
+  if has_block then code = code - ${BLOCK_FLAG} end
   local p = {
-    algo = algorithm(code), limit = tonumber(ARGV[b + 2]), window = tonumber(ARGV[b + 3]),
-    cap = tonumber(ARGV[b + 4]), shadow = shadow,
+    algo = algorithm(code), limit = tonumber(ARGV[b + ${POLICY_FIELD.limit}]),
+    window = tonumber(ARGV[b + ${POLICY_FIELD.window}]), cap = tonumber(ARGV[b + ${POLICY_FIELD.capacity}]),
+    shadow = shadow,
   }
-  b = b + 4
+  b = b + ${POLICY_FIELDS}
   local cost = nil
   if with_cost then
     cost = tonumber(ARGV[b + 1])
     b = b + 1
   end
-  if code == 6 then
+  if code == ${ALGORITHM_CODES.quota} then
     p.nxt = tonumber(ARGV[b + 1])
     b = b + 1
   end
@@ -119,19 +129,24 @@ local function policy_at(ARGV, b, with_cost)
   end
   return p, cost, b
 end
--- The consume of one item (most requests), without the tables that several items need.
-local function consume_one(key, p, cost, now, slack)
-  local a = p.algo
-  local old, untl = decode(a, redis.call('GET', key))
+-- One item's decision on \`st\`, the state its key has at this point of the call (\`old\`: as stored, blocked
+-- until \`untl\`): the reply of a blocked key; else the step's, with its new state; a consume's denial of an
+-- enforced item with a block writes the block (the state kept as it was) and replies as blocked.
+local function decide_one(op, key, p, cost, old, st, untl, now, slack)
   if untl > now then return blocked(untl, now) end
-  local st, allowed, remaining, reset, retry = a.step(old, p.limit, p.window, p.cap, now, cost, p.nxt)
-  if allowed == 1 then
-    if cost > 0 then save(key, a, st, reset, slack, 0, now) end
-  elseif p.block and not p.shadow then
-    save(key, a, old, reset, slack, now + p.block, now)
+  local new_st, allowed, remaining, reset, retry = p.algo.step(st, p.limit, p.window, p.cap, now, cost, p.nxt)
+  if allowed == ${DENIED} and p.block and not p.shadow and op == 'consume' then
+    save(key, p.algo, old, reset, slack, now + p.block, now)
     return blocking(p.block, remaining, reset, retry)
   end
-  return { allowed, remaining, reset, retry }
+  return { allowed, remaining, reset, retry }, new_st
+end
+-- The consume of one item (most requests), without the tables that several items need.
+local function consume_one(key, p, cost, now, slack)
+  local old, untl = decode(p.algo, redis.call('GET', key))
+  local r, st = decide_one('consume', key, p, cost, old, old, untl, now, slack)
+  if r[1] == ${ALLOWED} and cost > 0 then save(key, p.algo, st, r[3], slack, 0, now) end
+  return r
 end
 -- An item: its key, cost and policy's fields in one table (several items may share a policy).
 local function item_of(key, p, cost)

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 
-import { NEVER_FITS } from '../engine.js';
-
+import { ALGORITHM_CODES, type AlgorithmKernel } from '../../algorithms/index.js';
 import { concurrencyLua } from '../../algorithms/concurrency/concurrency.lua.js';
 import { fixedWindowFromFirstRequestLua, fixedWindowLua } from '../../algorithms/fixed-window/fixed-window.lua.js';
 import { periodCounterLua } from '../../algorithms/period-counter.js';
@@ -10,6 +9,7 @@ import { quotaLua } from '../../algorithms/quota/quota.lua.js';
 import { slidingWindowCounterLua } from '../../algorithms/sliding-window-counter/sliding-window-counter.lua.js';
 import { slidingWindowLogLua } from '../../algorithms/sliding-window-log/sliding-window-log.lua.js';
 import { tokenBucketLua } from '../../algorithms/token-bucket/token-bucket.lua.js';
+import { NEVER_FITS } from '../protocol.js';
 import { dispatcherCall, dispatcherSetup } from './dispatcher.lua.js';
 import { requestsLua } from './requests.lua.js';
 import { stateCodecLua } from './state-codec.lua.js';
@@ -33,24 +33,33 @@ end
  */
 const maker = (name: string, twin: string): string => `local function make_${name}()\n${twin}\nreturn ${name}\nend`;
 
+/** Each kernel's Lua twin, by the name of the table it defines. */
+const TWINS: Readonly<Record<AlgorithmKernel, readonly [name: string, twin: string]>> = {
+  'fixed-window': ['FW', fixedWindowLua],
+  'sliding-window-log': ['SWL', slidingWindowLogLua],
+  'sliding-window-counter': ['SWC', slidingWindowCounterLua],
+  'token-bucket': ['TB', tokenBucketLua],
+  gcra: ['GCRA', gcraLua],
+  quota: ['QUOTA', quotaLua],
+  concurrency: ['CONC', concurrencyLua],
+  'fixed-window-first-request': ['FWF', fixedWindowFromFirstRequestLua],
+};
+
+/** The makers of the twins, in the order of their codes: the dispatcher picks one by its item's code. */
+function makers(): string[] {
+  const byCode = (Object.keys(TWINS) as AlgorithmKernel[]).sort((a, b) => ALGORITHM_CODES[a] - ALGORITHM_CODES[b]);
+  byCode.forEach((kernel, i) => {
+    if (ALGORITHM_CODES[kernel] !== i + 1) throw new Error(`ALGORITHM_CODES must be 1..${byCode.length}`);
+  });
+  const names = byCode.map((kernel) => TWINS[kernel][0]);
+  return [
+    ...byCode.map((kernel) => maker(...TWINS[kernel])),
+    `local MAKERS = { ${names.map((name) => `make_${name}`).join(', ')} }`,
+  ];
+}
+
 /** Every algorithm's Lua twin, the makers that build them, and the dispatcher's table of built twins. */
-const definitions = [
-  luaPrelude,
-  stateCodecLua,
-  periodCounterLua,
-  maker('FW', fixedWindowLua),
-  maker('SWL', slidingWindowLogLua),
-  maker('SWC', slidingWindowCounterLua),
-  maker('TB', tokenBucketLua),
-  maker('GCRA', gcraLua),
-  maker('QUOTA', quotaLua),
-  maker('CONC', concurrencyLua),
-  maker('FWF', fixedWindowFromFirstRequestLua),
-  // in the order of ALGORITHM_CODES
-  'local MAKERS = { make_FW, make_SWL, make_SWC, make_TB, make_GCRA, make_QUOTA, make_CONC, make_FWF }',
-  dispatcherSetup,
-  requestsLua,
-].join('\n');
+const definitions = [luaPrelude, stateCodecLua, periodCounterLua, ...makers(), dispatcherSetup, requestsLua].join('\n');
 
 /** The one script of the Redis store: every algorithm's Lua twin and the multi-item dispatcher. */
 export const RATE_LIMIT_SCRIPT = `${definitions}\n${dispatcherCall}`;

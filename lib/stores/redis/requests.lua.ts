@@ -1,9 +1,13 @@
+import { REPLY } from '../protocol.js';
+
+const { allowed: ALLOWED } = REPLY;
+
 /**
  * The dispatcher's requests of several items, and its batch of requests (both defined once, with the helpers of
  * dispatcher.lua.ts).
  *
  * decide_items(op, items, now, slack, out): decides `items` (item_of) for 'peek', 'refund', 'block', 'unblock',
- * 'consume' or 'check', writes, and appends 4 integers per item to `out` (nothing for block and unblock).
+ * 'consume' or 'check', writes, and appends REPLY_WIDTH integers per item to `out` (nothing for block and unblock).
  *
  * batch(KEYS, ARGV): several consumes in one call. ARGV: 'batch', the time (or ''), the TTL slack, the number of
  * policies, each policy's fields as an item's without the cost, then per request its number of items and, per
@@ -52,50 +56,39 @@ local function decide_items(op, items, now, slack, out)
   -- only: a shadow item that would deny consumes nothing); a denial of an item with a block writes the block
   -- whatever the others decide; check: decide, report as a denied consume does (the allowed items as they
   -- stand), write nothing
-  local working = {}
-  local results = {}
+  local working, states, results = {}, {}, {}
   local all_allowed = true
   for i = 1, #items do
     local it = items[i]
     local old, untl = load(original, blocks, it)
-    if untl > now then
-      results[i] = blocked(untl, now)
+    local st = working[it.key]
+    if st == nil then st = old end
+    local r, new_st = decide_one(op, it.key, it, it.cost, old, st, untl, now, slack)
+    results[i] = r
+    if r[1] ~= ${ALLOWED} then
       if not it.shadow then all_allowed = false end
-    else
-      local st = working[it.key]
-      if st == nil then st = old end
-      local new_st, allowed, remaining, reset, retry = it.algo.step(st, it.limit, it.window, it.cap, now, it.cost, it.nxt)
-      results[i] = { allowed, remaining, reset, retry, new_st or false }
-      if allowed == 0 then
-        if not it.shadow then
-          all_allowed = false
-          if it.block and op == 'consume' then
-            save(it.key, it.algo, old, reset, slack, now + it.block, now)
-            results[i] = blocking(it.block, remaining, reset, retry)
-          end
-        end
-      elseif it.cost > 0 then
-        working[it.key] = new_st or false
-      end
+    elseif it.cost > 0 then
+      states[i] = new_st or false
+      working[it.key] = states[i]
     end
   end
   if all_allowed and op == 'consume' then
     local last = {}
     for i = 1, #items do
-      if items[i].cost > 0 and results[i][1] == 1 then last[items[i].key] = i end
+      if states[i] ~= nil then last[items[i].key] = i end
     end
     for i = 1, #items do
       local it = items[i]
-      if last[it.key] == i then save(it.key, it.algo, results[i][5], results[i][3], slack, 0, now) end
+      if last[it.key] == i then save(it.key, it.algo, states[i], results[i][3], slack, 0, now) end
       emit(out, results[i])
     end
     return
   end
   for i = 1, #items do
     local it = items[i]
-    if results[i][1] == 1 then
+    if results[i][1] == ${ALLOWED} then
       local _, _, remaining, reset = it.algo.step(original[it.key], it.limit, it.window, it.cap, now, 0, it.nxt)
-      emit(out, { 1, remaining, reset, 0 })
+      emit(out, { ${ALLOWED}, remaining, reset, 0 })
     else
       emit(out, results[i])
     end

@@ -1,0 +1,101 @@
+import type { RateLimitStoreCall } from './rate-limit-store.js';
+
+/** The error of a store call that took longer than the module's `timeout`. */
+export class RateLimitStoreTimeoutError extends Error {
+  constructor(timeoutMs: number) {
+    super(`store call timed out after ${timeoutMs} ms`);
+    this.name = 'RateLimitStoreTimeoutError';
+  }
+}
+
+/**
+ * Runs `call` and settles with it, or rejects with RateLimitStoreTimeoutError when the store has not answered
+ * within `timeoutMs`. Only the store's time counts, not the app's: when the event loop is busy (an app
+ * overloaded by its own traffic), a command may wait to be written (ioredis auto-pipelining writes in the
+ * loop's check phase) and a reply that has arrived may wait to be read (timers run before Node reads its
+ * sockets). So the clock starts in the check phase after the call, when what it issued has been written, and
+ * when the timer fires it only arms the verdict: the loop's next poll phase reads whatever has arrived, and
+ * the call times out in the check phase after it only if it is still unanswered. A store that does not answer
+ * still fails after `timeoutMs` and a turn or two of the loop. A store that queues the call before sending it
+ * says so through `timing` (RateLimitStoreCall): the clock then starts after `sent()`.
+ */
+export function withTimeout<T>(call: (timing: RateLimitStoreCall) => Promise<T>, timeoutMs: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const clock = new CallClock(timeoutMs, reject);
+    let pending: Promise<T>;
+    try {
+      pending = call(clock);
+    } catch (error) {
+      if (clock.settle()) reject(error);
+      return;
+    }
+    pending.then(
+      (value) => clock.settle() && resolve(value),
+      (error: unknown) => clock.settle() && reject(error),
+    );
+    clock.called();
+  });
+}
+
+/** The timeout of one call of withTimeout, and the RateLimitStoreCall its store sees. */
+class CallClock implements RateLimitStoreCall {
+  private settled = false;
+  /** queued(): the clock waits for sent(); sent(): the clock runs (for good) */
+  private phase: 'called' | 'queued' | 'sent' = 'called';
+  private timer: NodeJS.Timeout | undefined;
+  private immediate: NodeJS.Immediate | undefined;
+
+  constructor(
+    readonly timeoutMs: number,
+    private readonly reject: (error: unknown) => void,
+  ) {}
+
+  queued(): void {
+    if (this.phase !== 'called') return;
+    this.phase = 'queued';
+    this.stop();
+  }
+
+  sent(): void {
+    if (this.phase === 'sent') return;
+    this.phase = 'sent';
+    if (!this.settled) this.start();
+  }
+
+  /** After the call returned: the clock starts, unless the store queued it or has sent it already. */
+  called(): void {
+    if (this.phase === 'called' && !this.settled) this.start();
+  }
+
+  /** Whether the call is settled now (false: the timeout, or the call, settled it before). */
+  settle(): boolean {
+    if (this.settled) return false;
+    this.settled = true;
+    this.stop();
+    return true;
+  }
+
+  private start(): void {
+    this.stop();
+    this.immediate = setImmediate(() => {
+      this.immediate = undefined;
+      if (this.settled) return;
+      this.timer = setTimeout(() => {
+        this.timer = undefined;
+        this.immediate = setImmediate(() => this.expire());
+      }, this.timeoutMs);
+    });
+  }
+
+  private expire(): void {
+    this.immediate = undefined;
+    if (this.settle()) this.reject(new RateLimitStoreTimeoutError(this.timeoutMs));
+  }
+
+  private stop(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.immediate !== undefined) clearImmediate(this.immediate);
+    this.immediate = undefined;
+  }
+}
