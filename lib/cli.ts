@@ -2,11 +2,11 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 
-import { elementAt } from './element-at.js';
 import { ALGORITHMS } from './policy/policy.types.js';
 import { parseWindow } from './policy/window.js';
 import { PATTERNS, runSimulation, SimulatorError, type SimulationRequest } from './simulator/index.js';
 import { formatMs } from './simulator/traffic.js';
+import { editDistance } from './unknown-fields.js';
 
 const HELP = `Usage: nest-rate-limit simulate [flags]
 
@@ -36,21 +36,6 @@ class UsageError extends Error {}
 const FLAGS = ['algorithm', 'limit', 'window', 'burst', 'traffic', 'rate', 'duration', 'out', 'help'] as const;
 type Flag = (typeof FLAGS)[number];
 
-/** Levenshtein distance, to suggest the flag a typo meant. */
-function distance(a: string, b: string): number {
-  // Each row has b.length + 1 cells, each computed from cells before it.
-  const cell = (cells: readonly number[], j: number) => elementAt(cells, j, 'a row of the distance table');
-  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const next = [i];
-    for (let j = 1; j <= b.length; j++) {
-      next[j] = Math.min(cell(row, j) + 1, cell(next, j - 1) + 1, cell(row, j - 1) + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    row = next;
-  }
-  return elementAt(row, b.length, 'the last row of the distance table');
-}
-
 function parseFlags(args: readonly string[]): Partial<Record<Flag, string>> {
   const flags: Partial<Record<Flag, string>> = {};
   const rest = [...args];
@@ -63,7 +48,7 @@ function parseFlags(args: readonly string[]): Partial<Record<Flag, string>> {
     // split always returns at least one string
     const [name = '', inline] = arg.slice(2).split(/=(.*)/s, 2);
     if (!(FLAGS as readonly string[]).includes(name)) {
-      const near = FLAGS.find((f) => distance(f, name) <= 2);
+      const near = FLAGS.find((f) => editDistance(f, name) <= 2);
       throw new UsageError(`unknown flag --${name}${near === undefined ? '' : ` (did you mean --${near}?)`}`);
     }
     if (name === 'help') {

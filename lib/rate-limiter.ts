@@ -85,7 +85,7 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
     this.lists = lists;
     this.adapters = new AdapterRegistry({ trust, ipv6Prefix, logger: this.logger, httpAdapterHost, moduleRef });
     this.engine = new DecisionEngine({ stores, clock, timeoutMs, logger: this.logger, onError: options.onError });
-    this.events = new DecisionEvents(this.logger, clock, options.onDecision);
+    this.events = new DecisionEvents(this.logger, options.onDecision);
     this.resolver = new RequestResolver(this.engine, options.user, this.logger);
     this.outcomes = new OutcomeRefunds(this.engine);
     this.planner = new RoutePlanner(

@@ -63,7 +63,7 @@ function closest(field: string, known: readonly string[]): string | undefined {
 }
 
 /** Levenshtein distance: insertions, deletions and substitutions of one character. */
-function editDistance(a: string, b: string): number {
+export function editDistance(a: string, b: string): number {
   let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     const row = [i];

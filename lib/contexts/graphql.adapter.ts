@@ -5,7 +5,7 @@ import type { ExecutionContext } from '@nestjs/common';
 import type * as NestGraphQL from '@nestjs/graphql';
 import type { GraphQLResolveInfo } from 'graphql';
 
-import { clientAddress, clientIp, isTrustNone } from '../keys/client-ip.js';
+import { clientAddress, clientIp, ForwardedForCheck } from '../keys/client-ip.js';
 import { importPeer } from '../optional-peer.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 import type {
@@ -19,6 +19,7 @@ import type {
 } from './context-adapter.js';
 import { GraphQLResponseFields } from './graphql-response-fields.js';
 import { userIdOf } from './http.adapter.js';
+import { handlerLabel } from '../handler-label.js';
 
 /** What a denied, unavailable or deny-listed resolver's GraphQL error carries in `extensions`, exactly. */
 export type RateLimitGraphQLExtensions =
@@ -99,8 +100,6 @@ function incomingMessageOf(value: unknown): IncomingMessage | undefined {
   return undefined;
 }
 
-const nameOf = (target: unknown, fallback: string): string => (typeof target === 'function' && target.name) || fallback;
-
 /**
  * The GraphQL adapter (`ctx.getType() === 'graphql'`), for Nest's Apollo and Mercurius drivers and any driver
  * whose context holds the HTTP request as `req`. One resolver invocation is one decision: the limiter keeps
@@ -114,7 +113,7 @@ class GraphQLContextAdapter implements ContextAdapter {
   private readonly fullAddresses = new WeakMap<IncomingMessage, string | null>();
   /** What each HTTP response's rate-limit fields have shown: the resolvers of an operation share them. */
   private readonly responseFields = new GraphQLResponseFields();
-  private warnedForwardedFor = false;
+  private readonly forwardedFor = new ForwardedForCheck('A GraphQL request');
   private warnedNoRequest = false;
   private warnedNoResponse = false;
 
@@ -145,7 +144,7 @@ class GraphQLContextAdapter implements ContextAdapter {
     if (raw === undefined) return undefined;
     const known = this.addresses.get(raw);
     if (known !== undefined) return known;
-    this.checkForwardedFor(raw);
+    this.forwardedFor.check(raw.headers, this.settings.trust, this.settings.logger);
     const address = clientIp(raw, this.settings.trust, this.settings.ipv6Prefix);
     this.addresses.set(raw, address);
     return address;
@@ -156,7 +155,7 @@ class GraphQLContextAdapter implements ContextAdapter {
     if (raw === undefined) return undefined;
     const known = this.fullAddresses.get(raw);
     if (known !== undefined) return known ?? undefined;
-    this.checkForwardedFor(raw);
+    this.forwardedFor.check(raw.headers, this.settings.trust, this.settings.logger);
     const address = clientAddress(raw, this.settings.trust);
     this.fullAddresses.set(raw, address ?? null);
     return address;
@@ -177,18 +176,6 @@ class GraphQLContextAdapter implements ContextAdapter {
       return undefined;
     }
     return raw;
-  }
-
-  /** Warns once about an X-Forwarded-For that no trusted proxy vouches for. */
-  private checkForwardedFor(raw: IncomingMessage): void {
-    const { trust, logger } = this.settings;
-    if (isTrustNone(trust) && !this.warnedForwardedFor && raw.headers['x-forwarded-for'] !== undefined) {
-      this.warnedForwardedFor = true;
-      logger.warn(
-        'A GraphQL request carried X-Forwarded-For but trustProxy is off, so clients are keyed by the socket ' +
-          'address. Behind a proxy, set trustProxy to it (a hop count, CIDRs or "loopback").',
-      );
-    }
   }
 
   /** `req.user?.id ?? req.user?.sub` of the context's request (Express or Fastify), as the HTTP adapter reads it. */
@@ -294,7 +281,7 @@ class GraphQLContextAdapter implements ContextAdapter {
 
   /** `Resolver.method`, for messages. */
   private where(ctx: ExecutionContext): string {
-    return `${nameOf(ctx.getClass(), 'resolver')}.${nameOf(ctx.getHandler(), 'handler')}`;
+    return handlerLabel(ctx.getClass(), ctx.getHandler(), 'resolver');
   }
 }
 

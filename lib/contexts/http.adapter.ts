@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 
 import type { ExecutionContext } from '@nestjs/common';
 
-import { clientAddress, clientIp, isTrustNone } from '../keys/client-ip.js';
+import { clientAddress, clientIp, ForwardedForCheck } from '../keys/client-ip.js';
 import type { RateLimitDecision } from '../policy/policy.types.js';
 import {
   RateLimitDenyListException,
@@ -40,7 +40,7 @@ export function userIdOf(user: { id?: unknown; sub?: unknown } | null | undefine
 /** HTTP on Express or Fastify: headers on the response, 429, 503 and 403 as HttpExceptions. */
 class HttpContextAdapter implements ContextAdapter {
   readonly type = 'http';
-  private warnedForwardedFor = false;
+  private readonly forwardedFor = new ForwardedForCheck('A request');
 
   constructor(private readonly settings: AdapterSettings) {}
 
@@ -67,17 +67,7 @@ class HttpContextAdapter implements ContextAdapter {
   /** The Node request under an Express or Fastify one; warns once about an X-Forwarded-For nobody trusts. */
   private incoming(req: HttpRequest): IncomingMessage {
     const raw = req.raw ?? (req as unknown as IncomingMessage);
-    if (
-      isTrustNone(this.settings.trust) &&
-      !this.warnedForwardedFor &&
-      raw.headers?.['x-forwarded-for'] !== undefined
-    ) {
-      this.warnedForwardedFor = true;
-      this.settings.logger.warn(
-        'A request carried X-Forwarded-For but trustProxy is off, so clients are keyed by the socket address. ' +
-          'Behind a proxy, set trustProxy to it (a hop count, CIDRs or "loopback").',
-      );
-    }
+    this.forwardedFor.check(raw.headers, this.settings.trust, this.settings.logger);
     return raw;
   }
 

@@ -23,6 +23,8 @@ import {
   type RateLimitRefusal,
   type RateLimitUnavailable,
 } from './context-adapter.js';
+import { handlerLabel } from '../handler-label.js';
+import { monotonicNow, ThrottledLog } from '../throttled-log.js';
 
 /**
  * The metadata key `@MessagePattern` and `@EventPattern` write on the handler function (Nest's
@@ -111,11 +113,7 @@ function checkNestMetadata({ EventPattern, MessagePattern }: MicroservicesPackag
 
 /** `Class.method` of the handler of `ctx`, for log lines. */
 function handlerName(ctx: ExecutionContext): string {
-  const name = (target: unknown, fallback: string): string => {
-    const value = (target as { name?: unknown } | null | undefined)?.name;
-    return typeof value === 'string' && value !== '' ? value : fallback;
-  };
-  return `${name(ctx.getClass(), 'controller')}.${name(ctx.getHandler(), 'handler')}`;
+  return handlerLabel(ctx.getClass(), ctx.getHandler());
 }
 
 /**
@@ -124,25 +122,21 @@ function handlerName(ctx: ExecutionContext): string {
  * Entries are per policy name (a bounded set: policies are declared at start-up).
  */
 class DropLog {
-  private readonly last = new Map<string, { atMs: number; held: number }>();
+  private readonly log: ThrottledLog;
 
   constructor(
     private readonly logger: Logger,
-    private readonly now: () => number,
-  ) {}
+    now: () => number,
+  ) {
+    this.log = new ThrottledLog(DROP_LOG_INTERVAL_MS, now);
+  }
 
   note(reason: string, line: () => string): void {
-    const nowMs = this.now();
-    const entry = this.last.get(reason);
-    if (entry !== undefined && nowMs - entry.atMs < DROP_LOG_INTERVAL_MS) {
-      entry.held++;
-      return;
-    }
-    const held = entry?.held ?? 0;
-    this.logger.warn(
-      held === 0 ? line() : `${line()} (${held} more dropped for the same reason since the last report, not logged)`,
+    this.log.note(reason, (held) =>
+      this.logger.warn(
+        held === 0 ? line() : `${line()} (${held} more dropped for the same reason since the last report, not logged)`,
+      ),
     );
-    this.last.set(reason, { atMs: nowMs, held: 0 });
   }
 }
 
@@ -163,7 +157,7 @@ export class RpcAdapter implements ContextAdapter {
   constructor(
     settings: Pick<AdapterSettings, 'logger'>,
     microservices: MicroservicesPackage,
-    now: () => number = () => performance.now(),
+    now: () => number = monotonicNow,
   ) {
     this.drops = new DropLog(settings.logger, now);
     this.RpcException = microservices.RpcException;

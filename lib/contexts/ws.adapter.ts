@@ -4,7 +4,7 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { ExecutionContext } from '@nestjs/common';
 import type * as Websockets from '@nestjs/websockets';
 
-import { clientAddress, clientIp, isTrustNone } from '../keys/client-ip.js';
+import { clientAddress, clientIp, ForwardedForCheck, isTrustNone } from '../keys/client-ip.js';
 import { importPeer } from '../optional-peer.js';
 import type { RateLimitDecision } from '../policy/policy.types.js';
 import type {
@@ -74,7 +74,7 @@ class WsContextAdapter implements ContextAdapter {
    */
   private readonly upgrades = new WeakMap<object, IncomingMessage>();
   private warnedNoHandshake = false;
-  private warnedForwardedFor = false;
+  private readonly forwardedFor = new ForwardedForCheck('A WebSocket handshake');
   private warnedUnknownClient = false;
 
   /** @param WsException @nestjs/websockets' own, which Nest's filters recognise (loaded by the factory). */
@@ -148,17 +148,7 @@ class WsContextAdapter implements ContextAdapter {
   private checkedHandshake(client: object): HandshakeLike | undefined {
     const handshake = this.handshakeOf(client);
     if (handshake === undefined) return undefined;
-    if (
-      !this.warnedForwardedFor &&
-      isTrustNone(this.settings.trust) &&
-      handshake.headers['x-forwarded-for'] !== undefined
-    ) {
-      this.warnedForwardedFor = true;
-      this.settings.logger.warn(
-        'A WebSocket handshake carried X-Forwarded-For but trustProxy is off, so WebSocket clients are keyed by ' +
-          'the socket address. Behind a proxy, set trustProxy to it (a hop count, CIDRs or "loopback").',
-      );
-    }
+    this.forwardedFor.check(handshake.headers, this.settings.trust, this.settings.logger);
     return handshake;
   }
 

@@ -59,7 +59,7 @@ export class DecisionEngine {
   constructor(private readonly options: DecisionEngineOptions) {
     this.store = options.stores.rates;
     this.quotaStore = options.stores.quotas;
-    this.reporter = new FailureReporter(options.logger, options.clock, options.onError);
+    this.reporter = new FailureReporter(options.logger, options.onError);
     this.denyCache = this.store instanceof MemoryRateLimitStore ? undefined : new DenyCache();
     this.calls = new StoreCalls(options.timeoutMs, options.logger, () => this.metrics);
     this.feed = new ChangeFeed(this.store.changes, this.denyCache, options.timeoutMs, options.logger);

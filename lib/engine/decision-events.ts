@@ -1,9 +1,9 @@
 import type { ExecutionContext, Logger } from '@nestjs/common';
 
-import type { Clock } from '../clock.js';
 import type { RateLimitMetrics } from '../metrics/otel-metrics.js';
 import type { RateLimitDecision } from '../policy/policy.types.js';
 import type { RateLimitStoreItem } from '../stores/rate-limit-store.js';
+import { ThrottledLog } from '../throttled-log.js';
 import { isFromDenyCache } from './cached-denials.js';
 
 /** How long a shadow policy stays quiet in the log after reporting a would-be denial. */
@@ -35,13 +35,12 @@ export interface RateLimitDecisionEvent {
  * without shadow policies but one loop over the request's items.
  */
 export class DecisionEvents {
-  private readonly shadowLogged = new Map<string, { atMs: number; suppressed: number }>();
+  private readonly shadowLog = new ThrottledLog(SHADOW_QUIET_MS);
   /** OpenTelemetry instruments, set at module start when `@opentelemetry/api` is installed. */
   metrics: RateLimitMetrics | undefined;
 
   constructor(
     private readonly logger: Logger,
-    private readonly clock: Clock,
     private readonly hook: ((event: RateLimitDecisionEvent) => void) | undefined,
   ) {}
 
@@ -76,17 +75,11 @@ export class DecisionEvents {
   }
 
   private logShadowDenial(item: RateLimitStoreItem, decision: RateLimitDecision): void {
-    const now = this.clock.now();
-    const seen = this.shadowLogged.get(decision.policy);
-    if (seen !== undefined && now - seen.atMs < SHADOW_QUIET_MS && now >= seen.atMs) {
-      seen.suppressed++;
-      return;
-    }
-    const held = seen !== undefined && seen.suppressed > 0 ? ` (and ${seen.suppressed} more in the last minute)` : '';
-    this.logger.warn(
-      `Shadow policy "${decision.policy}" would have denied key "${item.key}" (cost ${item.cost}, ` +
-        `${decision.remaining} remaining)${held}; the request went on`,
+    this.shadowLog.note(decision.policy, (held) =>
+      this.logger.warn(
+        `Shadow policy "${decision.policy}" would have denied key "${item.key}" (cost ${item.cost}, ` +
+          `${decision.remaining} remaining)${held > 0 ? ` (and ${held} more in the last minute)` : ''}; the request went on`,
+      ),
     );
-    this.shadowLogged.set(decision.policy, { atMs: now, suppressed: 0 });
   }
 }

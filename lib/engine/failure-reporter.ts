@@ -1,7 +1,7 @@
 import type { Logger } from '@nestjs/common';
 
-import type { Clock } from '../clock.js';
 import type { FailMode } from '../policy/policy.types.js';
+import { ThrottledLog } from '../throttled-log.js';
 
 /** What the fail modes of `items` do when their store fails, in the words of the outage log. */
 export function failModesDoing(items: readonly { policy: { name: string }; failMode: FailMode }[]): string {
@@ -25,11 +25,10 @@ const MAX_CAUSES = 100;
  * few seconds, with the count of what it held back, so a flood of failing requests cannot flood the log.
  */
 export class FailureReporter {
-  private readonly recent = new Map<string, { atMs: number; suppressed: number }>();
+  private readonly recent = new ThrottledLog(QUIET_MS, undefined, MAX_CAUSES);
 
   constructor(
     private readonly logger: Logger,
-    private readonly clock: Clock,
     private readonly onError?: (error: Error, policy: string) => void,
   ) {}
 
@@ -45,16 +44,10 @@ export class FailureReporter {
     }
     // What the fail modes do is part of the cause: an outage that admits and one that refuses are both told.
     const cause = `${err.name}: ${err.message}`.slice(0, 300) + (doing === undefined ? '' : `; ${doing}`);
-    const now = this.clock.now();
-    const seen = this.recent.get(cause);
-    if (seen !== undefined && now - seen.atMs < QUIET_MS) {
-      seen.suppressed++;
-      return;
-    }
-    const held = seen !== undefined && seen.suppressed > 0 ? ` (${seen.suppressed} more since the last report)` : '';
     const what = err.name === 'RateLimitPolicyError' ? 'policy error' : doing === DEFECT ? 'defect' : 'store failure';
-    this.logger.error(`Rate limiter ${what} for policy ${policies.join(', ')}: ${cause}${held}`);
-    if (this.recent.size >= MAX_CAUSES && seen === undefined) this.recent.clear();
-    this.recent.set(cause, { atMs: now, suppressed: 0 });
+    this.recent.note(cause, (held) => {
+      const more = held > 0 ? ` (${held} more since the last report)` : '';
+      this.logger.error(`Rate limiter ${what} for policy ${policies.join(', ')}: ${cause}${more}`);
+    });
   }
 }

@@ -1,6 +1,7 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
 
+import type { LoggerService } from '@nestjs/common';
 import ipaddr from 'ipaddr.js';
 import proxyaddr from 'proxy-addr';
 
@@ -97,3 +98,23 @@ export function clientIp(req: IncomingMessage, trust: TrustFn, ipv6Prefix: numbe
 
 export const isTrustNone = (trust: TrustFn): boolean => trust === trustNone;
 export const isTrustAll = (trust: TrustFn): boolean => trust === trustAll;
+
+/**
+ * The warning, once per context, about an X-Forwarded-For that trustProxy does not let count (the classic
+ * spoofing hole's other side: behind a proxy, every client would be keyed by the proxy's address).
+ */
+export class ForwardedForCheck {
+  private warned = false;
+
+  /** `carrier` says what carried the header: 'A request', 'A GraphQL request', 'A WebSocket handshake'. */
+  constructor(private readonly carrier: string) {}
+
+  check(headers: IncomingHttpHeaders | undefined, trust: TrustFn, logger: Pick<LoggerService, 'warn'>): void {
+    if (this.warned || !isTrustNone(trust) || headers?.['x-forwarded-for'] === undefined) return;
+    this.warned = true;
+    logger.warn(
+      `${this.carrier} carried X-Forwarded-For but trustProxy is off, so clients are keyed by the socket address. ` +
+        'Behind a proxy, set trustProxy to it (a hop count, CIDRs or "loopback").',
+    );
+  }
+}

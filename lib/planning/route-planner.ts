@@ -16,6 +16,7 @@ import {
   type RoutePlan,
   type RoutePlannerOptions,
 } from './route-plan.js';
+import { handlerLabel, nameOf } from '../handler-label.js';
 
 export type { PlanEntry, PlannedApplication, PlannedPolicy, RoutePlan, RoutePlannerOptions } from './route-plan.js';
 
@@ -29,8 +30,6 @@ function sameLimits(a: ResolvedPolicy, b: ResolvedPolicy): boolean {
     a.anchor === b.anchor
   );
 }
-
-const nameOf = (target: object, fallback: string): string => (target as { name?: string }).name || fallback;
 
 /**
  * Route planning: finds every handler of the application — controllers (HTTP routes and microservice
@@ -128,7 +127,7 @@ export class RoutePlanner {
   }
 
   private makePlan(classRef: object, handler: object, method: string | undefined, kind: HandlerKind): RoutePlan {
-    const where = `${nameOf(classRef, 'controller')}.${method ?? nameOf(handler, 'handler')}`;
+    const where = handlerLabel(classRef, handler, 'controller', method);
     const declaredOn = (target: object): RateLimitPolicy[] =>
       this.reflector.get<RateLimitPolicy[] | undefined>(RATE_LIMIT_POLICIES, target as never) ?? [];
     if (kind === 'none') {

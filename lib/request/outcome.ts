@@ -8,6 +8,7 @@ import { type Invocation, OUTCOME, type OutcomeWatch } from '../planning/handler
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import type { RateLimitCount, RateLimitOutcome, ResolvedPolicy } from '../policy/policy.types.js';
 import type { RateLimitStore } from '../stores/rate-limit-store.js';
+import { handlerLabel } from '../handler-label.js';
 
 /**
  * A counting rule that needs the outcome (every one but 'all'), or 'release': a concurrency limit's lease,
@@ -67,8 +68,7 @@ export function stillHeld(policy: ResolvedPolicy, atMs: number, nowMs: number, r
 }
 
 /** `Class.method` of an invocation, for errors. */
-const whereOf = (ctx: ExecutionContext): string =>
-  `${ctx.getClass()?.name || 'handler'}.${ctx.getHandler()?.name || 'handler'}`;
+const whereOf = (ctx: ExecutionContext): string => handlerLabel(ctx.getClass(), ctx.getHandler());
 
 /**
  * Counting by outcome: every invocation is charged when it is decided (all-or-nothing, so concurrent ones
