@@ -1,7 +1,7 @@
 export { type Clock, systemClock } from './clock.js';
 export { RateLimitCircuitOpenError } from './engine/circuit-breaker.js';
 export { RateLimitStoreTimeoutError } from './stores/store-timeout.js';
-export { type RateLimitDecisionEvent } from './engine/decision-events.js';
+export { type RateLimitDecisionEvent } from './request/decision-events.js';
 export { normalizeIp } from './keys/client-ip.js';
 export { RateLimitPolicyError } from './policy/policy.errors.js';
 export {

@@ -4,6 +4,7 @@ import { HttpAdapterHost } from '@nestjs/core';
 import { EMPTY } from 'rxjs';
 
 import { RateLimitDroppedEvent } from './contexts/context-adapter.js';
+import { retryAfterSeconds } from './headers/rate-limit-headers.js';
 import type { RateLimitDecision } from './policy/policy.types.js';
 import { RATE_LIMIT_OPTIONS } from './rate-limit.module-definition.js';
 import type { RateLimitModuleOptions } from './rate-limit.options.js';
@@ -45,9 +46,7 @@ export class RateLimitExceededException extends HttpException {
     readonly decision: RateLimitDecision,
     violatedPolicies: readonly string[] = [decision.policy],
   ) {
-    const retryAfter = Number.isFinite(decision.retryAfterMs)
-      ? Math.max(1, Math.ceil(decision.retryAfterMs / 1000))
-      : null;
+    const retryAfter = retryAfterSeconds(decision.retryAfterMs);
     super(
       {
         statusCode: HttpStatus.TOO_MANY_REQUESTS,

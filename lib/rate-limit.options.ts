@@ -1,6 +1,6 @@
 import type { ExecutionContext } from '@nestjs/common';
 
-import type { RateLimitDecisionEvent } from './engine/decision-events.js';
+import type { RateLimitDecisionEvent } from './request/decision-events.js';
 import type { FailMode, RateLimitListEntry, RateLimitMode, RateLimitPolicy } from './policy/policy.types.js';
 import type { RateLimitStore } from './stores/rate-limit-store.js';
 import type { PgPool, RedisConnection, RedisConnectionOptions } from './stores/client-types.js';

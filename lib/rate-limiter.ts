@@ -12,8 +12,8 @@ import type { Clock } from './clock.js';
 import { AdapterRegistry } from './contexts/adapter-registry.js';
 import type { ContextAdapter, ContextType } from './contexts/context-adapter.js';
 import { DecisionEngine, denies, type Evaluation, NOTHING, StoreUnavailable } from './engine/decision-engine.js';
-import { DecisionEvents } from './engine/decision-events.js';
-import { toSeconds } from './headers/rate-limit-headers.js';
+import { DecisionEvents } from './request/decision-events.js';
+import { retryAfterSeconds } from './headers/rate-limit-headers.js';
 import { limiterSettings } from './limiter-settings.js';
 import { loadMetrics } from './metrics/otel-metrics.js';
 import { type ModuleLists, screen } from './lists/screening.js';
@@ -29,7 +29,7 @@ import {
   invocationOf,
   LIMITER,
   STATE,
-} from './planning/handler-enhancers.js';
+} from './request/handler-enhancers.js';
 import { coveredGlobally, refuseUnguarded } from './planning/guard-coverage.js';
 import { type PlanEntry, type RoutePlan, RoutePlanner } from './planning/route-planner.js';
 import { RATE_LIMIT_CLOCK, RATE_LIMIT_STORES } from './rate-limit.constants.js';
@@ -226,7 +226,7 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
       return await this.engine.decide(items, before);
     } catch (error) {
       if (!(error instanceof StoreUnavailable)) throw error;
-      const retryAfter = Math.max(1, toSeconds(error.retryAfterMs));
+      const retryAfter = retryAfterSeconds(error.retryAfterMs) ?? 1;
       adapter.setHeaders(ctx, [['Retry-After', String(retryAfter)]]);
       return adapter.unavailable(ctx, {
         code: 'RATE_LIMIT_UNAVAILABLE',

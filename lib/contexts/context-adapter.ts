@@ -2,10 +2,10 @@ import type { ExecutionContext, Logger } from '@nestjs/common';
 import type { HttpAdapterHost, ModuleRef } from '@nestjs/core';
 
 import type { TrustFn } from '../keys/client-ip.js';
+import type { ContextType } from '../planning/handler-kinds.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 
-/** The kinds of Nest execution context the limiter decides in (`ctx.getType()`). */
-export type ContextType = 'http' | 'graphql' | 'ws' | 'rpc';
+export type { ContextType };
 
 /** What a denial tells every kind of client: the body of 429s, GraphQL extensions, WS and RPC errors. */
 export interface RateLimitDenial {

@@ -1,4 +1,4 @@
-import type { Logger } from '@nestjs/common';
+import type { Logger } from '../logger.js';
 
 import type { ResolvedPolicy } from '../policy/policy.types.js';
 import type { RateLimitStoreChange, RateLimitStoreChanges } from '../stores/rate-limit-store.js';

@@ -1,10 +1,9 @@
-import type { Logger } from '@nestjs/common';
+import type { Logger } from '../logger.js';
 
 import type { Clock } from '../clock.js';
 import { elementAt } from '../element-at.js';
 import type { RateLimitMetrics, StoreName, StoreOperation } from '../metrics/otel-metrics.js';
 import type { FailMode, RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
-import { MemoryRateLimitStore } from '../stores/memory/memory.store.js';
 import type { RateLimitStore, RateLimitStoreCall, RateLimitStoreItem } from '../stores/rate-limit-store.js';
 import type { RateLimitStores } from '../stores/rate-limit-stores.js';
 import { checkedDecisions, isDefect } from '../stores/store-defects.js';
@@ -60,7 +59,7 @@ export class DecisionEngine {
     this.store = options.stores.rates;
     this.quotaStore = options.stores.quotas;
     this.reporter = new FailureReporter(options.logger, options.onError);
-    this.denyCache = this.store instanceof MemoryRateLimitStore ? undefined : new DenyCache();
+    this.denyCache = this.store.inProcess === true ? undefined : new DenyCache();
     this.calls = new StoreCalls(options.timeoutMs, options.logger, () => this.metrics);
     this.feed = new ChangeFeed(this.store.changes, this.denyCache, options.timeoutMs, options.logger);
   }

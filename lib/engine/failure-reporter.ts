@@ -1,4 +1,4 @@
-import type { Logger } from '@nestjs/common';
+import type { Logger } from '../logger.js';
 
 import type { FailMode } from '../policy/policy.types.js';
 import { ThrottledLog } from '../throttled-log.js';

@@ -1,7 +1,6 @@
-import type { Logger } from '@nestjs/common';
+import type { Logger } from '../logger.js';
 
 import type { RateLimitMetrics, StoreName, StoreOperation } from '../metrics/otel-metrics.js';
-import { MemoryRateLimitStore } from '../stores/memory/memory.store.js';
 import type { RateLimitStore, RateLimitStoreCall } from '../stores/rate-limit-store.js';
 import { CircuitBreaker } from './circuit-breaker.js';
 
@@ -14,7 +13,7 @@ const UNTIMED: RateLimitStoreCall = { timeoutMs: Infinity, queued: () => undefin
 
 /** The `rate_limit.store` attribute of a store. */
 export function storeName(store: RateLimitStore): StoreName {
-  if (store instanceof MemoryRateLimitStore) return 'memory';
+  if (store.inProcess === true) return 'memory';
   const name = store.constructor.name;
   return name === 'RedisRateLimitStore' ? 'redis' : name === 'PostgresRateLimitStore' ? 'postgres' : 'custom';
 }
@@ -38,8 +37,7 @@ export class StoreCalls {
     operation: StoreOperation,
     call: (timing: RateLimitStoreCall) => Promise<T>,
   ): Promise<T> {
-    const guarded =
-      store instanceof MemoryRateLimitStore ? () => call(UNTIMED) : () => this.breakerFor(store).run(call);
+    const guarded = store.inProcess === true ? () => call(UNTIMED) : () => this.breakerFor(store).run(call);
     const metrics = this.metrics();
     return metrics === undefined ? guarded() : this.timed(metrics, store, operation, guarded);
   }

@@ -4,6 +4,13 @@ import type { RateLimitHeaders } from '../rate-limit.options.js';
 /** Whole seconds, rounded up, for a header: a client told "0" would retry at once. */
 export const toSeconds = (ms: number): number => Math.ceil(ms / 1000);
 
+/**
+ * `Retry-After` (and `retryAfter` in bodies and errors) of a wait in ms: whole seconds, rounded up, at least 1;
+ * null when the wait is Infinity (a cost that can never fit: retrying cannot help).
+ */
+export const retryAfterSeconds = (ms: number): number | null =>
+  Number.isFinite(ms) ? Math.max(1, toSeconds(ms)) : null;
+
 /** Seconds a client waits before the quota of a decision is available again (`t` and X-RateLimit-Reset). */
 function secondsUntilAvailable(d: RateLimitDecision): number {
   if (!d.allowed && Number.isFinite(d.retryAfterMs)) return toSeconds(d.retryAfterMs);

@@ -1,6 +1,7 @@
 import { UseGuards } from '@nestjs/common';
 
-import type { ContextType } from '../contexts/context-adapter.js';
+/** The kinds of Nest execution context the limiter decides in (`ctx.getType()`). */
+export type ContextType = 'http' | 'graphql' | 'ws' | 'rpc';
 
 /**
  * What Nest calls a method of a class for, as far as rate limiting goes: an HTTP route (any controller

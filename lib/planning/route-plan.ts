@@ -1,10 +1,21 @@
 import type { ExecutionContext } from '@nestjs/common';
 
-import type { ContextType } from '../contexts/context-adapter.js';
 import type { AccessList } from '../lists/address-list.js';
-import type { FailMode, RateLimitKey, RateLimitMode, RateLimitPolicy, ResolvedPolicy } from '../policy/policy.types.js';
-import type { OutcomeRule } from '../request/outcome.js';
-import type { HandlerKind } from './handler-kinds.js';
+import type {
+  FailMode,
+  RateLimitCount,
+  RateLimitKey,
+  RateLimitMode,
+  RateLimitPolicy,
+  ResolvedPolicy,
+} from '../policy/policy.types.js';
+import type { ContextType, HandlerKind } from './handler-kinds.js';
+
+/**
+ * A counting rule that needs the outcome (every one but 'all'), or 'release': a concurrency limit's lease,
+ * given back at the end of every invocation, whatever its outcome and also when the outcome is not seen.
+ */
+export type OutcomeRule = Exclude<RateLimitCount, 'all'> | 'release';
 
 /** A policy of a route, with what the request-time work needs. */
 export interface PlannedPolicy {

@@ -1,12 +1,11 @@
 import type { DiscoveryService, MetadataScanner, ModuleRef, Reflector } from '@nestjs/core';
 
-import type { ContextType } from '../contexts/context-adapter.js';
 import { compileList } from '../lists/address-list.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import type { RateLimitPolicy, ResolvedPolicy } from '../policy/policy.types.js';
 import { validatePolicy } from '../policy/validate-policy.js';
 import { RATE_LIMIT_POLICIES, RATE_LIMIT_SKIP } from '../rate-limit.constants.js';
-import { contextOf, GUARDS_METADATA_KEY, type HandlerKind, handlerKindOf } from './handler-kinds.js';
+import { contextOf, type ContextType, GUARDS_METADATA_KEY, type HandlerKind, handlerKindOf } from './handler-kinds.js';
 import { checkFieldEnhancers, checkRpcKeys } from './context-checks.js';
 import { coveredByDecorators, needsGuard } from './guard-coverage.js';
 import {

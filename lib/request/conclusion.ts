@@ -3,8 +3,8 @@ import type { ExecutionContext } from '@nestjs/common';
 import type { ContextAdapter } from '../contexts/context-adapter.js';
 import type { Evaluation } from '../engine/decision-engine.js';
 import { elementAt } from '../element-at.js';
-import type { DecisionEvents } from '../engine/decision-events.js';
-import { mostRestrictive, rateLimitHeaders, toSeconds } from '../headers/rate-limit-headers.js';
+import type { DecisionEvents } from './decision-events.js';
+import { mostRestrictive, rateLimitHeaders, retryAfterSeconds } from '../headers/rate-limit-headers.js';
 import { deniedMessage } from '../rate-limit.exception.js';
 import type { RateLimitHeaders } from '../rate-limit.options.js';
 
@@ -46,7 +46,7 @@ export function conclude(
   }
   const worst = mostRestrictive(denied);
   const violated = [...new Set(denied.map((d) => d.policy))];
-  const retryAfter = Number.isFinite(worst.retryAfterMs) ? Math.max(1, toSeconds(worst.retryAfterMs)) : null;
+  const retryAfter = retryAfterSeconds(worst.retryAfterMs);
   if (retryAfter !== null) headers.push(['Retry-After', String(retryAfter)]);
   adapter.setHeaders(ctx, headers);
   adapter.deny(

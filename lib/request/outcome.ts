@@ -4,17 +4,12 @@ import { quotaPeriodAt } from '../algorithms/quota/quota-period.js';
 import type { ContextAdapter } from '../contexts/context-adapter.js';
 import { elementAt } from '../element-at.js';
 import type { DecisionEngine, EngineItem, Evaluation } from '../engine/decision-engine.js';
-import { type Invocation, OUTCOME, type OutcomeWatch } from '../planning/handler-enhancers.js';
+import { type Invocation, OUTCOME, type OutcomeWatch } from './handler-enhancers.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
-import type { RateLimitCount, RateLimitOutcome, ResolvedPolicy } from '../policy/policy.types.js';
+import type { OutcomeRule } from '../planning/route-plan.js';
+import type { RateLimitOutcome, ResolvedPolicy } from '../policy/policy.types.js';
 import type { RateLimitStore } from '../stores/rate-limit-store.js';
 import { handlerLabel } from '../handler-label.js';
-
-/**
- * A counting rule that needs the outcome (every one but 'all'), or 'release': a concurrency limit's lease,
- * given back at the end of every invocation, whatever its outcome and also when the outcome is not seen.
- */
-export type OutcomeRule = Exclude<RateLimitCount, 'all'> | 'release';
 
 /** What one decision of an invocation charged, and when (the engine's clock). */
 interface Charge {

@@ -74,6 +74,11 @@ export interface RateLimitStore {
    * answers for at most DENY_CACHE_TRUST_MS before the store is asked again.
    */
   readonly changes?: RateLimitStoreChanges | undefined;
+  /**
+   * True for a store that decides in this process, in its memory (the in-memory store): it cannot be down or
+   * slow, so its calls get no timeout and no circuit breaker, and it needs no cache of denials.
+   */
+  readonly inProcess?: boolean;
   /** Releases what the store owns (connections it opened itself; never a client it was given). */
   close?(): Promise<void>;
 }

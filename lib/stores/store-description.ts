@@ -1,7 +1,6 @@
 import type { Redis } from 'ioredis';
 
-import type { RateLimitModuleOptions } from '../rate-limit.options.js';
-import type { PgPool, RedisConnection, RedisConnectionOptions } from './client-types.js';
+import type { PgPool, RedisConnection } from './client-types.js';
 
 /** A connection string without its password (and user name), for logs. */
 export function withoutCredentials(connection: string): string {
@@ -44,27 +43,4 @@ export function postgresAddress(pool: PgPool, connectionString: string | undefin
       ? withoutCredentials(connectionString)
       : `${options?.host ?? process.env.PGHOST ?? 'localhost'}:${options?.port ?? process.env.PGPORT ?? 5432}/${options?.database ?? process.env.PGDATABASE ?? ''}`;
   return `PostgreSQL at ${address}, schema ${schema}`;
-}
-
-/**
- * Refuses a `redis` option that names no server: `{ url: process.env.REDIS_URL }` with the variable unset
- * would otherwise connect to localhost:6379 without a word.
- */
-export function checkRedisOption(redis: NonNullable<RateLimitModuleOptions['redis']>): void {
-  const { url, client, options } = redis;
-  if (client !== undefined) return;
-  if (typeof url === 'string' && url.trim() !== '') return;
-  if (options !== undefined && namesServer(options)) return;
-  const given = options === undefined ? '' : ', and options name no host, port, path or sentinels';
-  throw new TypeError(
-    `nest-rate-limit: option "redis" names no server: url is ${url === '' ? 'empty' : String(url)}${given} ` +
-      '(an environment variable that is not set? a misspelt option?). Give `url`, `client`, or `options` ' +
-      'with host, port, path or sentinels, or leave `redis` out for the in-memory store.',
-  );
-}
-
-/** Whether ioredis options say where the server is (else ioredis would take localhost:6379 without a word). */
-function namesServer({ host, port, path, sentinels }: RedisConnectionOptions): boolean {
-  const given = (value: unknown) => value !== undefined && value !== null && value !== '';
-  return given(host) || given(port) || given(path) || (Array.isArray(sentinels) && sentinels.length > 0);
 }

@@ -1,5 +1,5 @@
 import type { RateLimitDecision } from '../../lib/policy/policy.types.js';
-import { consumeAll, peekState, refundAll, type StateTable } from '../../lib/stores/engine.js';
+import { consumeAll, peekState, refundAll, type StateTable } from '../../lib/stores/consume-all.js';
 import type { RateLimitStore, RateLimitStoreItem } from '../../lib/stores/rate-limit-store.js';
 import type { Clock } from '../../lib/clock.js';
 

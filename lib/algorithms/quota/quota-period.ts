@@ -1,5 +1,6 @@
-/** A calendar period of a quota: 'day' or 'month', in an IANA time zone. */
-export type QuotaPeriod = 'day' | 'month';
+import type { QuotaPeriod } from '../../policy/policy.types.js';
+
+export type { QuotaPeriod };
 
 const formatters = new Map<string, Intl.DateTimeFormat>();
 

@@ -1,6 +1,6 @@
 import { type Clock, systemClock } from '../../clock.js';
 import type { RateLimitDecision } from '../../policy/policy.types.js';
-import { blockAll, consumeAll, peekState, refundAll, type StateTable } from '../engine.js';
+import { blockAll, consumeAll, peekState, refundAll, type StateTable } from '../consume-all.js';
 import type { RateLimitStore, RateLimitStoreItem } from '../rate-limit-store.js';
 import { checkKeyPrefix, storedIdentity } from '../storage-key.js';
 
@@ -39,6 +39,7 @@ const SWEEP_PER_WRITE = 4;
  * @example RateLimitModule.forRoot({ store: new MemoryRateLimitStore({ maxKeys: 100_000 }) })
  */
 export class MemoryRateLimitStore implements RateLimitStore {
+  readonly inProcess = true;
   private readonly entries = new Map<string, Entry>();
   private readonly clock: Clock;
   private readonly maxKeys: number;

@@ -97,7 +97,7 @@ BEGIN
     RETURN res;
   END IF;
 
-  -- consume, as consumeAll (engine.ts): decide every item; write only when every enforced item is allowed,
+  -- consume, as consumeAll (consume-all.ts): decide every item; write only when every enforced item is allowed,
   -- and then the allowed items; a denial of an enforced item with a block writes the block at once
   working := original;
   known := array_fill(false, ARRAY[n]);

@@ -2,7 +2,7 @@ import type { Pool } from 'pg';
 
 import { type Clock, systemClock } from '../../clock.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../../policy/policy.types.js';
-import { decisionsFromReply } from '../engine.js';
+import { decisionsFromReply } from '../decisions.js';
 import type { PgPool } from '../client-types.js';
 import type {
   RateLimitStore,

@@ -7,7 +7,7 @@ const QUOTA = ALGORITHM_CODES.quota;
 /**
  * One round of rate_limit_consume_v3: a set-based statement that reads every key of the round's items (a key
  * appears once in a round), decides each item through the algorithms' inlined SQL twins, and writes what the
- * requests allowed consumed, as consumeAll (engine.ts) does: a request is allowed when every enforced item
+ * requests allowed consumed, as consumeAll (consume-all.ts) does: a request is allowed when every enforced item
  * is (a shadow item never denies the others), and then writes its allowed items; a denied request writes
  * nothing, and reports its other items as their keys stand — but for a denial that starts a block, written in
  * the same statement, the state as it was. A key under a block is denied without a decision.

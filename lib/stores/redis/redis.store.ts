@@ -2,7 +2,7 @@ import calculateSlot from 'cluster-key-slot';
 
 import { type Clock, systemClock } from '../../clock.js';
 import type { RateLimitDecision } from '../../policy/policy.types.js';
-import { decisionsFromReply } from '../engine.js';
+import { decisionsFromReply } from '../decisions.js';
 import { checkRedisClient, type RedisClient, type RedisConnection } from '../client-types.js';
 import type { RateLimitStore, RateLimitStoreChanges, RateLimitStoreItem } from '../rate-limit-store.js';
 import { checkKeyPrefix, storageKey } from '../storage-key.js';

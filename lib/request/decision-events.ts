@@ -4,7 +4,7 @@ import type { RateLimitMetrics } from '../metrics/otel-metrics.js';
 import type { RateLimitDecision } from '../policy/policy.types.js';
 import type { RateLimitStoreItem } from '../stores/rate-limit-store.js';
 import { ThrottledLog } from '../throttled-log.js';
-import { isFromDenyCache } from './cached-denials.js';
+import { isFromDenyCache } from '../engine/cached-denials.js';
 
 /** How long a shadow policy stays quiet in the log after reporting a would-be denial. */
 const SHADOW_QUIET_MS = 60_000;

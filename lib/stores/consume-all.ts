@@ -2,10 +2,9 @@ import { ALGORITHM_STEPS, kernelOf, type StepResult } from '../algorithms/index.
 import { elementAt } from '../element-at.js';
 import type { RateLimitAlgorithm, RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 import { blockedDecision, blockingDenial, unwrapBlock, withBlock } from './blocked-state.js';
-import { NEVER_FITS, REPLY, REPLY_WIDTH } from './protocol.js';
-import { RateLimitStoreReplyError } from './store-defects.js';
+import { toDecision } from './decisions.js';
 
-/** State access for the engine: the memory store's map, or any other synchronous table. */
+/** State access for the procedures below: the memory store's map, or any other synchronous table. */
 export interface StateTable {
   get(key: string, algorithm: RateLimitAlgorithm): unknown;
   /** Stores `state` for `ttlMs`; undefined state or ttlMs <= 0 deletes the key. */
@@ -18,58 +17,6 @@ export interface KeyedItem {
   readonly key: string;
   readonly cost: number;
   readonly shadow?: boolean;
-}
-
-/**
- * The decisions of a reply of the Redis script or the PostgreSQL function: 4 integers per item (allowed 0/1,
- * or 2 for denied and blocked; remaining, reset_ms, retry_ms), in the order of `items`. `from` names the store in the error of a bad reply.
- */
-export function decisionsFromReply(
-  op: 'consume' | 'peek' | 'refund',
-  items: readonly { policy: ResolvedPolicy; cost?: number }[],
-  reply: unknown,
-  from: string,
-): RateLimitDecision[] {
-  return items.map(({ policy, cost = 0 }, i) => {
-    const values = Array.isArray(reply) ? reply.slice(i * REPLY_WIDTH, (i + 1) * REPLY_WIDTH).map(Number) : [];
-    if (!isDecisionReply(values)) {
-      throw new RateLimitStoreReplyError(`nest-rate-limit: unexpected reply from ${from}: ${JSON.stringify(reply)}`);
-    }
-    const [allowed, remaining, resetMs, retry] = values;
-    const retryAfterMs = retry === NEVER_FITS ? Infinity : retry;
-    const decision = toDecision(
-      policy,
-      { allowed: allowed === REPLY.allowed, remaining, resetMs, retryAfterMs },
-      op === 'consume' ? cost : 1,
-    );
-    if (allowed === REPLY.blocked) decision.blocked = true;
-    return decision;
-  });
-}
-
-/** The 4 integers of one item's decision in a reply. */
-function isDecisionReply(values: readonly number[]): values is [number, number, number, number] {
-  return values.length === REPLY_WIDTH && values.every(Number.isSafeInteger);
-}
-
-/** Builds the public decision of one step. */
-export function toDecision(
-  policy: ResolvedPolicy,
-  step: Omit<StepResult<unknown>, 'state'>,
-  cost: number,
-): RateLimitDecision {
-  const decision: RateLimitDecision = {
-    allowed: step.allowed,
-    policy: policy.name,
-    limit: policy.capacity,
-    remaining: step.remaining,
-    resetMs: step.resetMs,
-    retryAfterMs: step.retryAfterMs,
-  };
-  if (step.retryAfterMs === Infinity) {
-    decision.message = `cost ${cost} is larger than the capacity ${policy.capacity} of policy "${policy.name}", so it can never be allowed`;
-  }
-  return decision;
 }
 
 // consumeAll pushes one step per item, in the order of the items.

@@ -1,0 +1,244 @@
+import { Logger } from '@nestjs/common';
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
+import type { Pool } from 'pg';
+
+import type { Clock } from './clock.js';
+import { MODULE_OPTIONS } from './limiter-settings.js';
+import { importPeer } from './optional-peer.js';
+import type { RateLimitModuleOptions } from './rate-limit.options.js';
+import { checkRedisClient, type RedisConnection, type RedisConnectionOptions } from './stores/client-types.js';
+import { MemoryRateLimitStore } from './stores/memory/memory.store.js';
+import { PostgresRateLimitStore } from './stores/postgres/postgres.store.js';
+import type { RateLimitStore } from './stores/rate-limit-store.js';
+import type { RateLimitStores } from './stores/rate-limit-stores.js';
+import { RedisRateLimitStore } from './stores/redis/redis.store.js';
+import { isDefect } from './stores/store-defects.js';
+import { postgresAddress, redisAddress } from './stores/store-description.js';
+import { checkOptionFields, fieldNames } from './unknown-fields.js';
+
+// The stores the module's options ask for (createStores): the limiter's own Redis connection, the PostgreSQL
+// pool, or the in-memory store, each checked before it connects.
+
+/**
+ * How the limiter's own connection behaves: a command fails at once while disconnected instead of waiting in
+ * a queue, and nothing is replayed after a reconnect — a replayed consume would charge requests that were
+ * already answered under the fail mode.
+ */
+const FAIL_FAST: RedisOptions = {
+  enableOfflineQueue: false,
+  autoResendUnfulfilledCommands: false,
+  maxRetriesPerRequest: 0,
+  // Commands issued in the same tick go out in one write: many concurrent requests, few syscalls.
+  enableAutoPipelining: true,
+};
+
+/**
+ * Connection errors of the limiter's own connection go to the Nest logger, at most once per 5 s (ioredis
+ * reconnects by itself); without a listener ioredis would print every one of them as unhandled.
+ */
+function reportConnectionErrors(redis: Redis | Cluster, where: string): void {
+  const logger = new Logger('RateLimit');
+  let lastMs = -Infinity;
+  let held = 0;
+  redis.on('error', (error: Error) => {
+    const now = performance.now();
+    if (now - lastMs < 5000) {
+      held++;
+      return;
+    }
+    logger.warn(
+      `${where}: connection failed (${error.message}); until it answers, fail-open policies admit and ` +
+        `fail-closed ones answer 503${held > 0 ? ` (${held} more since the last report)` : ''}`,
+    );
+    lastMs = now;
+    held = 0;
+  });
+}
+
+/** A connection of the limiter's own with the settings of the caller's client; the caller's is left as it is. */
+function dedicatedConnection(connection: RedisConnection): Redis | Cluster {
+  const client = connection as unknown as Redis | Cluster;
+  if (client.isCluster) {
+    return (client as Cluster).duplicate(undefined, {
+      enableOfflineQueue: false,
+      enableAutoPipelining: true,
+      redisOptions: { ...(client as Cluster).options.redisOptions, ...FAIL_FAST },
+    });
+  }
+  return (client as Redis).duplicate(FAIL_FAST);
+}
+
+/** ioredis, loaded only when the `redis` option is set (an app on the memory store needs not install it). */
+async function loadIoredis(): Promise<typeof Redis> {
+  try {
+    return (await importPeer<typeof import('ioredis')>('ioredis')).Redis;
+  } catch (error) {
+    throw new Error('nest-rate-limit: the `redis` option needs the ioredis package: npm install ioredis', {
+      cause: error,
+    });
+  }
+}
+
+async function createRedis(
+  options: RateLimitModuleOptions,
+  redisOptions: NonNullable<RateLimitModuleOptions['redis']>,
+  clock: Clock,
+) {
+  checkOptionFields(redisOptions, REDIS_OPTIONS, 'redis');
+  checkRedisOption(redisOptions);
+  const { url, client, options: connectionOptions } = redisOptions;
+  const fast = { ...connectionOptions, ...FAIL_FAST };
+  let redis: Redis | Cluster;
+  if (client !== undefined) {
+    checkRedisClient(client, 'option redis.client');
+    redis = dedicatedConnection(client);
+  } else {
+    const RedisClient = await loadIoredis();
+    redis = url === undefined ? new RedisClient(fast) : new RedisClient(url, fast);
+  }
+  reportConnectionErrors(redis, redisAddress(redis));
+  const store = new RedisRateLimitStore({
+    client: redis,
+    clock: options.clock === 'store' ? 'store' : clock,
+    keyPrefix: options.keyPrefix,
+  });
+  return { store, where: redisAddress(redis), close: () => redis.disconnect() };
+}
+
+const POSTGRES_OPTIONS = fieldNames<NonNullable<RateLimitModuleOptions['postgres']>>({
+  pool: true,
+  connectionString: true,
+  schema: true,
+  migrate: true,
+  ttlSlackMs: true,
+  pruneIntervalMs: true,
+  pruneBatch: true,
+});
+const REDIS_OPTIONS = fieldNames<NonNullable<RateLimitModuleOptions['redis']>>({
+  url: true,
+  client: true,
+  options: true,
+});
+
+async function createPostgres(
+  options: RateLimitModuleOptions,
+  postgres: NonNullable<RateLimitModuleOptions['postgres']>,
+  clock: Clock,
+) {
+  checkOptionFields(postgres, POSTGRES_OPTIONS, 'postgres');
+  const { pool, connectionString, schema, migrate, ttlSlackMs, pruneIntervalMs, pruneBatch } = postgres;
+  let own: Pool | undefined;
+  if (pool === undefined) {
+    if (connectionString === undefined) {
+      throw new TypeError('nest-rate-limit: option "postgres" needs `pool` or `connectionString`');
+    }
+    const { default: pg } = await importPeer<{ default: { Pool: typeof Pool } }>('pg').catch((error: unknown) => {
+      throw new Error('nest-rate-limit: the `postgres` option needs the pg package: npm install pg', { cause: error });
+    });
+    // A query that gets no answer gives its connection back after a while instead of holding it for ever.
+    own = new pg.Pool({ connectionString, connectionTimeoutMillis: 2000, query_timeout: 5000 });
+    own.on('error', (error) => new Logger('RateLimit').warn(`PostgreSQL pool: ${error.message}`));
+  }
+  const store = new PostgresRateLimitStore({
+    pool: pool ?? (own as Pool),
+    schema,
+    clock: options.clock === 'store' ? 'store' : clock,
+    keyPrefix: options.keyPrefix,
+    ttlSlackMs,
+    pruneIntervalMs,
+    pruneBatch,
+    // A consume waits at most 10 timeouts for its statement (a bad `timeout` stops the start later).
+    queueTimeoutMs:
+      Number.isSafeInteger(options.timeout) && (options.timeout ?? 0) >= 1 ? 10 * (options.timeout ?? 0) : undefined,
+  });
+  if (migrate === true) await store.migrate();
+  return {
+    store,
+    where: postgresAddress(pool ?? (own as Pool), connectionString, schema),
+    close: async () => {
+      await store.close();
+      await own?.end();
+    },
+  };
+}
+
+export async function createStores(options: RateLimitModuleOptions, clock: Clock): Promise<RateLimitStores> {
+  // before anything connects (limiterSettings checks the values later)
+  checkOptionFields(options, MODULE_OPTIONS, '');
+  const owned: { close(): Promise<unknown> | void }[] = [];
+  const postgres = options.postgres === undefined ? undefined : await createPostgres(options, options.postgres, clock);
+  if (postgres !== undefined) owned.push(postgres);
+  let rates: RateLimitStore;
+  let where: string;
+  if (options.store !== undefined) {
+    rates = options.store;
+    where = `the store given (${rates.constructor.name})`;
+  } else if (options.redis !== undefined) {
+    const redis = await createRedis(options, options.redis, clock);
+    owned.push(redis);
+    rates = redis.store;
+    where = redis.where;
+  } else if (postgres !== undefined) {
+    rates = postgres.store;
+    where = postgres.where;
+  } else {
+    where = 'memory (this process only)';
+    new Logger('RateLimit').warn(
+      'No `redis`, `postgres` or `store` option: using the in-memory store. Limits are per process, so N ' +
+        'instances admit N times the limit; use Redis or PostgreSQL when you run more than one.',
+    );
+    rates = new MemoryRateLimitStore({ clock, keyPrefix: options.keyPrefix });
+  }
+  const quotas = postgres !== undefined && rates !== postgres.store ? `; quotas in ${postgres.where}` : '';
+  new Logger('RateLimit').log(`Rate limits in ${where}${quotas}`);
+  return { rates, quotas: postgres?.store ?? rates, owned };
+}
+
+/**
+ * The module's own Redis connection fails fast while disconnected (no offline queue), so the first requests
+ * would find it still connecting: wait for it, briefly, and load the script. A Redis that is down does not
+ * stop the application; its policies apply their fail modes until it answers.
+ */
+export async function storesReady({ rates }: RateLimitStores): Promise<void> {
+  if (!(rates instanceof RedisRateLimitStore)) return;
+  // An ioredis client (a store of the app's may have been given a client of its own that is not one).
+  const client = rates.client as Partial<Pick<Redis, 'status' | 'once'>>;
+  const ready = new Promise<void>((resolve, reject) => {
+    if (client.status === 'ready' || client.once === undefined) resolve();
+    else client.once('ready', resolve);
+    setTimeout(() => reject(new Error('Redis did not answer within 2 s')), 2000).unref();
+  });
+  try {
+    await ready;
+    await rates.load();
+  } catch (error) {
+    // A client that answers with a programming error is a defect to see now, not an outage to absorb.
+    if (isDefect(error)) throw error;
+    new Logger('RateLimit').warn(
+      `Redis is not reachable yet (${(error as Error).message}); policies apply their fail modes until it is`,
+    );
+  }
+}
+
+/**
+ * Refuses a `redis` option that names no server: `{ url: process.env.REDIS_URL }` with the variable unset
+ * would otherwise connect to localhost:6379 without a word.
+ */
+export function checkRedisOption(redis: NonNullable<RateLimitModuleOptions['redis']>): void {
+  const { url, client, options } = redis;
+  if (client !== undefined) return;
+  if (typeof url === 'string' && url.trim() !== '') return;
+  if (options !== undefined && namesServer(options)) return;
+  const given = options === undefined ? '' : ', and options name no host, port, path or sentinels';
+  throw new TypeError(
+    `nest-rate-limit: option "redis" names no server: url is ${url === '' ? 'empty' : String(url)}${given} ` +
+      '(an environment variable that is not set? a misspelt option?). Give `url`, `client`, or `options` ' +
+      'with host, port, path or sentinels, or leave `redis` out for the in-memory store.',
+  );
+}
+
+/** Whether ioredis options say where the server is (else ioredis would take localhost:6379 without a word). */
+function namesServer({ host, port, path, sentinels }: RedisConnectionOptions): boolean {
+  const given = (value: unknown) => value !== undefined && value !== null && value !== '';
+  return given(host) || given(port) || given(path) || (Array.isArray(sentinels) && sentinels.length > 0);
+}
