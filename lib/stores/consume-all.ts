@@ -3,20 +3,13 @@ import { elementAt } from '../element-at.js';
 import type { RateLimitAlgorithm, RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 import { blockedDecision, blockingDenial, unwrapBlock, withBlock } from './blocked-state.js';
 import { toDecision } from './decisions.js';
+import type { RateLimitStoreItem } from './rate-limit-store.js';
 
 /** State access for the procedures below: the memory store's map, or any other synchronous table. */
 export interface StateTable {
   get(key: string, algorithm: RateLimitAlgorithm): unknown;
   /** Stores `state` for `ttlMs`; undefined state or ttlMs <= 0 deletes the key. */
   set(key: string, algorithm: RateLimitAlgorithm, state: unknown, ttlMs: number): void;
-}
-
-/** An item whose identity has been turned into its storage key. */
-export interface KeyedItem {
-  readonly policy: ResolvedPolicy;
-  readonly key: string;
-  readonly cost: number;
-  readonly shadow?: boolean;
 }
 
 // consumeAll pushes one step per item, in the order of the items.
@@ -29,7 +22,11 @@ const ITEMS = 'the items of consumeAll';
  * the effect of the items before them. When the request is denied, the items that would have passed report
  * the key as it is (nothing consumed). The Redis script implements the same procedure in Lua.
  */
-export function consumeAll(items: readonly KeyedItem[], nowMs: number, table: StateTable): RateLimitDecision[] {
+export function consumeAll(
+  items: readonly RateLimitStoreItem[],
+  nowMs: number,
+  table: StateTable,
+): RateLimitDecision[] {
   const working = new Map<string, unknown>();
   const original = new Map<string, [unknown, number]>();
   const steps: (StepResult<unknown> | RateLimitDecision)[] = [];
@@ -58,7 +55,7 @@ export function consumeAll(items: readonly KeyedItem[], nowMs: number, table: St
       }
     } else if (cost > 0) working.set(key, step.state);
   }
-  const decided = (item: KeyedItem, i: number): RateLimitDecision => {
+  const decided = (item: RateLimitStoreItem, i: number): RateLimitDecision => {
     const step = elementAt(steps, i, STEPS);
     return 'policy' in step ? step : toDecision(item.policy, step, item.cost);
   };
@@ -96,7 +93,7 @@ export function peekState(policy: ResolvedPolicy, value: unknown, nowMs: number)
 }
 
 /** Gives each item's cost back and reports the key afterwards, as peek does; a block stays. */
-export function refundAll(items: readonly KeyedItem[], nowMs: number, table: StateTable): RateLimitDecision[] {
+export function refundAll(items: readonly RateLimitStoreItem[], nowMs: number, table: StateTable): RateLimitDecision[] {
   return items.map(({ policy, key, cost }) => {
     const [stored, untilMs] = unwrapBlock(table.get(key, policy.algorithm));
     const state = ALGORITHM_STEPS[kernelOf(policy)].refund(stored, policy, nowMs, cost);
@@ -109,7 +106,7 @@ export function refundAll(items: readonly KeyedItem[], nowMs: number, table: Sta
 
 /** Blocks each item's key until `untilMs` (RateLimitService.block), or lifts its block (untilMs 0). */
 export function blockAll(
-  items: readonly Omit<KeyedItem, 'cost'>[],
+  items: readonly Omit<RateLimitStoreItem, 'cost'>[],
   untilMs: number,
   nowMs: number,
   table: StateTable,

@@ -16,6 +16,9 @@ export interface RateLimitStoreItem {
   readonly shadow?: boolean;
 }
 
+/** An item of any store call: `cost` is absent for peek and reset. */
+export type StoreCallItem = Omit<RateLimitStoreItem, 'cost'> & { readonly cost?: number };
+
 /**
  * The module's timeout of one consume, for a store that holds consumes in a queue of its own before it sends
  * them (the PostgreSQL store, while its statements are busy). The timeout counts from the call, unless the

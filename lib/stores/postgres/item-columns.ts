@@ -1,7 +1,7 @@
 import { ALGORITHM_CODES, kernelOf } from '../../algorithms/index.js';
 import { periodOf } from '../../algorithms/quota/quota.js';
 import { systemClock } from '../../clock.js';
-import type { RateLimitStoreItem } from '../rate-limit-store.js';
+import type { StoreCallItem } from '../rate-limit-store.js';
 import { storageKey } from '../storage-key.js';
 
 /** The items of one request as rate_limit_consume_v3 takes them: one entry per item in each column. */
@@ -18,15 +18,12 @@ export interface ItemColumns {
   readonly blocks: readonly number[] | null;
 }
 
-/** An item of any operation: consumes and refunds have a cost, the others none (0). */
-export type Item = Pick<RateLimitStoreItem, 'policy' | 'key' | 'shadow'> & { cost?: number };
-
 /**
  * The columns of the statements for `items`: storage keys, and each item's algorithm code, limit, window and
  * capacity — its own policy's, which may be a per-plan variant of a policy id other items share — or, for a
  * quota, its current period (from the app's clock, `now`, or the system clock when the database's decides).
  */
-export function itemColumns(items: readonly Item[], keyPrefix: string, now: number | null): ItemColumns {
+export function itemColumns(items: readonly StoreCallItem[], keyPrefix: string, now: number | null): ItemColumns {
   const keys: string[] = [];
   const algos: number[] = [];
   const limits: number[] = [];

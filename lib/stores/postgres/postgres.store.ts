@@ -9,11 +9,12 @@ import type {
   RateLimitStoreCall,
   RateLimitStoreChanges,
   RateLimitStoreItem,
+  StoreCallItem,
 } from '../rate-limit-store.js';
 import { checkKeyPrefix, storageKey } from '../storage-key.js';
 import { feedChannel, PostgresChangeFeed } from './change-feed.js';
 import { ConsumeBatcher } from './consume-batcher.js';
-import { type Item, itemColumns } from './item-columns.js';
+import { itemColumns } from './item-columns.js';
 import { postgresSchemaSql, quoteSchema } from './rate-limit.sql.js';
 
 /** Options of the PostgreSQL store. */
@@ -254,12 +255,15 @@ export class PostgresRateLimitStore implements RateLimitStore {
     this.pruner = undefined;
   }
 
-  private async decide(op: 'consume' | 'peek' | 'refund', items: readonly Item[]): Promise<RateLimitDecision[]> {
+  private async decide(
+    op: 'consume' | 'peek' | 'refund',
+    items: readonly StoreCallItem[],
+  ): Promise<RateLimitDecision[]> {
     if (items.length === 0) return [];
     return decisionsFromReply(op, items, await this.run(op, items), 'PostgreSQL');
   }
 
-  private async run(op: Operation, items: readonly Item[]): Promise<unknown> {
+  private async run(op: Operation, items: readonly StoreCallItem[]): Promise<unknown> {
     const now = this.now();
     const { keys, algos, limits, windows, capacities, costs, shadows, blocks } = itemColumns(
       items,

@@ -1,6 +1,7 @@
 import { ALGORITHM_CODES } from '../../algorithms/index.js';
 
 import { ALLOWED, BLOCKED, DENIED, blockingRetrySql } from './reply.sql.js';
+import { newestPeriodSql } from './state-rows.sql.js';
 
 const QUOTA = ALGORITHM_CODES.quota;
 
@@ -35,9 +36,7 @@ export function roundSql(S: string, algo: number | null, single: boolean): strin
   const reads = [
     rates &&
       `LEFT JOIN ${S}.rate_limit_state s ON ${mixed ? `it.a <> ${QUOTA} AND ` : ''}s.key = it.k AND s.expires_at > it.now_ms`,
-    quotas &&
-      `LEFT JOIN LATERAL (SELECT u.period_start, u.used, u.period_end, u.blocked_until
-          FROM ${S}.rate_limit_quota_usage u WHERE ${isQuota} AND u.key = it.k ORDER BY u.period_start DESC LIMIT 1) q ON true`,
+    quotas && `LEFT JOIN LATERAL (${newestPeriodSql(S, `${isQuota} AND u.key = it.k`)}) q ON true`,
   ];
   // what an item writes: its new state when its request consumes, or the block its denial starts
   const writes = 'd.consumes OR d.blocks > 0';

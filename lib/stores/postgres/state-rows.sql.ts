@@ -5,6 +5,15 @@ import { ALLOWED, BLOCKED, DENIED } from './reply.sql.js';
 const QUOTA = ALGORITHM_CODES.quota;
 
 /**
+ * The query of a quota key's newest period (period_start, used, period_end, blocked_until), where `where`
+ * names the key (\`u.key = ...\`): it holds the key's block, and counts when it is not older than the caller's
+ * period (a clock ahead may have begun the next one). PL/pgSQL callers add their INTO after it.
+ */
+export const newestPeriodSql = (S: string, where: string): string =>
+  `SELECT u.period_start, u.used, u.period_end, u.blocked_until
+      FROM ${S}.rate_limit_quota_usage u WHERE ${where} ORDER BY u.period_start DESC LIMIT 1`;
+
+/**
  * Reading and writing one key's row, its block included, for the functions that go item by item (peek,
  * refund, block, reset, and the consumes of rate_limit_v3). A block is the row's `blocked_until` (ms since
  * the epoch; NULL: none), beside the state it leaves as it was:
@@ -27,8 +36,7 @@ DECLARE
 BEGIN
   w_ms := w; cap_ms := cap;
   IF algo = ${QUOTA} THEN
-    SELECT u.period_start, u.used, u.period_end, u.blocked_until INTO qs, qu, qe, until_ms
-      FROM ${S}.rate_limit_quota_usage u WHERE u.key = k ORDER BY u.period_start DESC LIMIT 1;
+    ${newestPeriodSql(S, 'u.key = k')} INTO qs, qu, qe, until_ms;
     IF qs >= w THEN
       st := qs::text || ':' || qu::text;
       IF qs > w THEN w_ms := qs; cap_ms := qe; END IF;

@@ -1,18 +1,15 @@
 import { elementAt } from '../../element-at.js';
 import type { RateLimitDecision } from '../../policy/policy.types.js';
-import type { RateLimitStoreItem } from '../rate-limit-store.js';
-
-/** An item of a store call; `cost` is absent for peek and reset. */
-export type SlotItem = Pick<RateLimitStoreItem, 'policy' | 'key' | 'shadow'> & { cost?: number };
+import type { StoreCallItem } from '../rate-limit-store.js';
 
 /** One call of the script on the items of one slot ('check' decides as 'consume' would, writing nothing). */
 export type RunInSlot = (
   op: 'consume' | 'check' | 'peek' | 'refund',
-  part: readonly SlotItem[],
+  part: readonly StoreCallItem[],
 ) => Promise<RateLimitDecision[]>;
 
 /** Whether a slot's decisions deny the request: one of its enforced items was denied. */
-export const denied = (part: readonly SlotItem[], decisions: readonly RateLimitDecision[]): boolean =>
+export const denied = (part: readonly StoreCallItem[], decisions: readonly RateLimitDecision[]): boolean =>
   decisions.some((d, j) => !d.allowed && elementAt(part, j, 'the items of a slot').shadow !== true);
 
 /** The items at the indices of `group` (one slot's indices into `items`, from the store's grouping by slot). */
@@ -27,7 +24,7 @@ function place(out: RateLimitDecision[], group: readonly number[], decisions: re
 /** A peek or refund whose keys span several Cluster slots: one call per slot, at once. */
 export async function acrossSlots(
   op: 'peek' | 'refund',
-  items: readonly SlotItem[],
+  items: readonly StoreCallItem[],
   groups: readonly number[][],
   run: RunInSlot,
 ): Promise<RateLimitDecision[]> {
@@ -48,7 +45,7 @@ export async function acrossSlots(
  * a refund is on its way, never over-admit. Two round trips for a request whose policies span slots.
  */
 export async function consumeAcrossSlots(
-  items: readonly SlotItem[],
+  items: readonly StoreCallItem[],
   groups: readonly number[][],
   run: RunInSlot,
 ): Promise<RateLimitDecision[]> {
@@ -95,11 +92,11 @@ export async function consumeAcrossSlots(
  * block (or, if units came free meanwhile, consumes, and is given back at once). Returns the decisions.
  */
 async function startBlocks(
-  parts: readonly SlotItem[][],
+  parts: readonly StoreCallItem[][],
   checked: RateLimitDecision[][],
   run: RunInSlot,
 ): Promise<RateLimitDecision[][]> {
-  const blocking = (part: readonly SlotItem[], decisions: readonly RateLimitDecision[]) =>
+  const blocking = (part: readonly StoreCallItem[], decisions: readonly RateLimitDecision[]) =>
     decisions.some((d, j) => {
       if (d.allowed || d.blocked === true) return false;
       const item = elementAt(part, j, 'the items of a slot');

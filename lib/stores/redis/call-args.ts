@@ -4,7 +4,7 @@ import type { Clock } from '../../clock.js';
 import type { ResolvedPolicy } from '../../policy/policy.types.js';
 import { storageKey } from '../storage-key.js';
 import { BLOCK_FLAG, POLICY_FIELDS, REPLY_WIDTH } from '../protocol.js';
-import type { SlotItem } from './across-slots.js';
+import type { StoreCallItem } from '../rate-limit-store.js';
 
 /**
  * One item's arguments: its policy's fields (algorithm code, limit, window, capacity, then a quota's next end
@@ -22,7 +22,7 @@ export interface RequestArgs {
 }
 
 /** The arguments of `items` for `op`. A shadow item's algorithm code is negated in consumes and checks. */
-export function requestArgs(op: string, items: readonly SlotItem[], keyPrefix: string, clock: Clock): RequestArgs {
+export function requestArgs(op: string, items: readonly StoreCallItem[], keyPrefix: string, clock: Clock): RequestArgs {
   const keys: string[] = [];
   const args: ItemArgs[] = [];
   const shadowing = op === 'consume' || op === 'check';

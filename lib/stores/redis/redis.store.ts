@@ -4,10 +4,10 @@ import { type Clock, systemClock } from '../../clock.js';
 import type { RateLimitDecision } from '../../policy/policy.types.js';
 import { decisionsFromReply } from '../decisions.js';
 import { checkRedisClient, type RedisClient, type RedisConnection } from '../client-types.js';
-import type { RateLimitStore, RateLimitStoreChanges, RateLimitStoreItem } from '../rate-limit-store.js';
+import type { RateLimitStore, RateLimitStoreChanges, RateLimitStoreItem, StoreCallItem } from '../rate-limit-store.js';
 import { checkKeyPrefix, storageKey } from '../storage-key.js';
 import { redisAddress } from '../store-description.js';
-import { acrossSlots, consumeAcrossSlots, type RunInSlot, type SlotItem, slotItems } from './across-slots.js';
+import { acrossSlots, consumeAcrossSlots, type RunInSlot, slotItems } from './across-slots.js';
 import { batchArgs, callFields, type RequestArgs, requestArgs, splitReply } from './call-args.js';
 import { CallBatcher } from './call-batcher.js';
 import { canFeed, RedisChangeFeed } from './change-feed.js';
@@ -27,7 +27,6 @@ export interface RedisRateLimitStoreOptions {
 }
 
 type Operation = 'consume' | 'check' | 'peek' | 'refund' | 'reset' | 'block' | 'unblock';
-type Item = SlotItem;
 
 /**
  * The production store: state in Redis, shared by every process. Each operation is ONE call (FCALL, or
@@ -128,7 +127,10 @@ export class RedisRateLimitStore implements RateLimitStore {
     return this.loadingFunction;
   }
 
-  private async decide(op: 'consume' | 'peek' | 'refund', items: readonly Item[]): Promise<RateLimitDecision[]> {
+  private async decide(
+    op: 'consume' | 'peek' | 'refund',
+    items: readonly StoreCallItem[],
+  ): Promise<RateLimitDecision[]> {
     if (items.length === 0) return [];
     const groups = this.client.isCluster ? this.bySlot(items) : [items.map((_, i) => i)];
     if (groups.length === 1) return this.inSlot(op, items);
@@ -142,7 +144,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     decisionsFromReply(op === 'check' ? 'consume' : op, part, await this.run(op, part), 'the Redis script');
 
   /** Indexes of the items grouped by the Cluster slot of their keys (one script may touch one slot only). */
-  private bySlot(items: readonly Item[]): number[][] {
+  private bySlot(items: readonly StoreCallItem[]): number[][] {
     const groups = new Map<number, number[]>();
     items.forEach(({ policy, key }, i) => {
       const slot = calculateSlot(storageKey(this.keyPrefix, policy.id, key));
@@ -165,13 +167,13 @@ export class RedisRateLimitStore implements RateLimitStore {
   }
 
   /** One call per Cluster slot of the items (one call on a standalone Redis). */
-  private async eachSlot(op: Operation, items: readonly Item[]): Promise<void> {
+  private async eachSlot(op: Operation, items: readonly StoreCallItem[]): Promise<void> {
     if (items.length === 0) return;
     const groups = this.client.isCluster ? this.bySlot(items) : [items.map((_, i) => i)];
     await Promise.all(groups.map((group) => this.run(op, slotItems(items, group))));
   }
 
-  private async run(op: Operation, items: readonly Item[]): Promise<unknown> {
+  private async run(op: Operation, items: readonly StoreCallItem[]): Promise<unknown> {
     const request = requestArgs(op, items, this.keyPrefix, this.clock ?? systemClock);
     // The consumes on one connection are gathered per turn of the event loop.
     if (op === 'consume' && !this.client.isCluster) return this.batcher.consume(request);
