@@ -229,6 +229,32 @@ export function conformanceSuite(target: StoreTarget, { runs = 150 }: { runs?: n
       }
     });
 
+    // A refund of a concurrency limit gives back its oldest leases (the log's, the newest units): which
+    // ones went back shows in the reset and in when the next unit frees.
+    it.each(['concurrency', 'sliding-window-log'] as const)(
+      'gives the units of a %s back in its order, like the reference',
+      async (algorithm) => {
+        const policy = validatePolicy({ name: `order-${algorithm}`, algorithm, limit: 3, window: 60_000 });
+        const clock = new FakeClock(1_700_000_000_000);
+        const reference = new ReferenceStore(clock);
+        const store = target.make(clock);
+        const item = (cost: number) => [{ policy, key: 'order', cost }];
+        for (const [dt, kind, cost] of [
+          [0, 'consume', 1],
+          [10_000, 'consume', 1],
+          [10_000, 'consume', 1],
+          [1, 'refund', 1],
+          [1, 'consume', 2],
+          [1, 'peek', 1],
+        ] as const) {
+          clock.advance(dt);
+          const play = (s: typeof store) =>
+            kind === 'consume' ? s.consume(item(cost)) : kind === 'refund' ? s.refund(item(cost)) : s.peek(item(0));
+          expect(await play(store)).toEqual(await play(reference));
+        }
+      },
+    );
+
     it.each(['token-bucket', 'gcra'] as const)(
       'regression (a downgrade after the old TTL): %s units drain at the limit they were written with, so a store that expired the key decides as one that did not',
       async (algorithm) => {

@@ -30,8 +30,6 @@ local function swl_reset(times, w, now)
   if #times == 0 then return 0 end
   return times[#times] + w - now
 end
--- the concurrency limit's twin gives leases back with these
-SWL.alive, SWL.key_time = swl_alive, swl_key_time
 function SWL.step(st, limit, w, cap, now, cost)
   local at = swl_key_time(st, now)
   local times, costs = swl_alive(st, w, at)
@@ -65,15 +63,17 @@ function SWL.step(st, limit, w, cap, now, cost)
   end
   return st, 0, max(0, limit - used), swl_reset(times, w, now), retry
 end
-function SWL.refund(st, limit, w, cap, now, amount)
+-- gives \`amount\` units back, the newest entries first (the oldest first for a concurrency limit's leases)
+function SWL.refund_from(st, w, now, amount, oldest_first)
   local times, costs = swl_alive(st, w, swl_key_time(st, now))
   local left = amount
-  local i = #times
-  while i >= 1 and left > 0 do
+  local i, last, step = #times, 1, -1
+  if oldest_first then i, last, step = 1, #times, 1 end
+  while left > 0 and (i - last) * step <= 0 do
     local take = min(costs[i], left)
     costs[i] = costs[i] - take
     left = left - take
-    i = i - 1
+    i = i + step
   end
   local kept_t, kept_c = {}, {}
   for j = 1, #times do
@@ -85,4 +85,5 @@ function SWL.refund(st, limit, w, cap, now, amount)
   if #kept_t > 0 then return { kept_t, kept_c } end
   return false
 end
+function SWL.refund(st, limit, w, cap, now, amount) return SWL.refund_from(st, w, now, amount, false) end
 `;

@@ -79,21 +79,29 @@ BEGIN
   END IF;
 END $fn$;
 
--- the newest units go back first: they are the ones that would otherwise weigh longest
-CREATE OR REPLACE FUNCTION ${S}.rl_swl_refunded(st text, w bigint, now_ms bigint, amount bigint) RETURNS text
+-- gives amount units back, the newest first: they are the ones that would otherwise weigh longest (a
+-- concurrency limit gives its oldest leases back first: oldest_first)
+CREATE OR REPLACE FUNCTION ${S}.rl_swl_refunded_from(st text, w bigint, now_ms bigint, amount bigint,
+  oldest_first boolean) RETURNS text
 LANGUAGE plpgsql IMMUTABLE AS $fn$
 DECLARE
   live record := ${S}.rl_swl_live(st, w, ${S}.rl_swl_key_time(st, now_ms));
   costs bigint[] := live.costs;
+  n int := cardinality(live.costs);
   left_units bigint := amount;
   take bigint;
+  j int;
 BEGIN
-  FOR i IN REVERSE cardinality(costs)..1 LOOP
+  FOR i IN 1..n LOOP
     EXIT WHEN left_units <= 0;
-    take := least(costs[i], left_units);
-    costs[i] := costs[i] - take;
+    j := CASE WHEN oldest_first THEN i ELSE n + 1 - i END;
+    take := least(costs[j], left_units);
+    costs[j] := costs[j] - take;
     left_units := left_units - take;
   END LOOP;
   RETURN ${S}.rl_swl_join(live.times, costs, true);
 END $fn$;
+
+CREATE OR REPLACE FUNCTION ${S}.rl_swl_refunded(st text, w bigint, now_ms bigint, amount bigint) RETURNS text
+LANGUAGE sql IMMUTABLE AS $fn$ SELECT ${S}.rl_swl_refunded_from(st, w, now_ms, amount, false) $fn$;
 `;

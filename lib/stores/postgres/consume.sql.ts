@@ -1,7 +1,6 @@
 import { ALGORITHM_CODES } from '../../algorithms/index.js';
 import { ALLOWED, BLOCKED, DENIED, blockingRetrySql } from './reply.sql.js';
 import { roundSql } from './round.sql.js';
-import { newestPeriodSql } from './state-rows.sql.js';
 
 const QUOTA = ALGORITHM_CODES.quota;
 
@@ -18,24 +17,13 @@ LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $fn$
 DECLARE
   v_st text;
   v_until bigint;
-  v_w bigint := p_w;
-  v_cap bigint := p_cap;
+  v_w bigint;
+  v_cap bigint;
   v_d record;
-  qs bigint;
-  qu bigint;
-  qe bigint;
 BEGIN
   PERFORM pg_advisory_xact_lock(hashtextextended(p_key, 0));
-  IF p_algo = ${QUOTA} THEN
-    ${newestPeriodSql(S, 'u.key = p_key')} INTO qs, qu, qe, v_until;
-    IF qs >= p_w THEN
-      v_st := qs::text || ':' || qu::text;
-      IF qs > p_w THEN v_w := qs; v_cap := qe; END IF;
-    END IF;
-  ELSE
-    SELECT s.state, s.blocked_until INTO v_st, v_until FROM ${S}.rate_limit_state s
-      WHERE s.key = p_key AND s.expires_at > p_now;
-  END IF;
+  SELECT l.st, l.until_ms, l.w_ms, l.cap_ms INTO v_st, v_until, v_w, v_cap
+    FROM ${S}.rl_load_state(p_key, p_algo, p_w, p_cap, p_now) l;
   IF v_until > p_now THEN
     -- blocked: denied without a decision, and without extending the block
     RETURN '${BLOCKED},0,' || (v_until - p_now)::text || ',' || (v_until - p_now)::text;
