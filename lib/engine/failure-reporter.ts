@@ -43,7 +43,9 @@ export class FailureReporter {
       }
     }
     // What the fail modes do is part of the cause: an outage that admits and one that refuses are both told.
-    const cause = `${err.name}: ${err.message}`.slice(0, 300) + (doing === undefined ? '' : `; ${doing}`);
+    // A plain Error's name says nothing: the message speaks for itself; a named error (a timeout) keeps its name.
+    const said = err.name === 'Error' ? err.message : `${err.name}: ${err.message}`;
+    const cause = said.slice(0, 300) + (doing === undefined ? '' : `; ${doing}`);
     const what = err.name === 'RateLimitPolicyError' ? 'policy error' : doing === DEFECT ? 'defect' : 'store failure';
     this.recent.note(cause, (held) => {
       const more = held > 0 ? ` (${held} more since the last report)` : '';
