@@ -17,10 +17,14 @@ import { FakeClock } from '../support/fake-clock.js';
 import { nth } from '../support/harness.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
 
-/** The wall clock, keeping its last reading in `nowMs`: waiting takes real (short) time here. */
+/**
+ * The wall clock, keeping its last reading in `nowMs`: waiting takes real (short) time here. Frozen, it stays at
+ * its last reading, for a test whose budget must not refill however slowly a loaded machine runs it.
+ */
 class WallClock extends FakeClock {
+  frozen = false;
   override now(): number {
-    return (this.nowMs = Date.now());
+    return this.frozen ? this.nowMs : (this.nowMs = Date.now());
   }
 }
 
@@ -80,8 +84,9 @@ describe.each(ADAPTERS)('acquire() in a Nest app on %s', (adapter) => {
   let app: INestApplication;
   let store: AdmissionLog;
   let open: boolean;
+  let clock: WallClock;
   beforeEach(async () => {
-    const clock = new WallClock();
+    clock = new WallClock();
     store = new AdmissionLog(clock);
     ({ app } = await createApp(
       adapter,
@@ -104,6 +109,8 @@ describe.each(ADAPTERS)('acquire() in a Nest app on %s', (adapter) => {
 
   it('answers 429 with Retry-After, at once, when the wait would pass maxWaitMs', async () => {
     const service = app.get(RateLimitService);
+    clock.now();
+    clock.frozen = true; // the 200 ms window must not pass between the two calls on a slow machine
     await service.consume('provider-rpm', 'provider', { cost: 2 });
     const res = await get('/complete?wait=50');
     expect(res.status).toBe(429);
