@@ -1,5 +1,5 @@
 import { ALGORITHM_CODES } from '../../algorithms/index.js';
-import { ALLOWED, BLOCKED, DENIED, blockingRetrySql } from './reply.sql.js';
+import { ALLOWED, DENIED, blockedReply, blockingReply, decisionReply, replyText } from './reply.sql.js';
 import { roundSql } from './round.sql.js';
 
 const QUOTA = ALGORITHM_CODES.quota;
@@ -26,7 +26,7 @@ BEGIN
     FROM ${S}.rl_load_state(p_key, p_algo, p_w, p_cap, p_now) l;
   IF v_until > p_now THEN
     -- blocked: denied without a decision, and without extending the block
-    RETURN '${BLOCKED},0,' || (v_until - p_now)::text || ',' || (v_until - p_now)::text;
+    RETURN ${replyText(blockedReply('v_until', 'p_now'))};
   END IF;
   CASE p_algo
 ${Object.values(ALGORITHM_CODES)
@@ -49,10 +49,9 @@ ${Object.values(ALGORITHM_CODES)
   ELSIF v_d.allowed = ${DENIED} AND p_block > 0 AND NOT p_shadow THEN
     -- the denial starts the policy's block, the state kept as it was
     PERFORM ${S}.rl_save_state(p_algo, p_key, v_st, v_d.reset_ms, p_slack, p_now, p_lim, v_w, v_cap, p_now + p_block);
-    RETURN '${BLOCKED},' || v_d.remaining::text || ',' || greatest(v_d.reset_ms, p_block)::text || ','
-      || (${blockingRetrySql('v_d.retry_ms', 'p_block')})::text;
+    RETURN ${replyText(blockingReply('v_d', 'p_block'))};
   END IF;
-  RETURN v_d.allowed::text || ',' || v_d.remaining::text || ',' || v_d.reset_ms::text || ',' || v_d.retry_ms::text;
+  RETURN ${replyText(decisionReply('v_d'))};
 END $fn$;
 `;
 

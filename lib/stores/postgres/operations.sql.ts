@@ -1,6 +1,15 @@
 import { ALGORITHM_CODES } from '../../algorithms/index.js';
 import { NEVER_FITS, REPLY_WIDTH as W } from '../protocol.js';
-import { ALLOWED, BLOCKED, DENIED, blockingRetrySql } from './reply.sql.js';
+import {
+  ALLOWED,
+  BLOCKED,
+  DENIED,
+  blockedReply,
+  blockingReply,
+  decisionReply,
+  replyArray,
+  standingReply,
+} from './reply.sql.js';
 
 /**
  * The general entry point, rate_limit_v3(op, ...): peek, refund, reset, block and unblock, and the consumes
@@ -105,7 +114,7 @@ BEGIN
   FOR i IN 1..n LOOP
     IF untils[i] > now_ms THEN
       -- blocked: denied without a step, and without extending the block
-      results := results || ARRAY[${BLOCKED}, 0, untils[i] - now_ms, untils[i] - now_ms]::bigint[];
+      results := results || ${replyArray(blockedReply('untils[i]', 'now_ms'))};
       all_allowed := all_allowed AND coalesce(shadows[i], false);
       CONTINUE;
     END IF;
@@ -117,10 +126,9 @@ BEGIN
     IF block_ms > 0 THEN
       PERFORM ${S}.rl_save_state(algos[i], keys[i], original[i], r.reset_ms, slack, now_ms, lims[i], ws[i], caps[i],
         now_ms + block_ms);
-      results := results || ARRAY[${BLOCKED}, r.remaining, greatest(r.reset_ms, block_ms),
-        ${blockingRetrySql('r.retry_ms', 'block_ms')}]::bigint[];
+      results := results || ${replyArray(blockingReply('r', 'block_ms'))};
     ELSE
-      results := results || ARRAY[r.allowed, r.remaining, r.reset_ms, r.retry_ms]::bigint[];
+      results := results || ${replyArray(decisionReply('r'))};
     END IF;
     IF r.allowed = ${DENIED} THEN
       all_allowed := all_allowed AND coalesce(shadows[i], false);
@@ -142,7 +150,7 @@ BEGIN
   FOR i IN 1..n LOOP
     IF results[(i - 1) * ${W} + 1] = ${ALLOWED} THEN
       SELECT * INTO r FROM ${S}.rl_algo_decision_v3(algos[i], original[i], lims[i], ws[i], caps[i], now_ms, 0);
-      res := res || ARRAY[${ALLOWED}, r.remaining, r.reset_ms, 0]::bigint[];
+      res := res || ${replyArray(standingReply('r.remaining', 'r.reset_ms'))};
     ELSE
       res := res || results[(i - 1) * ${W} + 1:i * ${W}];
     END IF;

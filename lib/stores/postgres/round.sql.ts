@@ -1,6 +1,6 @@
 import { ALGORITHM_CODES } from '../../algorithms/index.js';
 
-import { ALLOWED, BLOCKED, DENIED, blockingRetrySql } from './reply.sql.js';
+import { ALLOWED, DENIED, blockedReply, blockingReply, decisionReply, replyText, standingReply } from './reply.sql.js';
 import { newestPeriodSql } from './state-rows.sql.js';
 
 const QUOTA = ALGORITHM_CODES.quota;
@@ -86,11 +86,9 @@ export function roundSql(S: string, algo: number | null, single: boolean): strin
       .join('')}
     SELECT string_agg(CASE
         WHEN d.until_ms > d.now_ms
-          THEN '${BLOCKED},0,' || (d.until_ms - d.now_ms)::text || ',' || (d.until_ms - d.now_ms)::text
-        WHEN d.blocks > 0 THEN '${BLOCKED},' || d.remaining::text || ',' || greatest(d.reset_ms, d.blocks)::text || ','
-          || (${blockingRetrySql('d.retry_ms', 'd.blocks')})::text
-        WHEN d.all_ok OR NOT d.passes
-          THEN d.allowed::text || ',' || d.remaining::text || ',' || d.reset_ms::text || ',' || d.retry_ms::text
-        ELSE '${ALLOWED},' || d.remaining_now::text || ',' || d.reset_now::text || ',0' END, ',' ORDER BY d.i)
+          THEN ${replyText(blockedReply('d.until_ms', 'd.now_ms'))}
+        WHEN d.blocks > 0 THEN ${replyText(blockingReply('d', 'd.blocks'))}
+        WHEN d.all_ok OR NOT d.passes THEN ${replyText(decisionReply('d'))}
+        ELSE ${replyText(standingReply('d.remaining_now', 'd.reset_now'))} END, ',' ORDER BY d.i)
     INTO part FROM decided d;`;
 }

@@ -1,6 +1,6 @@
 import { ALGORITHM_CODES } from '../../algorithms/index.js';
 
-import { ALLOWED, BLOCKED, DENIED } from './reply.sql.js';
+import { ALLOWED, BLOCKED, DENIED, blockedReply, replyArray, standingReply } from './reply.sql.js';
 
 const QUOTA = ALGORITHM_CODES.quota;
 
@@ -88,8 +88,8 @@ END $fn$;
 CREATE OR REPLACE FUNCTION ${S}.rl_standing_v3(algo int, st text, lim bigint, w bigint, cap bigint, now_ms bigint,
   until_ms bigint) RETURNS bigint[]
 LANGUAGE sql STABLE AS $fn$
-  SELECT CASE WHEN until_ms > now_ms THEN ARRAY[${BLOCKED}, 0, until_ms - now_ms, until_ms - now_ms]
-    WHEN r.remaining >= 1 THEN ARRAY[${ALLOWED}, r.remaining, r.reset_ms, 0]
+  SELECT CASE WHEN until_ms > now_ms THEN ${replyArray(blockedReply('until_ms', 'now_ms'))}
+    WHEN r.remaining >= 1 THEN ${replyArray(standingReply('r.remaining', 'r.reset_ms'))}
     ELSE ARRAY[${DENIED}, r.remaining, r.reset_ms,
       (SELECT p.retry_ms FROM ${S}.rl_algo_decision_v3(algo, st, lim, w, cap, now_ms, 1) p)] END
   FROM ${S}.rl_algo_decision_v3(algo, st, lim, w, cap, now_ms, 0) r
