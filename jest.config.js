@@ -6,6 +6,7 @@ export default {
     // the README's examples import the package by name: the source here
     '^nest-rate-limit$': '<rootDir>/lib/index.ts',
     '^nest-rate-limit/testing$': '<rootDir>/lib/testing/index.ts',
+    '^nest-rate-limit/(graphql|websockets|microservices)$': '<rootDir>/lib/$1/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }] },

@@ -9,8 +9,19 @@ import ts from 'typescript';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const REPORT = `${ROOT}etc/public-api.md`;
-/** Each entry point of package.json's `exports`, by the source it is built from. */
-const ENTRIES = { 'nest-rate-limit': 'lib/index.ts', 'nest-rate-limit/testing': 'lib/testing/index.ts' };
+/**
+ * Each entry point of package.json's `exports` (every one, so a new subpath cannot go unreported), by the source
+ * its ES module build is compiled from: `./dist/<path>.js` from `lib/<path>.ts`.
+ */
+const pkg = JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8'));
+const ENTRIES = Object.fromEntries(
+  Object.entries(pkg.exports)
+    .filter(([, target]) => typeof target === 'object')
+    .map(([subpath, target]) => [
+      pkg.name + subpath.slice(1),
+      target.import.default.replace(/^\.\/dist\//, 'lib/').replace(/\.js$/, '.ts'),
+    ]),
+);
 
 const config = ts.getParsedCommandLineOfConfigFile(
   `${ROOT}tsconfig.build.json`,

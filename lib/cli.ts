@@ -14,7 +14,7 @@ Runs the real algorithm steps on a fake clock over a traffic pattern and writes 
 admitted (green) and denied (red) over time. No network, no browser.
 
 Flags:
-  --algorithm <name>   ${ALGORITHMS.join(', ')}, or all (the five side by side); default all
+  --algorithm <name>   ${ALGORITHMS.join(', ')}, or all (side by side); default all
   --limit <n>          requests per window, an integer >= 1; default 100
   --window <duration>  as in policies: ms, or '500ms', '10s', '1m', '1h', '1d'; default 1m
   --burst <n>          token-bucket and gcra capacity; default the limit

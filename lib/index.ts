@@ -1,12 +1,12 @@
-export { type Clock, systemClock } from './clock.js';
+export { type Clock } from './clock.js';
 export { RateLimitCircuitOpenError } from './engine/circuit-breaker.js';
 export { RateLimitStoreTimeoutError } from './stores/store-timeout.js';
 export { type RateLimitDecisionEvent } from './request/decision-events.js';
-export { normalizeIp } from './keys/client-ip.js';
 export { RateLimitPolicyError } from './policy/policy.errors.js';
 export {
   ALGORITHMS,
   type FailMode,
+  type QuotaPeriod,
   type RateLimitAlgorithm,
   type RateLimitCount,
   type RateLimitDecision,
@@ -19,11 +19,11 @@ export {
   type RateLimitOutcome,
   type RateLimitPolicy,
   type RateLimitQuotaPolicy,
+  type RateLimitScope,
   type RateLimitWindowPolicy,
   type ResolvedPolicy,
 } from './policy/policy.types.js';
-export { defaultPolicyName, validatePolicy } from './policy/validate-policy.js';
-export { parseWindow } from './policy/window.js';
+export { validatePolicy } from './policy/validate-policy.js';
 export { RATE_LIMIT_CLOCK } from './rate-limit.constants.js';
 export { RateLimit, SkipRateLimit } from './rate-limit.decorator.js';
 export {
@@ -31,11 +31,16 @@ export {
   RateLimitExceededException,
   RateLimitExceptionFilter,
   RateLimitUnavailableException,
+  type RateLimitProblem,
 } from './rate-limit.exception.js';
 export { RateLimitGuard } from './rate-limit.guard.js';
 export { RateLimitInterceptor } from './rate-limit.interceptor.js';
 export { RateLimitModule } from './rate-limit.module.js';
-export { RATE_LIMIT_OPTIONS } from './rate-limit.module-definition.js';
+export {
+  RATE_LIMIT_OPTIONS,
+  type RateLimitModuleAsyncOptions,
+  type RateLimitModuleOptionsFactory,
+} from './rate-limit.module-definition.js';
 export {
   type RateLimitErrors,
   type RateLimitHeaders,
@@ -65,4 +70,3 @@ export type {
   RedisSentinelAddress,
 } from './stores/client-types.js';
 export { RedisRateLimitStore, type RedisRateLimitStoreOptions } from './stores/redis/redis.store.js';
-export { storageKey } from './stores/storage-key.js';

@@ -132,7 +132,9 @@ export type AdapterFactory = (settings: AdapterSettings) => ContextAdapter | Pro
 
 /**
  * Thrown by the RPC adapter for a denied event (@EventPattern): there is no one to answer, so the module's
- * exception filter turns it into an empty result (the event is dropped; the adapter logs drops itself).
+ * exception filter turns it into an empty result (the event is dropped; the adapter logs drops itself). A
+ * catch-all exception filter of yours that catches it instead should drop the event likewise.
+ * @example if (exception instanceof RateLimitDroppedEvent) return EMPTY; // in a catch-all RPC filter
  */
 export class RateLimitDroppedEvent extends Error {
   constructor(

@@ -17,6 +17,27 @@ import type {
 } from './context-adapter.js';
 import { userIdOf } from './http.adapter.js';
 
+/**
+ * What the client of a denied WebSocket message receives as the data of Nest's `exception` event.
+ * @example socket.on('exception', (e: WsRateLimitedError) => { if (e.code === 'RATE_LIMITED') retryIn(e.retryAfter); })
+ */
+export interface WsRateLimitedError extends RateLimitDenial {
+  /** As Nest's own WebSocket errors (`{ status: 'error', message }`), so clients that check it keep working. */
+  readonly status: 'error';
+}
+
+/** What the client of a WebSocket message receives (`exception` event) when a deny list names it. */
+export interface WsDenyListError {
+  readonly status: 'error';
+  readonly code: 'RATE_LIMIT_DENY_LIST';
+  readonly message: string;
+}
+
+/** What the client of a WebSocket message receives (`exception` event) when a fail-closed policy's store is down. */
+export interface WsUnavailableError extends RateLimitUnavailable {
+  readonly status: 'error';
+}
+
 /** A user as apps attach it to a connection: the id (or a JWT's `sub`) keys `'user'` policies. */
 interface UserLike {
   readonly id?: unknown;
@@ -196,16 +217,19 @@ class WsContextAdapter implements ContextAdapter {
   /** The client gets Nest's `exception` event with this object as it is (BaseWsExceptionFilter emits it). */
   deny(_ctx: ExecutionContext, denial: RateLimitDenial, _decision: RateLimitDecision): never {
     // retryAfter is absent when retrying cannot help (a cost that never fits), as in the denial.
-    throw new this.WsException({ status: 'error', ...denial });
+    const error: WsRateLimitedError = { status: 'error', ...denial };
+    throw new this.WsException(error);
   }
 
   unavailable(_ctx: ExecutionContext, outage: RateLimitUnavailable): never {
-    throw new this.WsException({ status: 'error', ...outage });
+    const error: WsUnavailableError = { status: 'error', ...outage };
+    throw new this.WsException(error);
   }
 
   /** `{ status: 'error', code: 'RATE_LIMIT_DENY_LIST', message }` as the `exception` event; the connection stays open. */
   forbid(_ctx: ExecutionContext, refusal: RateLimitRefusal): never {
-    throw new this.WsException({ status: 'error', code: refusal.code, message: refusal.message });
+    const error: WsDenyListError = { status: 'error', code: refusal.code, message: refusal.message };
+    throw new this.WsException(error);
   }
 }
 

@@ -20,7 +20,7 @@ export { bucketWidth, busiestWindow, simulate, type Bucket, type SimulationResul
 export { chartSvg, comparisonSvg, type ChartData } from './svg.js';
 export { buildPattern, parseArrivals, PATTERNS, SimulatorError, type Arrival, type Traffic } from './traffic.js';
 
-/** The five algorithms, or `all` for the side-by-side chart. */
+/** An algorithm of ALGORITHMS, or `all` for the side-by-side chart. */
 export type SimulatedAlgorithm = (typeof ALGORITHMS)[number] | 'all';
 
 /** What `nest-rate-limit simulate` is asked for, its flags parsed. */
@@ -80,7 +80,7 @@ export function trafficFor(request: SimulationRequest, windowMs: number, limit: 
 }
 
 /**
- * Runs a request and draws it: one chart for one algorithm, five panels for `all`.
+ * Runs a request and draws it: one chart for one algorithm, one panel per algorithm for `all`.
  * @example runSimulation({ algorithm: 'all', limit: 100, window: '1m', traffic: 'boundary-burst' }).svg
  */
 export function runSimulation(request: SimulationRequest): { svg: string; results: SimulationResult[] } {

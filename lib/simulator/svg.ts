@@ -120,7 +120,7 @@ export function chartSvg(r: SimulationResult): string {
 }
 
 /**
- * The five algorithms on one traffic pattern, one panel each, on the same scales; `<metadata>` holds an array
+ * Several algorithms on one traffic pattern, one panel each, on the same scales; `<metadata>` holds an array
  * with one entry per panel, in order, and each panel's `<g class="panel">` carries `data-algorithm`.
  * @example writeFileSync('all.svg', comparisonSvg(ALGORITHMS.map((a) => simulate(policyFor(a), traffic))))
  */

@@ -2,14 +2,8 @@ import { Controller, Get, type INestApplication } from '@nestjs/common';
 import calculateSlot from 'cluster-key-slot';
 import request from 'supertest';
 
-import {
-  ALGORITHMS,
-  RateLimit,
-  RateLimitModule,
-  RedisRateLimitStore,
-  storageKey,
-  validatePolicy,
-} from '../../lib/index.js';
+import { ALGORITHMS, RateLimit, RateLimitModule, RedisRateLimitStore, validatePolicy } from '../../lib/index.js';
+import { storageKey } from '../../lib/stores/storage-key.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { nth } from '../support/harness.js';
 import { createApp } from '../support/nest-app.js';

@@ -140,6 +140,13 @@ describe.each(CONSUMERS)('a $name app on the packed package', ({ name, nest, com
       ]);
     });
 
+    it('loads the graphql, websockets and microservices subpaths without their optional peers', async () => {
+      expect(await (await fetch(`${base}/subpaths`)).json()).toEqual({
+        errors: ['RateLimitGraphQLError', 'RateLimitDroppedEvent'],
+        denial: { status: 'error', code: 'RATE_LIMITED', message: 'denied', policy: 'hello', retryAfter: 1 },
+      });
+    });
+
     // Where the app's `import()` stays one (`module: commonjs` compiles it to require), in a CommonJS app.
     if (commonjs && realImport && flags.length === 0) {
       it('holds one copy of the module for require() and import()', async () => {

@@ -13,8 +13,9 @@ import {
 import * as microservices from '@nestjs/microservices';
 import { EventPattern, MessagePattern, RpcException } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
+// What users import: the class the adapter throws must be this one, or their `instanceof` checks fail.
+import { RateLimitDroppedEvent } from 'nest-rate-limit/microservices';
 
-import { RateLimitDroppedEvent } from '../../lib/contexts/context-adapter.js';
 import {
   DROP_LOG_INTERVAL_MS,
   RPC_EVENT_HANDLER,

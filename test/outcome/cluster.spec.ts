@@ -2,8 +2,9 @@ import { Body, Controller, type INestApplication, Post } from '@nestjs/common';
 import calculateSlot from 'cluster-key-slot';
 import request from 'supertest';
 
-import { RateLimit, RateLimitModule, RateLimitService, storageKey } from '../../lib/index.js';
+import { RateLimit, RateLimitModule, RateLimitService } from '../../lib/index.js';
 import { RateLimiter } from '../../lib/rate-limiter.js';
+import { storageKey } from '../../lib/stores/storage-key.js';
 import { createApp } from '../support/nest-app.js';
 import { startCluster, type TestCluster } from '../support/redis-cluster.js';
 import { checkCredentials, type Credentials, LOGIN } from './fixtures.js';

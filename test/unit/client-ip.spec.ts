@@ -1,4 +1,4 @@
-import { normalizeIp } from '../../lib/index.js';
+import { normalizeIp } from '../../lib/keys/client-ip.js';
 
 describe('normalizeIp', () => {
   it.each([

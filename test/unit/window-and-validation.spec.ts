@@ -1,4 +1,5 @@
-import { parseWindow, RateLimitPolicyError, validatePolicy, type RateLimitPolicy } from '../../lib/index.js';
+import { RateLimitPolicyError, validatePolicy, type RateLimitPolicy } from '../../lib/index.js';
+import { parseWindow } from '../../lib/policy/window.js';
 
 describe('parseWindow', () => {
   it.each([

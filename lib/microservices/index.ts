@@ -1,0 +1,6 @@
+/**
+ * `nest-rate-limit/microservices`: what a microservice's clients receive from the limiter (the error of
+ * `ClientProxy.send()`), and what a dropped event throws. Loads no `@nestjs/microservices`.
+ */
+export { RateLimitDroppedEvent } from '../contexts/context-adapter.js';
+export type { RpcDenyListError, RpcRateLimitedError, RpcUnavailableError } from '../contexts/rpc.adapter.js';
