@@ -7,15 +7,7 @@ import type { GraphQLResolveInfo } from 'graphql';
 import { clientAddress, clientIp, ForwardedForCheck } from '../keys/client-ip.js';
 import { importPeer } from '../optional-peer.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
-import type {
-  AdapterFactory,
-  AdapterSettings,
-  ContextAdapter,
-  RateLimitDenial,
-  RateLimitRefusal,
-  RateLimitUnavailable,
-  ShownDecisions,
-} from './context-adapter.js';
+import type * as Adapter from './context-adapter.js';
 import { RateLimitGraphQLError } from './graphql-error.js';
 import { GraphQLResponseFields } from './graphql-response-fields.js';
 import { userIdOf } from './http.adapter.js';
@@ -70,7 +62,7 @@ function incomingMessageOf(value: unknown): IncomingMessage | undefined {
  * whose context holds the HTTP request as `req`. One resolver invocation is one decision: the limiter keeps
  * its state on the invocation's arguments array, so a field selected under two aliases is charged twice.
  */
-class GraphQLContextAdapter implements ContextAdapter {
+class GraphQLContextAdapter implements Adapter.ContextAdapter {
   readonly type = 'graphql' as const;
   /** Client addresses per HTTP request: the resolvers of one operation share them. */
   private readonly addresses = new WeakMap<IncomingMessage, string>();
@@ -84,7 +76,7 @@ class GraphQLContextAdapter implements ContextAdapter {
 
   /** @param GqlExecutionContext @nestjs/graphql's (loaded by the factory). */
   constructor(
-    private readonly settings: AdapterSettings,
+    private readonly settings: Adapter.AdapterSettings,
     private readonly GqlExecutionContext: typeof NestGraphQL.GqlExecutionContext,
   ) {}
 
@@ -158,7 +150,7 @@ class GraphQLContextAdapter implements ContextAdapter {
     ctx: ExecutionContext,
     policies: readonly ResolvedPolicy[],
     decisions: readonly RateLimitDecision[],
-  ): ShownDecisions {
+  ): Adapter.ShownDecisions {
     const response = decisions.length === 0 ? undefined : this.responseOf(ctx);
     if (response === undefined) return { policies, decisions };
     return this.responseFields.accumulate(response, policies, decisions);
@@ -195,7 +187,7 @@ class GraphQLContextAdapter implements ContextAdapter {
     }
   }
 
-  deny(_ctx: ExecutionContext, denial: RateLimitDenial, _decision: RateLimitDecision): never {
+  deny(_ctx: ExecutionContext, denial: Adapter.RateLimitDenial, _decision: RateLimitDecision): never {
     throw new RateLimitGraphQLError(
       denial.message,
       denial.retryAfter === undefined
@@ -205,7 +197,7 @@ class GraphQLContextAdapter implements ContextAdapter {
   }
 
   /** The field fails with RATE_LIMIT_UNAVAILABLE; the HTTP response (when there is one) gets `Retry-After`. */
-  unavailable(ctx: ExecutionContext, outage: RateLimitUnavailable): never {
+  unavailable(ctx: ExecutionContext, outage: Adapter.RateLimitUnavailable): never {
     this.setHeaders(ctx, [['Retry-After', String(outage.retryAfter)]]);
     throw new RateLimitGraphQLError(outage.message, {
       code: outage.code,
@@ -215,7 +207,7 @@ class GraphQLContextAdapter implements ContextAdapter {
   }
 
   /** The field fails with RATE_LIMIT_DENY_LIST; no headers (retrying cannot help). */
-  forbid(_ctx: ExecutionContext, refusal: RateLimitRefusal): never {
+  forbid(_ctx: ExecutionContext, refusal: Adapter.RateLimitRefusal): never {
     throw new RateLimitGraphQLError(refusal.message, { code: refusal.code });
   }
 
@@ -255,7 +247,7 @@ class GraphQLContextAdapter implements ContextAdapter {
  * `@nestjs/graphql` (loaded here, where bundlers do not resolve it: see importPeer) stays optional for every
  * other app.
  */
-export const graphqlAdapter: AdapterFactory = async (settings) => {
+export const graphqlAdapter: Adapter.AdapterFactory = async (settings) => {
   const { GqlExecutionContext } = await importPeer<typeof NestGraphQL>('@nestjs/graphql');
   return new GraphQLContextAdapter(settings, GqlExecutionContext);
 };

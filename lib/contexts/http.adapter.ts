@@ -9,14 +9,7 @@ import {
   RateLimitExceededException,
   RateLimitUnavailableException,
 } from '../rate-limit.exception.js';
-import type {
-  AdapterFactory,
-  AdapterSettings,
-  ContextAdapter,
-  RateLimitDenial,
-  RateLimitRefusal,
-  RateLimitUnavailable,
-} from './context-adapter.js';
+import type * as Adapter from './context-adapter.js';
 
 /** The client address of a request, once computed (several policies may be keyed by it). */
 const CLIENT_IP = Symbol('nest-rate-limit:client-ip');
@@ -38,11 +31,11 @@ export function userIdOf(user: { id?: unknown; sub?: unknown } | null | undefine
 }
 
 /** HTTP on Express or Fastify: headers on the response, 429, 503 and 403 as HttpExceptions. */
-class HttpContextAdapter implements ContextAdapter {
+class HttpContextAdapter implements Adapter.ContextAdapter {
   readonly type = 'http';
   private readonly forwardedFor = new ForwardedForCheck('A request');
 
-  constructor(private readonly settings: AdapterSettings) {}
+  constructor(private readonly settings: Adapter.AdapterSettings) {}
 
   invocation(ctx: ExecutionContext): object {
     return ctx.switchToHttp().getRequest<object>();
@@ -83,18 +76,18 @@ class HttpContextAdapter implements ContextAdapter {
 
   deny(
     _ctx: ExecutionContext,
-    _denial: RateLimitDenial,
+    _denial: Adapter.RateLimitDenial,
     decision: RateLimitDecision,
     violated?: readonly string[],
   ): never {
     throw new RateLimitExceededException(decision, violated);
   }
 
-  unavailable(_ctx: ExecutionContext, outage: RateLimitUnavailable): never {
+  unavailable(_ctx: ExecutionContext, outage: Adapter.RateLimitUnavailable): never {
     throw new RateLimitUnavailableException(outage.policy, outage.retryAfter);
   }
 
-  forbid(_ctx: ExecutionContext, refusal: RateLimitRefusal): never {
+  forbid(_ctx: ExecutionContext, refusal: Adapter.RateLimitRefusal): never {
     throw new RateLimitDenyListException(refusal.message);
   }
 
@@ -120,4 +113,4 @@ class HttpContextAdapter implements ContextAdapter {
   }
 }
 
-export const httpAdapter: AdapterFactory = (settings) => new HttpContextAdapter(settings);
+export const httpAdapter: Adapter.AdapterFactory = (settings) => new HttpContextAdapter(settings);

@@ -7,21 +7,14 @@ import type * as Websockets from '@nestjs/websockets';
 import { clientAddress, clientIp, ForwardedForCheck, isTrustNone } from '../keys/client-ip.js';
 import { importPeer } from '../optional-peer.js';
 import type { RateLimitDecision } from '../policy/policy.types.js';
-import type {
-  AdapterFactory,
-  AdapterSettings,
-  ContextAdapter,
-  RateLimitDenial,
-  RateLimitRefusal,
-  RateLimitUnavailable,
-} from './context-adapter.js';
+import type * as Adapter from './context-adapter.js';
 import { userIdOf } from './http.adapter.js';
 
 /**
  * What the client of a denied WebSocket message receives as the data of Nest's `exception` event.
  * @example socket.on('exception', (e: WsRateLimitedError) => { if (e.code === 'RATE_LIMITED') retryIn(e.retryAfter); })
  */
-export interface WsRateLimitedError extends RateLimitDenial {
+export interface WsRateLimitedError extends Adapter.RateLimitDenial {
   /** As Nest's own WebSocket errors (`{ status: 'error', message }`), so clients that check it keep working. */
   readonly status: 'error';
 }
@@ -34,7 +27,7 @@ export interface WsDenyListError {
 }
 
 /** What the client of a WebSocket message receives (`exception` event) when a fail-closed policy's store is down. */
-export interface WsUnavailableError extends RateLimitUnavailable {
+export interface WsUnavailableError extends Adapter.RateLimitUnavailable {
   readonly status: 'error';
 }
 
@@ -83,7 +76,7 @@ const isWsClient = (client: object): client is WsClient => isObject((client as {
  * Nest's `exception` event with `{ status: 'error', code, message, policy, retryAfter }`; the connection stays
  * open. WebSockets have no headers per message, so setHeaders does nothing.
  */
-class WsContextAdapter implements ContextAdapter {
+class WsContextAdapter implements Adapter.ContextAdapter {
   readonly type = 'ws' as const;
   /** The client address of each connection: its handshake is fixed, so it is computed once per connection. */
   private readonly addresses = new WeakMap<object, string>();
@@ -100,7 +93,7 @@ class WsContextAdapter implements ContextAdapter {
 
   /** @param WsException @nestjs/websockets' own, which Nest's filters recognise (loaded by the factory). */
   constructor(
-    private readonly settings: AdapterSettings,
+    private readonly settings: Adapter.AdapterSettings,
     private readonly WsException: typeof Websockets.WsException,
   ) {
     this.watchUpgrades();
@@ -215,26 +208,26 @@ class WsContextAdapter implements ContextAdapter {
   setHeaders(): void {}
 
   /** The client gets Nest's `exception` event with this object as it is (BaseWsExceptionFilter emits it). */
-  deny(_ctx: ExecutionContext, denial: RateLimitDenial, _decision: RateLimitDecision): never {
+  deny(_ctx: ExecutionContext, denial: Adapter.RateLimitDenial, _decision: RateLimitDecision): never {
     // retryAfter is absent when retrying cannot help (a cost that never fits), as in the denial.
     const error: WsRateLimitedError = { status: 'error', ...denial };
     throw new this.WsException(error);
   }
 
-  unavailable(_ctx: ExecutionContext, outage: RateLimitUnavailable): never {
+  unavailable(_ctx: ExecutionContext, outage: Adapter.RateLimitUnavailable): never {
     const error: WsUnavailableError = { status: 'error', ...outage };
     throw new this.WsException(error);
   }
 
   /** `{ status: 'error', code: 'RATE_LIMIT_DENY_LIST', message }` as the `exception` event; the connection stays open. */
-  forbid(_ctx: ExecutionContext, refusal: RateLimitRefusal): never {
+  forbid(_ctx: ExecutionContext, refusal: Adapter.RateLimitRefusal): never {
     const error: WsDenyListError = { status: 'error', code: refusal.code, message: refusal.message };
     throw new this.WsException(error);
   }
 }
 
 /** The WebSocket adapter (`ctx.getType() === 'ws'`), loaded only by applications that have gateways. */
-export const wsAdapter: AdapterFactory = async (settings) => {
+export const wsAdapter: Adapter.AdapterFactory = async (settings) => {
   const { WsException } = await importPeer<typeof Websockets>('@nestjs/websockets');
   return new WsContextAdapter(settings, WsException);
 };

@@ -18,6 +18,13 @@ export interface ItemColumns {
   readonly blocks: readonly number[] | null;
 }
 
+/** The columns every item has, in the order of the SQL functions' parameters that take them. */
+export const ITEM_COLUMNS = ['keys', 'algos', 'limits', 'windows', 'capacities', 'costs'] as const;
+
+/** The arrays of ITEM_COLUMNS, in that order: the values of those parameters. */
+export const columnArrays = (columns: ItemColumns): (readonly (string | number)[])[] =>
+  ITEM_COLUMNS.map((name) => columns[name]);
+
 /**
  * The columns of the statements for `items`: storage keys, and each item's algorithm code, limit, window and
  * capacity — its own policy's, which may be a per-plan variant of a policy id other items share — or, for a

@@ -14,7 +14,7 @@ import type {
 import { checkKeyPrefix, storageKey } from '../storage-key.js';
 import { feedChannel, PostgresChangeFeed } from './change-feed.js';
 import { ConsumeBatcher } from './consume-batcher.js';
-import { itemColumns } from './item-columns.js';
+import { columnArrays, itemColumns } from './item-columns.js';
 import { postgresSchemaSql, quoteSchema } from './rate-limit.sql.js';
 
 /** Options of the PostgreSQL store. */
@@ -265,11 +265,7 @@ export class PostgresRateLimitStore implements RateLimitStore {
 
   private async run(op: Operation, items: readonly StoreCallItem[]): Promise<unknown> {
     const now = this.now();
-    const { keys, algos, limits, windows, capacities, costs, shadows, blocks } = itemColumns(
-      items,
-      this.keyPrefix,
-      now,
-    );
+    const columns = itemColumns(items, this.keyPrefix, now);
     const consume = op === 'consume';
     const result = await this.pool.query<{ r: string[] }>({
       name: this.statementName,
@@ -278,14 +274,9 @@ export class PostgresRateLimitStore implements RateLimitStore {
         op,
         now,
         this.ttlSlack,
-        keys,
-        algos,
-        limits,
-        windows,
-        capacities,
-        costs,
-        consume ? shadows : null,
-        consume ? blocks : null,
+        ...columnArrays(columns),
+        consume ? columns.shadows : null,
+        consume ? columns.blocks : null,
       ],
     });
     return result.rows[0]?.r;

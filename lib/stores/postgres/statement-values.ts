@@ -1,5 +1,5 @@
 import { elementAt } from '../../element-at.js';
-import type { ItemColumns } from './item-columns.js';
+import { ITEM_COLUMNS, type ItemColumns } from './item-columns.js';
 
 /** One request's consume as a statement carries it. */
 export interface Consume {
@@ -36,48 +36,29 @@ export function inRounds<T extends Consume>(batch: T[]): { ordered: T[]; rounds:
 export function statementValues(ordered: readonly Consume[], rounds: number[], slackMs: number): unknown[] {
   const nows: (number | null)[] = [];
   const reqs: number[] = [];
-  const keys: string[] = [];
-  const algos: number[] = [];
-  const limits: number[] = [];
-  const windows: number[] = [];
-  const capacities: number[] = [];
-  const costs: number[] = [];
+  // each of ITEM_COLUMNS, the requests' columns one after the other
+  const concatenated = ITEM_COLUMNS.map((): (string | number)[] => []);
   // the arrays of shadows and blocks only when an item of the statement has one (most have none)
   const shadows = ordered.some(({ columns }) => columns.shadows !== null) ? ([] as boolean[]) : null;
   const blocks = ordered.some(({ columns }) => columns.blocks !== null) ? ([] as number[]) : null;
   ordered.forEach(({ columns, now }, r) => {
+    ITEM_COLUMNS.forEach((name, c) => {
+      const column: readonly (string | number)[] = columns[name];
+      // itemColumns fills every column with one entry per item: a shorter one is a defect, said as elementAt says it
+      if (column.length < columns.keys.length) elementAt(column, column.length, `the ${name} column`);
+      elementAt(concatenated, c, 'a column').push(...column);
+    });
     for (let i = 0; i < columns.keys.length; i++) {
       nows.push(now);
       reqs.push(r + 1);
-      // itemColumns fills every column with one entry per item
-      keys.push(elementAt(columns.keys, i, 'the keys column'));
-      algos.push(elementAt(columns.algos, i, 'the algos column'));
-      limits.push(elementAt(columns.limits, i, 'the limits column'));
-      windows.push(elementAt(columns.windows, i, 'the windows column'));
-      capacities.push(elementAt(columns.capacities, i, 'the capacities column'));
-      costs.push(elementAt(columns.costs, i, 'the costs column'));
       shadows?.push(columns.shadows?.[i] ?? false);
       blocks?.push(columns.blocks?.[i] ?? 0);
     }
   });
   const storeClock = elementAt(ordered, 0, 'a batch of consumes').now === null;
+  const algos = elementAt(concatenated, ITEM_COLUMNS.indexOf('algos'), 'the algos column');
   const [first] = algos;
   const algo = first !== undefined && algos.every((a) => a === first) ? first : 0;
-  const single = keys.length === ordered.length;
-  return [
-    slackMs,
-    single,
-    algo,
-    storeClock ? null : nows,
-    rounds,
-    reqs,
-    keys,
-    algos,
-    limits,
-    windows,
-    capacities,
-    costs,
-    shadows,
-    blocks,
-  ];
+  const single = reqs.length === ordered.length;
+  return [slackMs, single, algo, storeClock ? null : nows, rounds, reqs, ...concatenated, shadows, blocks];
 }
