@@ -68,12 +68,15 @@ function dedicatedConnection(connection: RedisConnection): Redis | Cluster {
   return (client as Redis).duplicate(FAIL_FAST);
 }
 
-/** ioredis, loaded only when the `redis` option is set (an app on the memory store needs not install it). */
-async function loadIoredis(): Promise<typeof Redis> {
+/**
+ * The client package of a store option (ioredis for `redis`, pg for `postgres`), loaded only when the option is
+ * set: an app on the memory store needs not install it, and one that sets it without it is told what to install.
+ */
+async function loadClient<T>(name: 'ioredis' | 'pg', option: 'redis' | 'postgres'): Promise<T> {
   try {
-    return (await importPeer<typeof import('ioredis')>('ioredis')).Redis;
+    return await importPeer<T>(name);
   } catch (error) {
-    throw new Error('nest-rate-limit: the `redis` option needs the ioredis package: npm install ioredis', {
+    throw new Error(`nest-rate-limit: the \`${option}\` option needs the ${name} package: npm install ${name}`, {
       cause: error,
     });
   }
@@ -84,7 +87,6 @@ async function createRedis(
   redisOptions: NonNullable<RateLimitModuleOptions['redis']>,
   clock: Clock,
 ) {
-  checkOptionFields(redisOptions, REDIS_OPTIONS, 'redis');
   checkRedisOption(redisOptions);
   const { url, client, options: connectionOptions } = redisOptions;
   const fast = { ...connectionOptions, ...FAIL_FAST };
@@ -93,7 +95,7 @@ async function createRedis(
     checkRedisClient(client, 'option redis.client');
     redis = dedicatedConnection(client);
   } else {
-    const RedisClient = await loadIoredis();
+    const { Redis: RedisClient } = await loadClient<typeof import('ioredis')>('ioredis', 'redis');
     redis = url === undefined ? new RedisClient(fast) : new RedisClient(url, fast);
   }
   reportConnectionErrors(redis, redisAddress(redis));
@@ -125,16 +127,13 @@ async function createPostgres(
   postgres: NonNullable<RateLimitModuleOptions['postgres']>,
   clock: Clock,
 ) {
-  checkOptionFields(postgres, POSTGRES_OPTIONS, 'postgres');
   const { pool, connectionString, schema, migrate, ttlSlackMs, pruneIntervalMs, pruneBatch } = postgres;
   let own: Pool | undefined;
   if (pool === undefined) {
     if (connectionString === undefined) {
       throw new TypeError('nest-rate-limit: option "postgres" needs `pool` or `connectionString`');
     }
-    const { default: pg } = await importPeer<{ default: { Pool: typeof Pool } }>('pg').catch((error: unknown) => {
-      throw new Error('nest-rate-limit: the `postgres` option needs the pg package: npm install pg', { cause: error });
-    });
+    const { default: pg } = await loadClient<{ default: { Pool: typeof Pool } }>('pg', 'postgres');
     // A query that gets no answer gives its connection back after a while instead of holding it for ever.
     own = new pg.Pool({ connectionString, connectionTimeoutMillis: 2000, query_timeout: 5000 });
     own.on('error', (error) => new Logger('RateLimit').warn(`PostgreSQL pool: ${error.message}`));
@@ -163,8 +162,10 @@ async function createPostgres(
 }
 
 export async function createStores(options: RateLimitModuleOptions, clock: Clock): Promise<RateLimitStores> {
-  // before anything connects (limiterSettings checks the values later)
+  // every field of every option, before anything connects (limiterSettings checks the values later)
   checkOptionFields(options, MODULE_OPTIONS, '');
+  if (options.redis !== undefined) checkOptionFields(options.redis, REDIS_OPTIONS, 'redis');
+  if (options.postgres !== undefined) checkOptionFields(options.postgres, POSTGRES_OPTIONS, 'postgres');
   const owned: { close(): Promise<unknown> | void }[] = [];
   const postgres = options.postgres === undefined ? undefined : await createPostgres(options, options.postgres, clock);
   if (postgres !== undefined) owned.push(postgres);
