@@ -1,25 +1,31 @@
 import type { ExecutionContext } from '@nestjs/common';
 
-/** The five rate-limit algorithms, and calendar quotas. */
+/** A calendar period of a quota: 'day' or 'month', in an IANA time zone. */
+export type QuotaPeriod = 'day' | 'month';
+
 /**
  * A length of time: whole milliseconds, or a whole number with a unit — '500ms', '10s', '1m', '1h', '1d'. A
  * string such as '1 minute' does not compile; one read from configuration needs a cast (it is checked at start).
  */
-/** A calendar period of a quota: 'day' or 'month', in an IANA time zone. */
-export type QuotaPeriod = 'day' | 'month';
-
 export type RateLimitDuration = number | `${number}${'ms' | 's' | 'm' | 'h' | 'd'}`;
 
+/** The five rate-limit algorithms, the concurrency limit and calendar quotas (each listed in ALGORITHMS). */
 export type RateLimitAlgorithm =
   'fixed-window' | 'sliding-window-log' | 'sliding-window-counter' | 'token-bucket' | 'gcra' | 'quota' | 'concurrency';
 
-/** The five rate-limit algorithms (quotas aside). */
-export const ALGORITHMS: readonly Exclude<RateLimitAlgorithm, 'quota'>[] = [
+/**
+ * Every algorithm a policy can name, all seven: the five rate limits, the concurrency limit (requests in
+ * flight) and calendar quotas.
+ * @example ALGORITHMS.includes(policy.algorithm)
+ */
+export const ALGORITHMS: readonly RateLimitAlgorithm[] = [
   'fixed-window',
   'sliding-window-log',
   'sliding-window-counter',
   'token-bucket',
   'gcra',
+  'concurrency',
+  'quota',
 ];
 
 /**
