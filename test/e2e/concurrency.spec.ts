@@ -10,31 +10,7 @@ import { startGraphQLApp } from '../support/graphql-app.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
 import { createTestSchema, type TestSchema } from '../support/postgres.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
-
-/** Handlers that wait until the test lets them go, counting how many run at once. */
-class Gate {
-  inFlight = 0;
-  most = 0;
-  private waiting: (() => void)[] = [];
-
-  async pass(): Promise<void> {
-    this.inFlight++;
-    this.most = Math.max(this.most, this.inFlight);
-    try {
-      await new Promise<void>((resolve) => this.waiting.push(resolve));
-    } finally {
-      this.inFlight--;
-    }
-  }
-
-  get held(): number {
-    return this.waiting.length;
-  }
-
-  open(): void {
-    for (const go of this.waiting.splice(0)) go();
-  }
-}
+import { Gate, waitFor } from '../support/wait.js';
 
 const gate = new Gate();
 const AI = { name: 'ai-concurrent', algorithm: 'concurrency', limit: 2, window: '5m', key: 'ip' } as const;
@@ -90,11 +66,6 @@ function post(server: Server, path: string): { status: Promise<number | undefine
   return { status, abort: () => req.destroy() };
 }
 
-const until = async (condition: () => boolean): Promise<void> => {
-  for (let i = 0; i < 500 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 5));
-  if (!condition()) throw new Error('timed out waiting');
-};
-
 describe.each(ADAPTERS)('concurrency limits over HTTP (%s)', (adapter) => {
   describe.each(['memory', 'redis', 'postgres'])('on the %s store', (store) => {
     let app: INestApplication;
@@ -122,7 +93,7 @@ describe.each(ADAPTERS)('concurrency limits over HTTP (%s)', (adapter) => {
       const answered: (number | undefined)[] = [];
       requests.forEach((r, i) => void r.status.then((status) => (answered[i] = status)));
       // Two run and hold their leases; the 48 others are refused while they do.
-      await until(() => answered.filter((s) => s === 429).length === 48);
+      await waitFor(() => answered.filter((s) => s === 429).length === 48);
       expect(gate.held).toBe(2);
       gate.open();
       const statuses = await Promise.all(requests.map((r) => r.status));
@@ -131,14 +102,14 @@ describe.each(ADAPTERS)('concurrency limits over HTTP (%s)', (adapter) => {
       expect(await leasesFree('ai-concurrent')).toBe(2);
       // Free again: the next two run.
       const next = [post(server, '/ai/complete'), post(server, '/ai/complete')];
-      await until(() => gate.held === 2);
+      await waitFor(() => gate.held === 2);
       gate.open();
       expect(await Promise.all(next.map((r) => r.status))).toEqual([201, 201]);
     });
 
     it('gives a lease back when the handler throws', async () => {
       const failing = [post(server, '/ai/fail'), post(server, '/ai/fail')];
-      await until(() => gate.held === 2);
+      await waitFor(() => gate.held === 2);
       expect(await post(server, '/ai/fail').status).toBe(429);
       gate.open();
       expect(await Promise.all(failing.map((r) => r.status))).toEqual([500, 500]);
@@ -148,7 +119,7 @@ describe.each(ADAPTERS)('concurrency limits over HTTP (%s)', (adapter) => {
     it('gives a lease back when the client goes away', async () => {
       const first = post(server, '/ai/complete');
       const second = post(server, '/ai/complete');
-      await until(() => gate.held === 2);
+      await waitFor(() => gate.held === 2);
       expect(await leasesFree('ai-concurrent')).toBe(0);
       first.abort();
       second.abort();
@@ -165,7 +136,7 @@ describe.each(ADAPTERS)('concurrency limits over HTTP (%s)', (adapter) => {
     it('says qu="concurrent-requests" in RateLimit-Policy', async () => {
       const { port } = server.address() as AddressInfo;
       const pending = fetch(`http://127.0.0.1:${port}/ai/complete`, { method: 'POST' });
-      await until(() => gate.held === 1);
+      await waitFor(() => gate.held === 1);
       gate.open();
       const res = await pending;
       expect(res.headers.get('ratelimit-policy')).toBe('"ai-concurrent";q=2;qu="concurrent-requests"');
@@ -191,14 +162,14 @@ describe('concurrency limits in GraphQL', () => {
     const gql = await startGraphQLApp('apollo', { resolvers: [GenerateResolver], rateLimit: {} });
     try {
       const first = gql.gql('{ generate }');
-      await until(() => gqlGate.held === 1);
+      await waitFor(() => gqlGate.held === 1);
       const second = await gql.gql('{ generate }');
       expect(second.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED' });
       gqlGate.open();
       expect((await first).data).toEqual({ generate: 'generated' });
       await gql.app.get(RateLimiter).refundsSettled();
       const third = gql.gql('{ generate }');
-      await until(() => gqlGate.held === 1);
+      await waitFor(() => gqlGate.held === 1);
       gqlGate.open();
       expect((await third).data).toEqual({ generate: 'generated' });
       expect(gqlGate.most).toBe(1);
@@ -229,13 +200,13 @@ it('a lease given back by one instance frees the key at once for another (no cac
       post(first.getHttpServer() as Server, '/ai/complete'),
       post(first.getHttpServer() as Server, '/ai/complete'),
     ];
-    await until(() => gate.held === 2);
+    await waitFor(() => gate.held === 2);
     expect(await post(second.getHttpServer() as Server, '/ai/complete').status).toBe(429);
     gate.open();
     expect(await Promise.all(running.map((r) => r.status))).toEqual([201, 201]);
     await first.get(RateLimiter).refundsSettled();
     const again = post(second.getHttpServer() as Server, '/ai/complete');
-    await until(() => gate.held === 1);
+    await waitFor(() => gate.held === 1);
     gate.open();
     expect(await again.status).toBe(201);
   } finally {

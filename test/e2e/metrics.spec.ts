@@ -16,7 +16,8 @@ import { RateLimit, RateLimitModule, type RateLimitModuleOptions } from '../../l
 import { RateLimiter } from '../../lib/rate-limiter.js';
 import { FailModeController } from '../support/fail-mode.controller.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
-import { startRedis, type TestRedis, waitFor } from '../support/redis-server.js';
+import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { waitFor } from '../support/wait.js';
 
 /** Handlers of /lease wait here until the test lets them go. */
 const waiting: (() => void)[] = [];
@@ -108,11 +109,6 @@ function post(server: Server, path: string): Promise<number | undefined> {
   return status;
 }
 
-const until = async (condition: () => boolean): Promise<void> => {
-  for (let i = 0; i < 500 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 5));
-  if (!condition()) throw new Error('timed out waiting');
-};
-
 afterAll(() => metrics.disable());
 
 describe.each(ADAPTERS)('OpenTelemetry metrics on the memory store (%s)', (adapter) => {
@@ -154,7 +150,7 @@ describe.each(ADAPTERS)('OpenTelemetry metrics on the memory store (%s)', (adapt
   it('counts the leases of a concurrency policy while their requests run, and back to 0 when they end', async () => {
     const server = app.getHttpServer() as Server;
     const statuses = [post(server, '/lease'), post(server, '/lease'), post(server, '/lease')];
-    await until(() => waiting.length === 3);
+    await waitFor(() => waiting.length === 3);
     const leases = (await sdk.collect())('rate_limit.concurrency.leases');
     expect(total(leases, { 'rate_limit.policy': 'leased' })).toBe(3);
 

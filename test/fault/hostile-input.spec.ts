@@ -6,7 +6,7 @@ import request from 'supertest';
 import { RateLimit, RateLimitModule, type TrustProxy } from '../../lib/index.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
-import { LogLines } from '../support/log-lines.js';
+import { CapturingLogger } from '../support/log-lines.js';
 
 const COSTS: Record<string, unknown> = {
   nan: NaN,
@@ -174,8 +174,8 @@ describe.each(ADAPTERS)('hostile input on %s', (adapter) => {
 });
 
 describe('start-up warnings about the proxy setup', () => {
-  async function start(trustProxy?: TrustProxy): Promise<[INestApplication, LogLines]> {
-    const capture = new LogLines();
+  async function start(trustProxy?: TrustProxy): Promise<[INestApplication, CapturingLogger]> {
+    const capture = new CapturingLogger();
     const moduleRef = await Test.createTestingModule({
       imports: [RateLimitModule.forRoot({ trustProxy })],
       controllers: [HostileController],

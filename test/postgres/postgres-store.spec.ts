@@ -13,7 +13,8 @@ import { createApp } from '../support/nest-app.js';
 import { createTestSchema, type TestSchema } from '../support/postgres.js';
 import { policyOf } from '../support/policies.js';
 import { consumeFromProcesses } from '../support/processes.js';
-import { freePort, waitFor } from '../support/redis-server.js';
+import { freePort } from '../support/redis-server.js';
+import { waitFor } from '../support/wait.js';
 
 let db: TestSchema;
 let prefixes = 0;

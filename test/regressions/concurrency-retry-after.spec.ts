@@ -21,27 +21,11 @@ import { ADAPTERS, createApp } from '../support/nest-app.js';
 import { createTestSchema, type TestSchema } from '../support/postgres.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { ReferenceStore } from '../support/reference-store.js';
+import { Gate, waitFor } from '../support/wait.js';
 
 // Issue 18, item 5: a concurrency denial said `Retry-After: 300` (when the oldest lease of a '5m' lease window
 // would expire), although the slot frees when the running request ends, milliseconds later. The wait is now
 // at most CONCURRENCY_RETRY_MS, on every store, while the leases themselves still live the lease window.
-
-/** Handlers that wait until the test lets them go. */
-class Gate {
-  private waiting: (() => void)[] = [];
-
-  pass(): Promise<void> {
-    return new Promise<void>((resolve) => this.waiting.push(resolve));
-  }
-
-  get held(): number {
-    return this.waiting.length;
-  }
-
-  open(): void {
-    for (const go of this.waiting.splice(0)) go();
-  }
-}
 
 const gate = new Gate();
 const HELD = { name: 'one-at-a-time', algorithm: 'concurrency', limit: 1, window: '5m', key: 'ip' } as const;
@@ -77,11 +61,6 @@ function storeOptions(store: (typeof STORES)[number]): RateLimitModuleOptions {
   return {};
 }
 
-const until = async (condition: () => boolean): Promise<void> => {
-  for (let i = 0; i < 500 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 5));
-  if (!condition()) throw new Error('timed out waiting');
-};
-
 const urlOf = (app: INestApplication): string =>
   `http://127.0.0.1:${((app.getHttpServer() as Server).address() as AddressInfo).port}/work`;
 
@@ -105,7 +84,7 @@ describe('regression: a concurrency denial tells the client to wait the lease ti
 
       it('answers a request refused while one runs with Retry-After: 1, not the 5 minute lease', async () => {
         const running = fetch(urlOf(app), { method: 'POST' });
-        await until(() => gate.held === 1);
+        await waitFor(() => gate.held === 1);
 
         const denied = await fetch(urlOf(app), { method: 'POST' });
         expect(denied.status).toBe(429);
@@ -143,7 +122,7 @@ describe('regression: a concurrency denial tells the client to wait the lease ti
       try {
         await app.listen(0, '127.0.0.1');
         const running = fetch(urlOf(app), { method: 'POST' });
-        await until(() => gate.held === 1);
+        await waitFor(() => gate.held === 1);
         const denied = await fetch(urlOf(app), { method: 'POST' });
         expect(denied.status).toBe(429);
         expect(denied.headers.get('retry-after')).toBe('1');
@@ -173,13 +152,13 @@ describe('regression: a concurrency denial tells the client to wait the lease ti
 
     it('lets acquire() wait for the running request to end instead of refusing at once', async () => {
       const running = fetch(urlOf(app), { method: 'POST' });
-      await until(() => gate.held === 1);
+      await waitFor(() => gate.held === 1);
       const engine = app.get(RateLimiter).engine;
       const asked = jest.spyOn(engine, 'consumeAcross');
 
       // With the lease time as its wait (300 s, past maxWaitMs), acquire() would reject without waiting.
       const acquired = app.get(RateLimitService).acquire('one-at-a-time', KEY, { maxWaitMs: 10_000 });
-      await until(() => asked.mock.results.length === 1);
+      await waitFor(() => asked.mock.results.length === 1);
       const first = await (asked.mock.results[0]?.value as Promise<RateLimitDecision[]>);
       expect(first[0]).toMatchObject({ allowed: false, retryAfterMs: CONCURRENCY_RETRY_MS });
 
@@ -206,7 +185,7 @@ describe('regression: a concurrency denial tells the client to wait the lease ti
     const gql = await startGraphQLApp('apollo', { resolvers: [GenerateResolver], rateLimit: {} });
     try {
       const first = gql.gql('{ generate }');
-      await until(() => gate.held === 1);
+      await waitFor(() => gate.held === 1);
       const second = await gql.gql('{ generate }');
       expect(second.errors?.[0]?.extensions).toMatchObject({
         code: 'RATE_LIMITED',

@@ -17,9 +17,9 @@ import { Test } from '@nestjs/testing';
 import request from 'supertest';
 
 import { RATE_LIMIT_CLOCK, RateLimit, RateLimitModule, type RateLimitPolicy } from '../../lib/index.js';
-import { CapturingLogger, type LogEntry } from '../microservices/fixtures.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { ADAPTERS, type AdapterName } from '../support/nest-app.js';
+import { CapturingLogger, type LogEntry } from '../support/log-lines.js';
 
 // Regression (issue 18, item 3): a policy declared `key: 'user'` on a route nobody authenticates before the
 // limiter fell back to the client IP without a word, so a "per-account" limit was in fact per NAT. The first
