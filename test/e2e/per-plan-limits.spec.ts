@@ -2,12 +2,13 @@ import { Controller, type ExecutionContext, Get, type Type } from '@nestjs/commo
 import { GqlExecutionContext, Query, Resolver } from '@nestjs/graphql';
 import request from 'supertest';
 
-import { ALGORITHMS, RateLimit, RateLimitModule, type RateLimitModuleOptions } from '../../lib/index.js';
+import { ALGORITHMS, RateLimit, RateLimitModule } from '../../lib/index.js';
 import { startGraphQLApp } from '../support/graphql-app.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
 import { heldInFlight, policyOf } from '../support/policies.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { Gate, waitFor } from '../support/wait.js';
+import { storeOptions } from '../support/store-options.js';
 
 type Request = { headers: Record<string, string | undefined> };
 const PLANS: Record<string, number> = { free: 10, pro: 100 };
@@ -60,14 +61,11 @@ beforeAll(async () => {
 });
 afterAll(() => redis.stop());
 
-const storeOptions = (store: string): Partial<RateLimitModuleOptions> =>
-  store === 'redis' ? { redis: { url: `redis://127.0.0.1:${redis.port}` }, keyPrefix: `plan${Math.random()}:` } : {};
-
 describe.each(ADAPTERS)('limits per plan over HTTP (%s)', (adapter) => {
-  describe.each(['memory', 'redis'])('on the %s store', (store) => {
+  describe.each(['memory', 'redis'] as const)('on the %s store', (store) => {
     const start = () =>
       createApp(adapter, {
-        imports: [RateLimitModule.forRoot(storeOptions(store))],
+        imports: [RateLimitModule.forRoot(storeOptions(store, { redis }))],
         controllers: [...controllers, BurstController],
       });
 

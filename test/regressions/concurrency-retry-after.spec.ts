@@ -10,7 +10,6 @@ import {
   type RateLimitDecision,
   RateLimitExceededException,
   RateLimitModule,
-  type RateLimitModuleOptions,
   type RateLimitPolicy,
   RateLimitService,
 } from '../../lib/index.js';
@@ -22,6 +21,7 @@ import { createTestSchema, type TestSchema } from '../support/postgres.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { ReferenceStore } from '../support/reference-store.js';
 import { Gate, waitFor } from '../support/wait.js';
+import { STORES, storeOptions } from '../support/store-options.js';
 
 // Issue 18, item 5: a concurrency denial said `Retry-After: 300` (when the oldest lease of a '5m' lease window
 // would expire), although the slot frees when the running request ends, milliseconds later. The wait is now
@@ -52,15 +52,6 @@ afterAll(async () => {
   await db.drop();
 });
 
-const STORES = ['memory', 'redis', 'postgres'] as const;
-
-function storeOptions(store: (typeof STORES)[number]): RateLimitModuleOptions {
-  const keyPrefix = `conc-retry${Math.random()}:`;
-  if (store === 'redis') return { redis: { url: `redis://127.0.0.1:${redis.port}` }, keyPrefix };
-  if (store === 'postgres') return { postgres: { pool: db.pool, schema: db.schema, migrate: true }, keyPrefix };
-  return {};
-}
-
 const urlOf = (app: INestApplication): string =>
   `http://127.0.0.1:${((app.getHttpServer() as Server).address() as AddressInfo).port}/work`;
 
@@ -72,7 +63,7 @@ describe('regression: a concurrency denial tells the client to wait the lease ti
       let app: INestApplication;
       beforeEach(async () => {
         ({ app } = await createApp(adapter, {
-          imports: [RateLimitModule.forRoot(storeOptions(store))],
+          imports: [RateLimitModule.forRoot(storeOptions(store, { redis, db }))],
           controllers: [WorkController],
         }));
         await app.listen(0, '127.0.0.1');
@@ -140,7 +131,7 @@ describe('regression: a concurrency denial tells the client to wait the lease ti
     let app: INestApplication;
     beforeEach(async () => {
       ({ app } = await createApp('express', {
-        imports: [RateLimitModule.forRoot(storeOptions(store))],
+        imports: [RateLimitModule.forRoot(storeOptions(store, { redis, db }))],
         controllers: [WorkController],
       }));
       await app.listen(0, '127.0.0.1');
@@ -206,7 +197,7 @@ describe('regression: a concurrency denial tells the client to wait the lease ti
 
     it('waits until the oldest lease expires when that is nearer than 1 s, else 1 s', async () => {
       const clock = new FakeClock();
-      const options = store === 'custom' ? { store: new ReferenceStore(clock) } : storeOptions(store);
+      const options = store === 'custom' ? { store: new ReferenceStore(clock) } : storeOptions(store, { redis, db });
       const { app } = await createApp('express', { imports: [RateLimitModule.forRoot(options)] }, clock);
       try {
         const service = app.get(RateLimitService);
