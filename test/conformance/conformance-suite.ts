@@ -256,23 +256,6 @@ export function conformanceSuite(target: StoreTarget, { runs = 150 }: { runs?: n
       },
     );
 
-    // Found by random sequences with unblock() among their calls: the stores drop the state of a key whose
-    // window has ended on the caller's clock, so an instance whose clock is behind admits again.
-    it('regression (an unblock after the window): unblock() leaves the state that a clock behind still counts', async () => {
-      const policy = validatePolicy({ name: 'kept', algorithm: 'fixed-window', limit: 1, window: 1000 });
-      const clock = new FakeClock(1_700_000_000_000);
-      const reference = new ReferenceStore(clock);
-      const store = target.make(clock);
-      const item = { policy, key: 'k', cost: 1 };
-      expect(await store.consume([item])).toEqual(await reference.consume([item]));
-      clock.advance(1000); // the next window, on this instance's clock
-      await Promise.all([store.unblock?.([item]), reference.unblock([item])]);
-      clock.advance(-500); // an instance 500 ms behind, still in the first window: its unit counts there
-      const expected = await reference.consume([item]);
-      expect(expected[0]?.allowed).toBe(false);
-      expect(await store.consume([item])).toEqual(expected);
-    });
-
     it.each(['token-bucket', 'gcra'] as const)(
       'regression (a downgrade after the old TTL): %s units drain at the limit they were written with, so a store that expired the key decides as one that did not',
       async (algorithm) => {
