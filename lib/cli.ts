@@ -2,9 +2,15 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 
-import { ALGORITHMS } from './policy/policy.types.js';
 import { parseWindow } from './policy/window.js';
-import { PATTERNS, runSimulation, SimulatorError, type SimulationRequest } from './simulator/index.js';
+import {
+  NOT_SIMULATED,
+  PATTERNS,
+  runSimulation,
+  SIMULATED_ALGORITHMS,
+  SimulatorError,
+  type SimulationRequest,
+} from './simulator/index.js';
 import { formatMs } from './simulator/traffic.js';
 import { editDistance } from './unknown-fields.js';
 
@@ -14,7 +20,7 @@ Runs the real algorithm steps on a fake clock over a traffic pattern and writes 
 admitted (green) and denied (red) over time. No network, no browser.
 
 Flags:
-  --algorithm <name>   ${ALGORITHMS.join(', ')}, or all (side by side); default all
+  --algorithm <name>   ${SIMULATED_ALGORITHMS.join(', ')}, or all (the five side by side); default all
   --limit <n>          requests per window, an integer >= 1; default 100
   --window <duration>  as in policies: ms, or '500ms', '10s', '1m', '1h', '1d'; default 1m
   --burst <n>          token-bucket and gcra capacity; default the limit
@@ -89,9 +95,13 @@ export function parseSimulate(args: readonly string[]): { request: SimulationReq
   const flags = parseFlags(args);
   if (flags.help !== undefined) return 'help';
   const algorithm = flags.algorithm ?? 'all';
-  if (algorithm !== 'all' && !(ALGORITHMS as readonly string[]).includes(algorithm)) {
+  if (Object.hasOwn(NOT_SIMULATED, algorithm)) {
+    const why = NOT_SIMULATED[algorithm as keyof typeof NOT_SIMULATED];
+    throw new UsageError(`--algorithm ${algorithm} is not simulated: ${why}`);
+  }
+  if (algorithm !== 'all' && !(SIMULATED_ALGORITHMS as readonly string[]).includes(algorithm)) {
     throw new UsageError(
-      `--algorithm must be one of ${ALGORITHMS.join(', ')} or all, got ${JSON.stringify(algorithm)}`,
+      `--algorithm must be one of ${SIMULATED_ALGORITHMS.join(', ')} or all, got ${JSON.stringify(algorithm)}`,
     );
   }
   const traffic = flags.traffic ?? 'boundary-burst';

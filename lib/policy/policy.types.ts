@@ -11,18 +11,24 @@ export type RateLimitDuration = number | `${number}${'ms' | 's' | 'm' | 'h' | 'd
 
 /**
  * The seven algorithms: fixed window, sliding window log, sliding window counter, token bucket, GCRA, concurrency
- * limits and calendar quotas.
+ * limits and calendar quotas (each listed in ALGORITHMS).
  */
 export type RateLimitAlgorithm =
   'fixed-window' | 'sliding-window-log' | 'sliding-window-counter' | 'token-bucket' | 'gcra' | 'quota' | 'concurrency';
 
-/** The five rate-limit algorithms (quotas aside). */
-export const ALGORITHMS: readonly Exclude<RateLimitAlgorithm, 'quota'>[] = [
+/**
+ * Every algorithm a policy can name, all seven: the five rate limits, the concurrency limit (requests in
+ * flight) and calendar quotas.
+ * @example ALGORITHMS.includes(policy.algorithm)
+ */
+export const ALGORITHMS: readonly RateLimitAlgorithm[] = [
   'fixed-window',
   'sliding-window-log',
   'sliding-window-counter',
   'token-bucket',
   'gcra',
+  'concurrency',
+  'quota',
 ];
 
 /**

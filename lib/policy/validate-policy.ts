@@ -88,11 +88,8 @@ export function validatePolicy(policy: RateLimitPolicy, where?: string): Resolve
     fail('name', `must be 1-64 characters of A-Z a-z 0-9 _ . -, got ${describe(policy.name)}`);
   }
   const quota = policy.algorithm === 'quota';
-  if (!quota && !ALGORITHMS.includes(policy.algorithm) && policy.algorithm !== 'concurrency') {
-    fail(
-      'algorithm',
-      `must be one of ${[...ALGORITHMS, 'quota', 'concurrency'].join(', ')}, got ${describe(policy.algorithm)}`,
-    );
+  if (!ALGORITHMS.includes(policy.algorithm)) {
+    fail('algorithm', `must be one of ${ALGORITHMS.join(', ')}, got ${describe(policy.algorithm)}`);
   }
   // the fields of the algorithm's kind (a quota's are period and timeZone)
   const unknown = unknownField(policy, quota ? QUOTA_FIELDS : WINDOW_FIELDS, THROTTLER_FIELDS);

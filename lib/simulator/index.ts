@@ -2,7 +2,12 @@ import { readFileSync } from 'node:fs';
 
 import { elementAt } from '../element-at.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
-import { ALGORITHMS, type RateLimitDuration, type ResolvedPolicy } from '../policy/policy.types.js';
+import {
+  ALGORITHMS,
+  type RateLimitAlgorithm,
+  type RateLimitDuration,
+  type ResolvedPolicy,
+} from '../policy/policy.types.js';
 import { validatePolicy } from '../policy/validate-policy.js';
 import { simulate, type SimulationResult } from './run.js';
 import { chartSvg, comparisonSvg } from './svg.js';
@@ -20,8 +25,28 @@ export { bucketWidth, busiestWindow, simulate, type Bucket, type SimulationResul
 export { chartSvg, comparisonSvg, type ChartData } from './svg.js';
 export { buildPattern, parseArrivals, PATTERNS, SimulatorError, type Arrival, type Traffic } from './traffic.js';
 
-/** An algorithm of ALGORITHMS, or `all` for the side-by-side chart. */
-export type SimulatedAlgorithm = (typeof ALGORITHMS)[number] | 'all';
+/** An algorithm the simulator draws (see SIMULATED_ALGORITHMS). */
+export type DrawnAlgorithm = Exclude<RateLimitAlgorithm, 'concurrency' | 'quota'>;
+
+/** Why the simulator draws no chart of an algorithm, for the command line's error. */
+export const NOT_SIMULATED: Readonly<Record<Exclude<RateLimitAlgorithm, DrawnAlgorithm>, string>> = {
+  concurrency: 'a concurrency limit counts requests in flight, and simulated arrivals have no duration',
+  quota: 'a quota counts per calendar day or month, far longer than a chart of a few windows',
+};
+
+/**
+ * The algorithms of ALGORITHMS the simulator draws: the five rate limits. Not the other two, whose charts
+ * would mislead. A concurrency limit counts requests in flight, and the simulator's arrivals have no duration:
+ * each would hold its lease until the lease expires, which draws a sliding window log under another name. A
+ * quota counts per calendar day or month: a chart a few windows long shows its first `limit` requests admitted
+ * and every later one denied.
+ */
+export const SIMULATED_ALGORITHMS: readonly DrawnAlgorithm[] = ALGORITHMS.filter(
+  (algorithm): algorithm is DrawnAlgorithm => !(algorithm in NOT_SIMULATED),
+);
+
+/** One of SIMULATED_ALGORITHMS, or `all` for the side-by-side chart. */
+export type SimulatedAlgorithm = DrawnAlgorithm | 'all';
 
 /** What `nest-rate-limit simulate` is asked for, its flags parsed. */
 export interface SimulationRequest {
@@ -39,7 +64,7 @@ export interface SimulationRequest {
 }
 
 /** The policy of one algorithm, checked by validatePolicy; its errors name the flag (`--limit`, `--burst`). */
-export function policyFor(algorithm: (typeof ALGORITHMS)[number], request: SimulationRequest): ResolvedPolicy {
+export function policyFor(algorithm: DrawnAlgorithm, request: SimulationRequest): ResolvedPolicy {
   const bucket = algorithm === 'token-bucket' || algorithm === 'gcra';
   // In `all`, the window algorithms leave a burst aside; asked for alone, they refuse it (validatePolicy says why).
   const burst = bucket || request.algorithm !== 'all' ? request.burst : undefined;
@@ -80,11 +105,11 @@ export function trafficFor(request: SimulationRequest, windowMs: number, limit: 
 }
 
 /**
- * Runs a request and draws it: one chart for one algorithm, one panel per algorithm for `all`.
+ * Runs a request and draws it: one chart for one algorithm, a panel of each of SIMULATED_ALGORITHMS for `all`.
  * @example runSimulation({ algorithm: 'all', limit: 100, window: '1m', traffic: 'boundary-burst' }).svg
  */
 export function runSimulation(request: SimulationRequest): { svg: string; results: SimulationResult[] } {
-  const algorithms = request.algorithm === 'all' ? ALGORITHMS : [request.algorithm];
+  const algorithms = request.algorithm === 'all' ? SIMULATED_ALGORITHMS : [request.algorithm];
   const policies = algorithms.map((algorithm) => policyFor(algorithm, request));
   // One policy per algorithm, and at least one algorithm.
   const first = elementAt(policies, 0, 'the policies of a simulation');

@@ -9,7 +9,7 @@ import { nth } from '../support/harness.js';
 import { createApp } from '../support/nest-app.js';
 import { consumeFromProcesses } from '../support/processes.js';
 import { startCluster, type TestCluster } from '../support/redis-cluster.js';
-import { waitFor } from '../support/redis-server.js';
+import { waitFor } from '../support/wait.js';
 
 let cluster: TestCluster;
 beforeAll(async () => {

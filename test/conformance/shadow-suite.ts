@@ -1,10 +1,8 @@
-import { ALGORITHMS, type RateLimitPolicy, validatePolicy } from '../../lib/index.js';
+import { ALGORITHMS, validatePolicy } from '../../lib/index.js';
 import type { RateLimitStore } from '../../lib/stores/rate-limit-store.js';
 import { FakeClock } from '../support/fake-clock.js';
+import { policyOf } from '../support/policies.js';
 import type { StoreTarget } from '../support/store-targets.js';
-
-const policyOf = (name: string, algorithm: (typeof ALGORITHMS)[number] | 'quota', limit: number): RateLimitPolicy =>
-  algorithm === 'quota' ? { name, algorithm, limit, period: 'day' } : { name, algorithm, limit, window: '1h' };
 
 /**
  * Shadow items in a consume, on one store: a shadow item never denies the others, consumes nothing when it
@@ -15,12 +13,12 @@ export function shadowSuite(target: StoreTarget): void {
     beforeAll(() => target.setup());
     afterAll(() => target.teardown());
 
-    it.each([...ALGORITHMS, 'quota' as const])('%s: decided with the others, never denying them', async (algorithm) => {
+    it.each(ALGORITHMS)('%s: decided with the others, never denying them', async (algorithm) => {
       const clock = new FakeClock();
       const store: RateLimitStore = target.make(clock);
       // Different names: different keys, and on a Cluster most likely different slots.
-      const enforced = validatePolicy(policyOf(`enforced-${algorithm}`, algorithm, 5));
-      const shadow = validatePolicy(policyOf(`shadow-${algorithm}`, algorithm, 2));
+      const enforced = validatePolicy(policyOf(algorithm, { name: `enforced-${algorithm}`, limit: 5, window: '1h' }));
+      const shadow = validatePolicy(policyOf(algorithm, { name: `shadow-${algorithm}`, limit: 2, window: '1h' }));
       const key = 'user:7';
       const request = (enforcedCost: number, shadowCost: number) =>
         store.consume([

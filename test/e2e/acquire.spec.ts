@@ -13,6 +13,7 @@ import {
   RateLimitService,
   type RateLimitStoreItem,
 } from '../../lib/index.js';
+import { mostInAnyWindow } from '../support/admissions.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { nth } from '../support/harness.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
@@ -75,11 +76,6 @@ class ProviderController {
   }
 }
 
-function busiestWindow(admittedAtMs: readonly number[], windowMs: number): number {
-  const sorted = [...admittedAtMs].sort((a, b) => a - b);
-  return Math.max(...sorted.map((t) => sorted.filter((u) => u >= t && u < t + windowMs).length));
-}
-
 describe.each(ADAPTERS)('acquire() in a Nest app on %s', (adapter) => {
   let app: INestApplication;
   let store: AdmissionLog;
@@ -104,7 +100,7 @@ describe.each(ADAPTERS)('acquire() in a Nest app on %s', (adapter) => {
     const responses = await Promise.all(Array.from({ length: 6 }, () => get('/complete?wait=10000')));
     expect(responses.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
     expect(store.admittedAtMs).toHaveLength(6);
-    expect(busiestWindow(store.admittedAtMs, 200)).toBe(2);
+    expect(mostInAnyWindow(store.admittedAtMs, 200)).toBe(2);
   });
 
   it('answers 429 with Retry-After, at once, when the wait would pass maxWaitMs', async () => {

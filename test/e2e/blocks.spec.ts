@@ -7,13 +7,13 @@ import {
   type RateLimitDecisionEvent,
   type RateLimitDuration,
   RateLimitModule,
-  type RateLimitModuleOptions,
   type RateLimitPolicy,
   RateLimitService,
 } from '../../lib/index.js';
 import { startGraphQLApp } from '../support/graphql-app.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { storeOptions } from '../support/store-options.js';
 
 const LOGIN: RateLimitPolicy = {
   name: 'login-ip',
@@ -45,15 +45,12 @@ beforeAll(async () => {
 });
 afterAll(() => redis.stop());
 
-const storeOptions = (store: string): Partial<RateLimitModuleOptions> =>
-  store === 'redis' ? { redis: { url: `redis://127.0.0.1:${redis.port}` }, keyPrefix: `block${Math.random()}:` } : {};
-
 describe.each(ADAPTERS)('blocks over HTTP (%s)', (adapter) => {
-  describe.each(['memory', 'redis'])('on the %s store', (store) => {
+  describe.each(['memory', 'redis'] as const)('on the %s store', (store) => {
     it('blocks an IP for 15 minutes after its 4th login in a minute; Retry-After counts the block down', async () => {
       const events: RateLimitDecisionEvent[] = [];
       const { app, clock } = await createApp(adapter, {
-        imports: [RateLimitModule.forRoot({ ...storeOptions(store), onDecision: (e) => events.push(e) })],
+        imports: [RateLimitModule.forRoot({ ...storeOptions(store, { redis }), onDecision: (e) => events.push(e) })],
         controllers: [AuthController],
       });
       try {
@@ -76,7 +73,7 @@ describe.each(ADAPTERS)('blocks over HTTP (%s)', (adapter) => {
 
     it('bans and lifts a ban by hand through RateLimitService, on a policy without a block of its own', async () => {
       const { app } = await createApp(adapter, {
-        imports: [RateLimitModule.forRoot(storeOptions(store))],
+        imports: [RateLimitModule.forRoot(storeOptions(store, { redis }))],
         controllers: [AuthController],
       });
       try {

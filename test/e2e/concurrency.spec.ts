@@ -1,40 +1,17 @@
-import { request as httpRequest } from 'node:http';
 import type { AddressInfo, Server } from 'node:net';
 
 import { Controller, type INestApplication, Post } from '@nestjs/common';
 import { Query, Resolver } from '@nestjs/graphql';
 
-import { RateLimit, RateLimitModule, type RateLimitModuleOptions, RateLimitService } from '../../lib/index.js';
+import { RateLimit, RateLimitModule, RateLimitService } from '../../lib/index.js';
 import { RateLimiter } from '../../lib/rate-limiter.js';
 import { startGraphQLApp } from '../support/graphql-app.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
 import { createTestSchema, type TestSchema } from '../support/postgres.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
-
-/** Handlers that wait until the test lets them go, counting how many run at once. */
-class Gate {
-  inFlight = 0;
-  most = 0;
-  private waiting: (() => void)[] = [];
-
-  async pass(): Promise<void> {
-    this.inFlight++;
-    this.most = Math.max(this.most, this.inFlight);
-    try {
-      await new Promise<void>((resolve) => this.waiting.push(resolve));
-    } finally {
-      this.inFlight--;
-    }
-  }
-
-  get held(): number {
-    return this.waiting.length;
-  }
-
-  open(): void {
-    for (const go of this.waiting.splice(0)) go();
-  }
-}
+import { Gate, waitFor } from '../support/wait.js';
+import { postOn } from '../support/http-post.js';
+import { STORES, storeOptions } from '../support/store-options.js';
 
 const gate = new Gate();
 const AI = { name: 'ai-concurrent', algorithm: 'concurrency', limit: 2, window: '5m', key: 'ip' } as const;
@@ -67,41 +44,13 @@ afterAll(async () => {
   await db.drop();
 });
 
-function storeOptions(store: string): Partial<RateLimitModuleOptions> {
-  const keyPrefix = `conc${Math.random()}:`;
-  if (store === 'redis') return { redis: { url: `redis://127.0.0.1:${redis.port}` }, keyPrefix };
-  if (store === 'postgres') return { postgres: { pool: db.pool, schema: db.schema, migrate: true }, keyPrefix };
-  return {};
-}
-
-/** A POST over a socket of its own; resolves with the status, or undefined when the test destroys it. */
-function post(server: Server, path: string): { status: Promise<number | undefined>; abort: () => void } {
-  const { port } = server.address() as AddressInfo;
-  const req = httpRequest({ host: '127.0.0.1', port, path, method: 'POST' });
-  const status = new Promise<number | undefined>((resolve) => {
-    req.on('response', (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode));
-    });
-    req.on('error', () => resolve(undefined));
-    req.on('close', () => resolve(undefined));
-  });
-  req.end();
-  return { status, abort: () => req.destroy() };
-}
-
-const until = async (condition: () => boolean): Promise<void> => {
-  for (let i = 0; i < 500 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 5));
-  if (!condition()) throw new Error('timed out waiting');
-};
-
 describe.each(ADAPTERS)('concurrency limits over HTTP (%s)', (adapter) => {
-  describe.each(['memory', 'redis', 'postgres'])('on the %s store', (store) => {
+  describe.each(STORES)('on the %s store', (store) => {
     let app: INestApplication;
     let server: Server;
     beforeEach(async () => {
       ({ app } = await createApp(adapter, {
-        imports: [RateLimitModule.forRoot(storeOptions(store))],
+        imports: [RateLimitModule.forRoot(storeOptions(store, { redis, db }))],
         controllers: [CompletionsController],
       }));
       await app.listen(0, '127.0.0.1');
@@ -118,11 +67,11 @@ describe.each(ADAPTERS)('concurrency limits over HTTP (%s)', (adapter) => {
     };
 
     it('never runs more than 2 of 50 concurrent requests at once, and gives the leases back when they end', async () => {
-      const requests = Array.from({ length: 50 }, () => post(server, '/ai/complete'));
+      const requests = Array.from({ length: 50 }, () => postOn(server, '/ai/complete'));
       const answered: (number | undefined)[] = [];
       requests.forEach((r, i) => void r.status.then((status) => (answered[i] = status)));
       // Two run and hold their leases; the 48 others are refused while they do.
-      await until(() => answered.filter((s) => s === 429).length === 48);
+      await waitFor(() => answered.filter((s) => s === 429).length === 48);
       expect(gate.held).toBe(2);
       gate.open();
       const statuses = await Promise.all(requests.map((r) => r.status));
@@ -130,25 +79,25 @@ describe.each(ADAPTERS)('concurrency limits over HTTP (%s)', (adapter) => {
       expect(gate.most).toBe(2);
       expect(await leasesFree('ai-concurrent')).toBe(2);
       // Free again: the next two run.
-      const next = [post(server, '/ai/complete'), post(server, '/ai/complete')];
-      await until(() => gate.held === 2);
+      const next = [postOn(server, '/ai/complete'), postOn(server, '/ai/complete')];
+      await waitFor(() => gate.held === 2);
       gate.open();
       expect(await Promise.all(next.map((r) => r.status))).toEqual([201, 201]);
     });
 
     it('gives a lease back when the handler throws', async () => {
-      const failing = [post(server, '/ai/fail'), post(server, '/ai/fail')];
-      await until(() => gate.held === 2);
-      expect(await post(server, '/ai/fail').status).toBe(429);
+      const failing = [postOn(server, '/ai/fail'), postOn(server, '/ai/fail')];
+      await waitFor(() => gate.held === 2);
+      expect(await postOn(server, '/ai/fail').status).toBe(429);
       gate.open();
       expect(await Promise.all(failing.map((r) => r.status))).toEqual([500, 500]);
       expect(await leasesFree('ai-failing')).toBe(2);
     });
 
     it('gives a lease back when the client goes away', async () => {
-      const first = post(server, '/ai/complete');
-      const second = post(server, '/ai/complete');
-      await until(() => gate.held === 2);
+      const first = postOn(server, '/ai/complete');
+      const second = postOn(server, '/ai/complete');
+      await waitFor(() => gate.held === 2);
       expect(await leasesFree('ai-concurrent')).toBe(0);
       first.abort();
       second.abort();
@@ -165,7 +114,7 @@ describe.each(ADAPTERS)('concurrency limits over HTTP (%s)', (adapter) => {
     it('says qu="concurrent-requests" in RateLimit-Policy', async () => {
       const { port } = server.address() as AddressInfo;
       const pending = fetch(`http://127.0.0.1:${port}/ai/complete`, { method: 'POST' });
-      await until(() => gate.held === 1);
+      await waitFor(() => gate.held === 1);
       gate.open();
       const res = await pending;
       expect(res.headers.get('ratelimit-policy')).toBe('"ai-concurrent";q=2;qu="concurrent-requests"');
@@ -191,14 +140,14 @@ describe('concurrency limits in GraphQL', () => {
     const gql = await startGraphQLApp('apollo', { resolvers: [GenerateResolver], rateLimit: {} });
     try {
       const first = gql.gql('{ generate }');
-      await until(() => gqlGate.held === 1);
+      await waitFor(() => gqlGate.held === 1);
       const second = await gql.gql('{ generate }');
       expect(second.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED' });
       gqlGate.open();
       expect((await first).data).toEqual({ generate: 'generated' });
       await gql.app.get(RateLimiter).refundsSettled();
       const third = gql.gql('{ generate }');
-      await until(() => gqlGate.held === 1);
+      await waitFor(() => gqlGate.held === 1);
       gqlGate.open();
       expect((await third).data).toEqual({ generate: 'generated' });
       expect(gqlGate.most).toBe(1);
@@ -226,16 +175,16 @@ it('a lease given back by one instance frees the key at once for another (no cac
   const second = await start();
   try {
     const running = [
-      post(first.getHttpServer() as Server, '/ai/complete'),
-      post(first.getHttpServer() as Server, '/ai/complete'),
+      postOn(first.getHttpServer() as Server, '/ai/complete'),
+      postOn(first.getHttpServer() as Server, '/ai/complete'),
     ];
-    await until(() => gate.held === 2);
-    expect(await post(second.getHttpServer() as Server, '/ai/complete').status).toBe(429);
+    await waitFor(() => gate.held === 2);
+    expect(await postOn(second.getHttpServer() as Server, '/ai/complete').status).toBe(429);
     gate.open();
     expect(await Promise.all(running.map((r) => r.status))).toEqual([201, 201]);
     await first.get(RateLimiter).refundsSettled();
-    const again = post(second.getHttpServer() as Server, '/ai/complete');
-    await until(() => gate.held === 1);
+    const again = postOn(second.getHttpServer() as Server, '/ai/complete');
+    await waitFor(() => gate.held === 1);
     gate.open();
     expect(await again.status).toBe(201);
   } finally {

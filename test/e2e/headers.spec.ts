@@ -74,6 +74,20 @@ describe.each(ADAPTERS)('rate-limit headers on %s', (adapter) => {
     });
   });
 
+  // A client told to wait less than the wait retries into another denial: 49.1 s left is 50, never 49.
+  it('Retry-After and retryAfter are the wait rounded up, also when its fraction is below one half', async () => {
+    ({ app, clock } = await appWith(adapter));
+    const get = () => request(app.getHttpServer()).get('/one');
+    for (let i = 0; i < 3; i++) expect((await get()).status).toBe(200);
+    clock.advance(10_900);
+    const res = await get();
+    expect(res.status).toBe(429);
+    expect(res.headers['retry-after']).toBe('50');
+    expect(res.body).toMatchObject({ retryAfter: 50, message: 'Rate limit "one" exceeded; retry in 50 s' });
+    clock.advance(48_999); // 1 ms left: still a whole second to say
+    expect((await get()).headers['retry-after']).toBe('1');
+  });
+
   it('ietf: one list item per policy, and a denial consumes none of them', async () => {
     ({ app, clock } = await appWith(adapter, 'ietf'));
     const get = () => request(app.getHttpServer()).get('/two');

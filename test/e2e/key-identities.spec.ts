@@ -1,7 +1,8 @@
-import { type CanActivate, Controller, type ExecutionContext, Get, Injectable, UseGuards } from '@nestjs/common';
+import { Controller, type ExecutionContext, Get, UseGuards } from '@nestjs/common';
 import request from 'supertest';
 
 import { RateLimit, RateLimitGuard, RateLimitModule, RateLimitService } from '../../lib/index.js';
+import { OptionalUserGuard } from '../support/auth-guards.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
 
 // Issue 19, item 2: a key function could not compose the client IP as 'ip' keys see it (trusted proxies, the
@@ -12,20 +13,10 @@ interface Req {
   user?: { id: string };
 }
 
-@Injectable()
-class HeaderAuthGuard implements CanActivate {
-  canActivate(ctx: ExecutionContext): boolean {
-    const req = ctx.switchToHttp().getRequest<Req>();
-    const user = req.headers['x-user'];
-    if (user !== undefined) req.user = { id: user };
-    return true;
-  }
-}
-
 const tenantOf = (ctx: ExecutionContext) => ctx.switchToHttp().getRequest<Req>().headers['x-tenant'];
 
 @Controller()
-@UseGuards(HeaderAuthGuard, RateLimitGuard)
+@UseGuards(OptionalUserGuard, RateLimitGuard)
 class IdentitiesController {
   @Get('per-ip-per-tenant')
   @RateLimit({

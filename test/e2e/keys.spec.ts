@@ -1,34 +1,14 @@
-import {
-  type CanActivate,
-  Controller,
-  type ExecutionContext,
-  Get,
-  type INestApplication,
-  Injectable,
-  Post,
-  UnauthorizedException,
-  UseGuards,
-} from '@nestjs/common';
+import { Controller, Get, type INestApplication, Post, UseGuards } from '@nestjs/common';
 import request from 'supertest';
 
 import { RateLimit, RateLimitModule, type TrustProxy } from '../../lib/index.js';
+import { RequiredUserGuard } from '../support/auth-guards.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
 
 interface Req {
   headers: Record<string, string | undefined>;
   body?: { username?: string };
   user?: { id: string };
-}
-
-@Injectable()
-class HeaderAuthGuard implements CanActivate {
-  canActivate(ctx: ExecutionContext): boolean {
-    const req = ctx.switchToHttp().getRequest<Req>();
-    const user = req.headers['x-user'];
-    if (user === undefined) throw new UnauthorizedException();
-    req.user = { id: user };
-    return true;
-  }
 }
 
 @Controller()
@@ -78,7 +58,7 @@ class KeysController {
 }
 
 @Controller('me')
-@UseGuards(HeaderAuthGuard)
+@UseGuards(RequiredUserGuard)
 class AuthenticatedController {
   @Get()
   @RateLimit({ name: 'per-user', algorithm: 'fixed-window', limit: 2, window: '1m' })
@@ -88,7 +68,7 @@ class AuthenticatedController {
 }
 
 @Controller('guarded')
-@UseGuards(HeaderAuthGuard)
+@UseGuards(RequiredUserGuard)
 class GuardedController {
   @Get()
   @RateLimit([

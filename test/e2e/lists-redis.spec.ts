@@ -11,6 +11,7 @@ import {
 import { FakeClock } from '../support/fake-clock.js';
 import { ADAPTERS, type AdapterName, createApp } from '../support/nest-app.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { commandsRun } from '../support/redis-commands.js';
 
 const fixed = (name: string, limit: number, extra: Partial<RateLimitWindowPolicy> = {}): RateLimitWindowPolicy => ({
   name,
@@ -57,17 +58,6 @@ class RedisListsController {
   }
 }
 
-/** Every command Redis has run, but the test's own INFO: the limiter's store calls show up here. */
-async function commandCalls(admin: Redis): Promise<number> {
-  const stats = await admin.info('commandstats');
-  let calls = 0;
-  for (const [, command, count] of stats.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
-    // Not the feed of changes' heartbeat: its listener PINGs its own connection every 250 ms.
-    if (command !== 'info' && command !== 'ping') calls += Number(count);
-  }
-  return calls;
-}
-
 describe.each(ADAPTERS)('allow and deny lists on %s with Redis: no store call', (adapter: AdapterName) => {
   let redis: TestRedis;
   let admin: Redis;
@@ -110,24 +100,24 @@ describe.each(ADAPTERS)('allow and deny lists on %s with Redis: no store call', 
   it('a module-level allow skips every policy of the request: no Redis command, no key', async () => {
     await start({ allow: ['10.0.0.0/8', '2001:db8:a::/48'] });
     // A client not on the list: one decision of four policies, seen by the counter.
-    const idle = await commandCalls(admin);
+    const idle = await commandsRun(admin);
     expect((await get('/three', '203.0.113.1')).status).toBe(200);
-    expect((await commandCalls(admin)) - idle).toBeGreaterThan(0);
+    expect((await commandsRun(admin)) - idle).toBeGreaterThan(0);
     await admin.flushall();
-    const before = await commandCalls(admin);
+    const before = await commandsRun(admin);
     const responses = [
       ...(await all(100, '/three', (i) => `10.${i}.0.1`)),
       ...(await all(100, '/three', (i) => `2001:db8:a:${i.toString(16)}::1`)),
     ];
     expect(responses.map((r) => r.status)).toEqual(Array(200).fill(200));
     expect(responses.every((r) => r.headers['ratelimit'] === undefined)).toBe(true);
-    expect((await commandCalls(admin)) - before).toBe(0);
+    expect((await commandsRun(admin)) - before).toBe(0);
     expect(await admin.dbsize()).toBe(0);
   });
 
   it('100 concurrent denied requests, by the module and by a policy: all 403, no Redis command', async () => {
     await start({ deny: ['198.51.100.0/24', '2001:db8:d::/48'] });
-    const before = await commandCalls(admin);
+    const before = await commandsRun(admin);
     const responses = [
       ...(await all(50, '/three', (i) => `198.51.100.${i}`)),
       ...(await all(25, '/three', (i) => `2001:db8:d:${i}::1`)),
@@ -135,17 +125,17 @@ describe.each(ADAPTERS)('allow and deny lists on %s with Redis: no store call', 
     ];
     expect(responses.map((r) => r.status)).toEqual(Array(100).fill(403));
     expect(responses.map((r) => r.body.code)).toEqual(Array(100).fill('RATE_LIMIT_DENY_LIST'));
-    expect((await commandCalls(admin)) - before).toBe(0);
+    expect((await commandsRun(admin)) - before).toBe(0);
     expect(await admin.dbsize()).toBe(0);
   });
 
   it('a throwing list function of a fail-closed policy: 503, no Redis command', async () => {
     await start({});
-    const before = await commandCalls(admin);
+    const before = await commandsRun(admin);
     const responses = await all(20, '/closed', (i) => `203.0.113.${i}`);
     expect(responses.map((r) => r.status)).toEqual(Array(20).fill(503));
     expect(responses.map((r) => r.body.code)).toEqual(Array(20).fill('RATE_LIMIT_UNAVAILABLE'));
-    expect((await commandCalls(admin)) - before).toBe(0);
+    expect((await commandsRun(admin)) - before).toBe(0);
   });
 
   it('with lists configured, clients not on them are still admitted exactly: 100 of 200 at limit 100', async () => {

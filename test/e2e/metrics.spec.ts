@@ -1,5 +1,4 @@
-import { request as httpRequest } from 'node:http';
-import type { AddressInfo, Server } from 'node:net';
+import type { Server } from 'node:net';
 
 import { Controller, Get, type INestApplication, Post } from '@nestjs/common';
 import { metrics } from '@opentelemetry/api';
@@ -16,7 +15,9 @@ import { RateLimit, RateLimitModule, type RateLimitModuleOptions } from '../../l
 import { RateLimiter } from '../../lib/rate-limiter.js';
 import { FailModeController } from '../support/fail-mode.controller.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
-import { startRedis, type TestRedis, waitFor } from '../support/redis-server.js';
+import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { waitFor } from '../support/wait.js';
+import { postOn } from '../support/http-post.js';
 
 /** Handlers of /lease wait here until the test lets them go. */
 const waiting: (() => void)[] = [];
@@ -94,25 +95,6 @@ const total = (points: Point[], attrs: Attrs): number =>
     .filter((p) => Object.entries(attrs).every(([k, v]) => p.attributes[k] === v))
     .reduce((sum, p) => sum + p.value, 0);
 
-function post(server: Server, path: string): Promise<number | undefined> {
-  const { port } = server.address() as AddressInfo;
-  const req = httpRequest({ host: '127.0.0.1', port, path, method: 'POST' });
-  const status = new Promise<number | undefined>((resolve) => {
-    req.on('response', (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode));
-    });
-    req.on('error', () => resolve(undefined));
-  });
-  req.end();
-  return status;
-}
-
-const until = async (condition: () => boolean): Promise<void> => {
-  for (let i = 0; i < 500 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 5));
-  if (!condition()) throw new Error('timed out waiting');
-};
-
 afterAll(() => metrics.disable());
 
 describe.each(ADAPTERS)('OpenTelemetry metrics on the memory store (%s)', (adapter) => {
@@ -153,8 +135,12 @@ describe.each(ADAPTERS)('OpenTelemetry metrics on the memory store (%s)', (adapt
 
   it('counts the leases of a concurrency policy while their requests run, and back to 0 when they end', async () => {
     const server = app.getHttpServer() as Server;
-    const statuses = [post(server, '/lease'), post(server, '/lease'), post(server, '/lease')];
-    await until(() => waiting.length === 3);
+    const statuses = [
+      postOn(server, '/lease').status,
+      postOn(server, '/lease').status,
+      postOn(server, '/lease').status,
+    ];
+    await waitFor(() => waiting.length === 3);
     const leases = (await sdk.collect())('rate_limit.concurrency.leases');
     expect(total(leases, { 'rate_limit.policy': 'leased' })).toBe(3);
 

@@ -2,35 +2,44 @@ import { Controller, type ExecutionContext, Get, type Type } from '@nestjs/commo
 import { GqlExecutionContext, Query, Resolver } from '@nestjs/graphql';
 import request from 'supertest';
 
-import { ALGORITHMS, RateLimit, RateLimitModule, type RateLimitModuleOptions } from '../../lib/index.js';
+import { ALGORITHMS, RateLimit, RateLimitModule } from '../../lib/index.js';
 import { startGraphQLApp } from '../support/graphql-app.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
+import { heldInFlight, policyOf } from '../support/policies.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { Gate, waitFor } from '../support/wait.js';
+import { storeOptions } from '../support/store-options.js';
 
 type Request = { headers: Record<string, string | undefined> };
 const PLANS: Record<string, number> = { free: 10, pro: 100 };
 const planOf = (headers: Request['headers']): number => PLANS[headers['x-plan'] ?? 'free'] ?? Number.NaN;
 const httpPlan = (ctx: ExecutionContext): number => planOf(ctx.switchToHttp().getRequest<Request>().headers);
 
+/** Where a concurrency limit's admitted requests wait, so that they stay in flight (see heldInFlight). */
+const gate = new Gate();
+
 /** One controller per algorithm, its limit the caller's plan. */
 const controllers: Type[] = ALGORITHMS.map((algorithm) => {
   @Controller(algorithm)
   class PlanController {
     @Get()
-    @RateLimit({ name: `plan-${algorithm}`, algorithm, limit: httpPlan, window: '1h', key: 'ip' })
-    get() {
+    @RateLimit(policyOf(algorithm, { name: `plan-${algorithm}`, limit: httpPlan, window: '1h', key: 'ip' }))
+    async get() {
+      if (heldInFlight(algorithm)) await gate.pass();
       return 'ok';
     }
 
     @Get('async')
-    @RateLimit({
-      name: `async-plan-${algorithm}`,
-      algorithm,
-      limit: async (ctx) => httpPlan(ctx),
-      window: '1h',
-      key: 'ip',
-    })
-    async() {
+    @RateLimit(
+      policyOf(algorithm, {
+        name: `async-plan-${algorithm}`,
+        limit: async (ctx) => httpPlan(ctx),
+        window: '1h',
+        key: 'ip',
+      }),
+    )
+    async async() {
+      if (heldInFlight(algorithm)) await gate.pass();
       return 'ok';
     }
   }
@@ -52,14 +61,11 @@ beforeAll(async () => {
 });
 afterAll(() => redis.stop());
 
-const storeOptions = (store: string): Partial<RateLimitModuleOptions> =>
-  store === 'redis' ? { redis: { url: `redis://127.0.0.1:${redis.port}` }, keyPrefix: `plan${Math.random()}:` } : {};
-
 describe.each(ADAPTERS)('limits per plan over HTTP (%s)', (adapter) => {
-  describe.each(['memory', 'redis'])('on the %s store', (store) => {
+  describe.each(['memory', 'redis'] as const)('on the %s store', (store) => {
     const start = () =>
       createApp(adapter, {
-        imports: [RateLimitModule.forRoot(storeOptions(store))],
+        imports: [RateLimitModule.forRoot(storeOptions(store, { redis }))],
         controllers: [...controllers, BurstController],
       });
 
@@ -67,9 +73,22 @@ describe.each(ADAPTERS)('limits per plan over HTTP (%s)', (adapter) => {
       '%s%s: an upgrade admits at once, the units used stay used, a downgrade admits nothing more',
       async (algorithm, path) => {
         const { app } = await start();
+        const held: Promise<number>[] = [];
         try {
-          const get = async (plan: string) =>
+          const send = async (plan: string) =>
             (await request(app.getHttpServer()).get(`/${algorithm}${path}`).set('x-plan', plan)).status;
+          // A concurrency limit counts requests in flight: an admitted request is held in its handler (so the
+          // units used stay used) and counts as a 200 here; each is checked to be a 200 once let go.
+          const get = async (plan: string): Promise<number> => {
+            if (!heldInFlight(algorithm)) return send(plan);
+            const entered = gate.entered;
+            let status: number | undefined;
+            const response = send(plan).then((s) => (status = s));
+            await waitFor(() => status !== undefined || gate.entered > entered, 'the request admitted or denied');
+            if (status !== undefined) return status;
+            held.push(response);
+            return 200;
+          };
           const statuses = async (plan: string, n: number) => {
             const out: number[] = [];
             for (let i = 0; i < n; i++) out.push(await get(plan));
@@ -85,7 +104,10 @@ describe.each(ADAPTERS)('limits per plan over HTTP (%s)', (adapter) => {
           expect(await statuses('free', 3)).toEqual([429, 429, 429]);
           const res = await request(app.getHttpServer()).get(`/${algorithm}${path}`).set('x-plan', 'free');
           expect(res.headers['ratelimit-policy']).toContain(`q=10`);
+          gate.open();
+          expect(await Promise.all(held)).toEqual(held.map(() => 200));
         } finally {
+          gate.open();
           await app.close();
         }
       },

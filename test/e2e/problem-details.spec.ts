@@ -1,5 +1,4 @@
 import { Controller, Get, type INestApplication } from '@nestjs/common';
-import type { Redis } from 'ioredis';
 import request from 'supertest';
 
 import {
@@ -12,6 +11,7 @@ import {
 import { FakeClock } from '../support/fake-clock.js';
 import { ADAPTERS, type AdapterName, createApp } from '../support/nest-app.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { decisionCalls } from '../support/redis-commands.js';
 
 const MINUTE_START = 1_699_999_980_000; // a multiple of 60 000
 const QUOTA_EXCEEDED = 'https://iana.org/assignments/http-problem-types#quota-exceeded';
@@ -71,13 +71,6 @@ class ProblemController {
   closed() {
     return { ok: true };
   }
-}
-
-/** The store's decisions Redis has run: calls of the function (Redis 7) or of the script. */
-async function storeCalls(admin: Redis): Promise<number> {
-  const stats = await admin.info('commandstats');
-  const calls = (command: string) => Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(stats)?.[1] ?? 0);
-  return calls('fcall') + calls('evalsha') + calls('eval');
 }
 
 let prefixes = 0;
@@ -186,9 +179,9 @@ describe.each(ADAPTERS)('problem details (errors: "problem") on %s', (adapter) =
       await get('/one');
       await get('/one');
       const fromStore = await get('/one');
-      const before = await storeCalls(admin);
+      const before = await decisionCalls(admin);
       const fromCache = await get('/one');
-      expect(await storeCalls(admin)).toBe(before); // Redis was not asked
+      expect(await decisionCalls(admin)).toBe(before); // Redis was not asked
       expect(fromStore.status).toBe(429);
       expect(fromCache.status).toBe(429);
       expect(fromCache.headers['content-type']).toMatch(PROBLEM_JSON);
@@ -201,9 +194,9 @@ describe.each(ADAPTERS)('problem details (errors: "problem") on %s', (adapter) =
       const admin = redis.client();
       await get('/both');
       const fromStore = await get('/both');
-      const before = await storeCalls(admin);
+      const before = await decisionCalls(admin);
       const fromCache = await get('/both');
-      expect(await storeCalls(admin)).toBe(before);
+      expect(await decisionCalls(admin)).toBe(before);
       expect(fromStore.body['violated-policies']).toEqual(['burst', 'minute']);
       expect(fromCache.body).toEqual(fromStore.body);
     });

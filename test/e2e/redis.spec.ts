@@ -1,18 +1,23 @@
 import { Controller, Get, type INestApplication } from '@nestjs/common';
 import request from 'supertest';
 
-import { ALGORITHMS, RateLimit, RateLimitModule } from '../../lib/index.js';
+import { ALGORITHMS, RateLimit, type RateLimitAlgorithm, RateLimitModule } from '../../lib/index.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { FailModeController } from '../support/fail-mode.controller.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
+import { heldInFlight, policyOf } from '../support/policies.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { Gate, waitFor } from '../support/wait.js';
 
-function floodController(algorithm: (typeof ALGORITHMS)[number]) {
+const gate = new Gate();
+
+function floodController(algorithm: RateLimitAlgorithm) {
   @Controller()
   class FloodController {
     @Get('flood')
-    @RateLimit({ name: `flood-${algorithm}`, algorithm, limit: 100, window: '1m', key: 'ip' })
-    flood() {
+    @RateLimit(policyOf(algorithm, { name: `flood-${algorithm}`, limit: 100, window: '1m', key: 'ip' }))
+    async flood() {
+      if (heldInFlight(algorithm)) await gate.pass();
       return 'ok';
     }
   }
@@ -38,7 +43,24 @@ describe.each(ADAPTERS)('on Redis, through HTTP, on %s', (adapter) => {
         new FakeClock(),
       );
       await app.listen(0, '127.0.0.1');
-      const statuses = await Promise.all(Array.from({ length: 200 }, () => request(app.getHttpServer()).get('/flood')));
+      let answered = 0;
+      const responses = Promise.all(
+        Array.from({ length: 200 }, () =>
+          request(app.getHttpServer())
+            .get('/flood')
+            .then((response) => {
+              answered++;
+              return response;
+            }),
+        ),
+      );
+      // A concurrency limit counts requests in flight: the admitted ones stay in their handler until every
+      // request is decided (else each would give its unit back as it ends, and more than 100 would pass).
+      if (heldInFlight(algorithm)) {
+        await waitFor(() => gate.held + answered === 200, 'every request admitted or denied');
+        gate.open();
+      }
+      const statuses = await responses;
       const counts = statuses.reduce<Record<number, number>>(
         (acc, r) => ({ ...acc, [r.status]: (acc[r.status] ?? 0) + 1 }),
         {},

@@ -1,12 +1,12 @@
 import { Body, Controller, Get, type INestApplication, Post, Query } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
 import type { Redis } from 'ioredis';
 import request from 'supertest';
 
 import { RateLimit, RateLimitModule, type TrustProxy } from '../../lib/index.js';
+import { FakeClock } from '../support/fake-clock.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
-import { LogLines } from '../support/log-lines.js';
+import { CapturingLogger } from '../support/log-lines.js';
 
 const COSTS: Record<string, unknown> = {
   nan: NaN,
@@ -174,16 +174,10 @@ describe.each(ADAPTERS)('hostile input on %s', (adapter) => {
 });
 
 describe('start-up warnings about the proxy setup', () => {
-  async function start(trustProxy?: TrustProxy): Promise<[INestApplication, LogLines]> {
-    const capture = new LogLines();
-    const moduleRef = await Test.createTestingModule({
-      imports: [RateLimitModule.forRoot({ trustProxy })],
-      controllers: [HostileController],
-    })
-      .setLogger(capture)
-      .compile();
-    const app = moduleRef.createNestApplication({ logger: capture });
-    await app.init();
+  async function start(trustProxy?: TrustProxy): Promise<[INestApplication, CapturingLogger]> {
+    const capture = new CapturingLogger();
+    const metadata = { imports: [RateLimitModule.forRoot({ trustProxy })], controllers: [HostileController] };
+    const { app } = await createApp('express', metadata, new FakeClock(), { logger: capture });
     return [app, capture];
   }
 

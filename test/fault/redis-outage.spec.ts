@@ -6,7 +6,8 @@ import { RateLimitModule, type RateLimitModuleOptions } from '../../lib/index.js
 import { FakeClock } from '../support/fake-clock.js';
 import { FailModeController } from '../support/fail-mode.controller.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
-import { startRedis, waitFor, type TestRedis } from '../support/redis-server.js';
+import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { waitFor } from '../support/wait.js';
 
 const TIMEOUT_MS = 100;
 /** Requests sent at once while Redis is paused. */

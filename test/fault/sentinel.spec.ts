@@ -9,7 +9,8 @@ import request from 'supertest';
 
 import { RateLimit, RateLimitModule } from '../../lib/index.js';
 import { createApp } from '../support/nest-app.js';
-import { freePort, startRedis, waitFor, type TestRedis } from '../support/redis-server.js';
+import { freePort, startRedis, type TestRedis } from '../support/redis-server.js';
+import { waitFor } from '../support/wait.js';
 
 @Controller()
 class SentinelController {

@@ -1,5 +1,4 @@
 import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
-import type { LoggerService } from '@nestjs/common';
 import { GraphQLModule } from '@nestjs/graphql';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
@@ -7,6 +6,7 @@ import request from 'supertest';
 
 import { RATE_LIMIT_CLOCK, RateLimitModule } from '../../lib/index.js';
 import { FakeClock } from '../support/fake-clock.js';
+import { CapturingLogger } from '../support/log-lines.js';
 import { KeysResolver, MINUTE_ALIGNED } from './fixtures.js';
 
 /** Apollo on Fastify: Nest's context has only `req`, so headers need the app to put `reply` in its context. */
@@ -15,8 +15,7 @@ describe('Apollo on Fastify', () => {
     ['without reply in the context', false],
     ['with reply in the context', true],
   ])('%s', async (_title, withReply) => {
-    const warnings: string[] = [];
-    const logger: LoggerService = { log() {}, error() {}, warn: (message: unknown) => warnings.push(String(message)) };
+    const logger = new CapturingLogger();
     const moduleRef = await Test.createTestingModule({
       imports: [
         RateLimitModule.forRoot({}),
@@ -46,11 +45,11 @@ describe('Apollo on Fastify', () => {
       if (withReply) {
         expect(allowed.headers['ratelimit']).toBe('"by-ip";r=0;t=60');
         expect(denied.headers['retry-after']).toBe('60');
-        expect(warnings.filter((w) => w.includes('no HTTP response'))).toEqual([]);
+        expect(logger.warnings.filter((w) => w.includes('no HTTP response'))).toEqual([]);
       } else {
         expect([allowed.headers['ratelimit'], denied.headers['retry-after']]).toEqual([undefined, undefined]);
         // Said once, naming the resolver and the fix.
-        expect(warnings.filter((w) => w.includes('no HTTP response'))).toEqual([
+        expect(logger.warnings.filter((w) => w.includes('no HTTP response'))).toEqual([
           expect.stringMatching(/KeysResolver\.whoami .*\(req, reply\) => \(\{ req, reply \}\)/),
         ]);
       }

@@ -1,5 +1,6 @@
 import { GRAPHQL_DRIVERS, startGraphQLApp, type GraphQLTestApp } from '../support/graphql-app.js';
-import { startRedis, waitFor, type TestRedis } from '../support/redis-server.js';
+import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { waitFor } from '../support/wait.js';
 import { FailModeResolver } from './fixtures.js';
 
 const TIMEOUT_MS = 100;

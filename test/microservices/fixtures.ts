@@ -1,10 +1,4 @@
-import {
-  Controller,
-  type ExecutionContext,
-  type INestMicroservice,
-  type LoggerService,
-  type ModuleMetadata,
-} from '@nestjs/common';
+import { Controller, type ExecutionContext, type INestMicroservice, type ModuleMetadata } from '@nestjs/common';
 import {
   ClientRedis,
   ClientTCP,
@@ -19,7 +13,9 @@ import { firstValueFrom, lastValueFrom, timeout } from 'rxjs';
 
 import { RATE_LIMIT_CLOCK, RateLimit, RateLimitModule, type RateLimitModuleOptions } from '../../lib/index.js';
 import { FakeClock } from '../support/fake-clock.js';
-import { freePort, waitFor } from '../support/redis-server.js';
+import { freePort } from '../support/redis-server.js';
+import { waitFor } from '../support/wait.js';
+import { CapturingLogger } from '../support/log-lines.js';
 
 export type TransportName = 'tcp' | 'redis';
 
@@ -122,43 +118,6 @@ export class RpcLimitedController {
   })
   tickClosed(@Payload() _data: TenantMessage) {
     this.count('tick-closed');
-  }
-}
-
-export interface LogEntry {
-  readonly level: 'log' | 'error' | 'warn' | 'debug' | 'verbose' | 'fatal';
-  readonly message: string;
-  /** The logger's context (the last argument Nest's Logger passes): 'RateLimit' for the module's lines. */
-  readonly context: unknown;
-}
-
-/** A LoggerService that keeps every line, to count what the module (and Nest) logged. */
-export class CapturingLogger implements LoggerService {
-  readonly entries: LogEntry[] = [];
-  private add(level: LogEntry['level'], message: unknown, rest: unknown[]): void {
-    this.entries.push({ level, message: String(message), context: rest[rest.length - 1] });
-  }
-  log(message: unknown, ...rest: unknown[]) {
-    this.add('log', message, rest);
-  }
-  error(message: unknown, ...rest: unknown[]) {
-    this.add('error', message, rest);
-  }
-  warn(message: unknown, ...rest: unknown[]) {
-    this.add('warn', message, rest);
-  }
-  debug(message: unknown, ...rest: unknown[]) {
-    this.add('debug', message, rest);
-  }
-  verbose(message: unknown, ...rest: unknown[]) {
-    this.add('verbose', message, rest);
-  }
-  fatal(message: unknown, ...rest: unknown[]) {
-    this.add('fatal', message, rest);
-  }
-  /** Lines at `level` whose message matches. */
-  find(level: LogEntry['level'], pattern: RegExp): LogEntry[] {
-    return this.entries.filter((e) => e.level === level && pattern.test(e.message));
   }
 }
 

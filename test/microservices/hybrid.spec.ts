@@ -16,8 +16,8 @@ import request from 'supertest';
 import { RATE_LIMIT_CLOCK, RateLimit, RateLimitGuard, RateLimitModule } from '../../lib/index.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { freePort } from '../support/redis-server.js';
+import { CapturingLogger } from '../support/log-lines.js';
 import {
-  CapturingLogger,
   emit,
   type RpcClient,
   send,

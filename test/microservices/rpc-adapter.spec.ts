@@ -5,7 +5,6 @@ import {
   type ExecutionContext,
   type INestMicroservice,
   Injectable,
-  Logger,
   type NestInterceptor,
   UseGuards,
   UseInterceptors,
@@ -25,7 +24,8 @@ import {
   rpcHandlerKind,
 } from '../../lib/contexts/rpc.adapter.js';
 import type { RateLimitDecision } from '../../lib/index.js';
-import { waitFor } from '../support/redis-server.js';
+import { waitFor } from '../support/wait.js';
+import { CapturingNestLogger } from '../support/log-lines.js';
 import { emit, send, transportPair } from './fixtures.js';
 
 class Handlers {
@@ -36,17 +36,6 @@ class Handlers {
   event(_data: unknown) {}
 
   plain() {}
-}
-
-/** A Logger that keeps its warnings (the module's logger is a Logger with context 'RateLimit'). */
-class RecordingLogger extends Logger {
-  readonly warnings: string[] = [];
-  constructor() {
-    super('RateLimit');
-  }
-  override warn(message: unknown): void {
-    this.warnings.push(String(message));
-  }
 }
 
 /** The parts of an RPC ExecutionContext the adapter reads, for the handler `method` of Handlers. */
@@ -75,13 +64,13 @@ describe('the RPC adapter', () => {
     expect(rpcHandlerKind(Handlers.prototype.event)).toBe('event');
     expect(rpcHandlerKind(Handlers.prototype.plain)).toBe('message');
     // The adapter checks the same at start and says nothing when all is well.
-    const logger = new RecordingLogger();
+    const logger = new CapturingNestLogger();
     new RpcAdapter({ logger }, microservices);
     expect(logger.warnings).toEqual([]);
   });
 
   it('has no client address, no default user, no headers', () => {
-    const adapter = new RpcAdapter({ logger: new RecordingLogger() }, microservices);
+    const adapter = new RpcAdapter({ logger: new CapturingNestLogger() }, microservices);
     expect(adapter.type).toBe('rpc');
     expect(adapter.clientIp()).toBeUndefined();
     expect(adapter.defaultUser()).toBeUndefined();
@@ -89,7 +78,7 @@ describe('the RPC adapter', () => {
   });
 
   it('denies a message with an RpcException carrying the exact error; an event with RateLimitDroppedEvent', () => {
-    const adapter = new RpcAdapter({ logger: new RecordingLogger() }, microservices);
+    const adapter = new RpcAdapter({ logger: new CapturingNestLogger() }, microservices);
     const denial = { code: 'RATE_LIMITED', message: 'Rate limit "p" exceeded', policy: 'p' } as const;
     const thrown = (fn: () => never): unknown => {
       try {
@@ -114,7 +103,7 @@ describe('the RPC adapter', () => {
   });
 
   it('logs dropped events at most once per policy and reason per minute, then how many went unlogged', () => {
-    const logger = new RecordingLogger();
+    const logger = new CapturingNestLogger();
     let nowMs = 0;
     const adapter = new RpcAdapter({ logger }, microservices, () => nowMs);
     const drop = (policy: string) => {
@@ -152,7 +141,7 @@ describe('the RPC adapter', () => {
     const record = (point: 'guard' | 'interceptor', ctx: ExecutionContext) =>
       seen.push({ point, handler: ctx.getHandler().name, invocation: adapter.invocation(ctx) });
     const of = (handler: string) => seen.filter((s) => s.handler === handler);
-    const adapter = new RpcAdapter({ logger: new RecordingLogger() }, microservices);
+    const adapter = new RpcAdapter({ logger: new CapturingNestLogger() }, microservices);
 
     @Injectable()
     class RecordingGuard implements CanActivate {

@@ -18,6 +18,7 @@ import { nth } from '../support/harness.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
 import { createTestSchema, type TestSchema } from '../support/postgres.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { STORES, type StoreName, storeOptions } from '../support/store-options.js';
 import {
   AuthController,
   checkCredentials,
@@ -28,9 +29,6 @@ import {
   observed,
 } from './fixtures.js';
 
-type StoreName = 'memory' | 'redis' | 'postgres';
-const STORES: StoreName[] = ['memory', 'redis', 'postgres'];
-
 let redis: TestRedis;
 let db: TestSchema;
 beforeAll(async () => {
@@ -40,17 +38,12 @@ afterAll(async () => {
   await Promise.all([redis.stop(), db.drop()]);
 });
 
-let prefixes = 0;
-function storeOptions(store: StoreName): RateLimitModuleOptions {
-  const keyPrefix = `o${++prefixes}:`;
-  if (store === 'redis') return { redis: { url: redis.url }, keyPrefix };
-  // 200 concurrent requests queue for the pool's 20 connections: past the default 100 ms, a wait would count
-  // as a store failure and the fail mode (open) would let requests through uncharged.
-  if (store === 'postgres') {
-    return { postgres: { pool: db.pool, schema: db.schema, migrate: true }, keyPrefix, timeout: 5000 };
-  }
-  return { keyPrefix };
-}
+// 200 concurrent requests queue for the pool's 20 connections: past the default 100 ms, a wait would count as a
+// store failure and the fail mode (open) would let requests through uncharged.
+const optionsOf = (store: StoreName): RateLimitModuleOptions => ({
+  ...storeOptions(store, { redis, db }),
+  ...(store === 'postgres' ? { timeout: 5000 } : {}),
+});
 
 let accounts = 0;
 /** A fresh account per test: every policy is keyed by it. */
@@ -92,7 +85,7 @@ describe.each(STORES)('counting by outcome on the %s store', (store) => {
       ({ app, clock } = await createApp(adapter, {
         imports: [
           RateLimitModule.forRoot({
-            ...storeOptions(store),
+            ...optionsOf(store),
             onError: (e, policy) => failures.push(`${policy}: ${e.message}`),
           }),
         ],
@@ -300,7 +293,7 @@ describe('on Redis, when the outcome comes after other requests', () => {
     ({ app } = await createApp('express', {
       imports: [
         RateLimitModule.forRoot({
-          ...storeOptions('redis'),
+          ...optionsOf('redis'),
           onError: (error, policy) => errors.push({ error, policy }),
         }),
       ],

@@ -11,8 +11,10 @@ import { FailModeController } from '../support/fail-mode.controller.js';
 import { nth } from '../support/harness.js';
 import { createApp } from '../support/nest-app.js';
 import { createTestSchema, type TestSchema } from '../support/postgres.js';
+import { policyOf } from '../support/policies.js';
 import { consumeFromProcesses } from '../support/processes.js';
-import { freePort, waitFor } from '../support/redis-server.js';
+import { freePort } from '../support/redis-server.js';
+import { waitFor } from '../support/wait.js';
 
 let db: TestSchema;
 let prefixes = 0;
@@ -38,8 +40,8 @@ afterAll(async () => {
   await db.drop();
 });
 
-describe.each<(typeof ALGORITHMS)[number]>(ALGORITHMS)('%s on PostgreSQL under concurrency', (algorithm) => {
-  const policy = validatePolicy({ name: 'flood', algorithm, limit: 100, window: '1m' });
+describe.each(ALGORITHMS)('%s on PostgreSQL under concurrency', (algorithm) => {
+  const policy = validatePolicy(policyOf(algorithm, { name: 'flood', limit: 100, window: '1m' }));
 
   it('admits exactly 100 of 200 concurrent consumes from one process', async () => {
     const s = store({ clock: new FakeClock() });

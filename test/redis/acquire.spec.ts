@@ -9,7 +9,7 @@ import {
   RateLimitService,
   RateLimitStoreTimeoutError,
 } from '../../lib/index.js';
-import { nth } from '../support/harness.js';
+import { mostInAnyWindow } from '../support/admissions.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 
 interface ChildReport {
@@ -68,18 +68,6 @@ async function acquireFromProcesses(
   return Promise.all(runs.map((r) => r.done));
 }
 
-/** The most admissions that fall in one half-open window [t, t + windowMs). */
-function busiestWindow(admittedAtMs: readonly number[], windowMs: number): number {
-  const sorted = [...admittedAtMs].sort((a, b) => a - b);
-  let most = 0;
-  for (let i = 0, j = 0; i < sorted.length; i++) {
-    const from = nth(sorted, i);
-    while (j < sorted.length && nth(sorted, j) < from + windowMs) j++;
-    most = Math.max(most, j - i);
-  }
-  return most;
-}
-
 describe('acquire() on Redis', () => {
   let redis: TestRedis;
   beforeAll(async () => {
@@ -102,7 +90,7 @@ describe('acquire() on Redis', () => {
     }
     const admittedAtMs = reports.flatMap((r) => r.admittedAtMs);
     expect(admittedAtMs).toHaveLength(20);
-    expect(busiestWindow(admittedAtMs, windowMs)).toBe(limit);
+    expect(mostInAnyWindow(admittedAtMs, windowMs)).toBe(limit);
     // No busy loop, and only a process's head asks: each denial of a process waits until an entry of the
     // log leaves the window (its retryAfterMs), and the next call of that process comes after it, so the
     // denials of one process are at most the entries that left the window before its last call.

@@ -7,6 +7,7 @@ import { DenyCache } from '../../lib/engine/deny-cache.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { createApp } from '../support/nest-app.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { callsOf, decisionCalls } from '../support/redis-commands.js';
 
 @Controller()
 class FloodController {
@@ -26,18 +27,8 @@ class FloodController {
   }
 }
 
-/** The store's decisions Redis has run: calls of the function (Redis 7) or of the script. */
-async function commandCalls(admin: Redis, command: string): Promise<number> {
-  const stats = await admin.info('commandstats');
-  return Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(stats)?.[1] ?? 0);
-}
-
-async function evalshaCalls(admin: Redis): Promise<number> {
-  return (await commandCalls(admin, 'fcall')) + (await commandCalls(admin, 'evalsha'));
-}
-
 /** Decisions Redis made: each reads its key once (one GET per single-policy consume, whatever the calls). */
-const decisionsInRedis = (admin: Redis) => commandCalls(admin, 'get');
+const decisionsInRedis = (admin: Redis) => callsOf(admin, 'get');
 
 describe('the local cache of denials', () => {
   let redis: TestRedis;
@@ -63,9 +54,9 @@ describe('the local cache of denials', () => {
     const admin = redis.client();
     expect((await request(app.getHttpServer()).get('/pair')).status).toBe(200);
     const byStore = await request(app.getHttpServer()).get('/pair');
-    const before = await evalshaCalls(admin);
+    const before = await decisionCalls(admin);
     const byCache = await request(app.getHttpServer()).get('/pair');
-    expect(await evalshaCalls(admin)).toBe(before); // answered locally
+    expect(await decisionCalls(admin)).toBe(before); // answered locally
     expect(byStore.status).toBe(429);
     expect(byCache.status).toBe(429);
     expect(byCache.headers['ratelimit-policy']).toBe(byStore.headers['ratelimit-policy']);

@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import { ALGORITHMS, RedisRateLimitStore, validatePolicy } from '../../lib/index.js';
 import { luaPrelude } from '../../lib/stores/redis/rate-limit.lua.js';
 import { stateCodecLua } from '../../lib/stores/redis/state-codec.lua.js';
+import { policyOf } from '../support/policies.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 
 let redis: TestRedis;
@@ -101,15 +102,11 @@ describe('the Lua state codec', () => {
 
 // The speed issue's bound: at most 100 bytes per tracked key (MEMORY USAGE), one consume per key, with keys as
 // the module makes them at its default prefix (a key's own length counts too).
-describe.each([...ALGORITHMS, 'quota' as const])('%s keys in Redis', (algorithm) => {
+describe.each(ALGORITHMS)('%s keys in Redis', (algorithm) => {
   it('take at most 100 bytes each (MEMORY USAGE) after one consume', async () => {
     await client.flushall();
     const store = new RedisRateLimitStore({ client });
-    const policy = validatePolicy(
-      algorithm === 'quota'
-        ? { name: 'per-user', algorithm, limit: 100, period: 'month' }
-        : { name: 'per-user', algorithm, limit: 100, window: '1h' },
-    );
+    const policy = validatePolicy(policyOf(algorithm, { name: 'per-user', limit: 100, window: '1h', period: 'month' }));
     const keys = Array.from({ length: 20 }, (_, i) => `user:${10_000 + i}`);
     await Promise.all(keys.map((key) => store.consume([{ policy, key, cost: 1 }])));
     const usage = await Promise.all(

@@ -10,7 +10,9 @@ import { type RateLimitPolicy, RateLimitModule, RateLimitService } from '../../l
 import { feedChannel, feedPingSql } from '../../lib/stores/postgres/change-feed.js';
 import { createTestSchema, type TestSchema } from '../support/postgres.js';
 import { startCluster, type TestCluster } from '../support/redis-cluster.js';
-import { startRedis, type TestRedis, waitFor } from '../support/redis-server.js';
+import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { waitFor } from '../support/wait.js';
+import { decisionCalls } from '../support/redis-commands.js';
 
 // Regression (issue 18, item 2): instance B denied a key and kept the 429 in its local cache of denials; a
 // reset, unblock or refund through instance A admitted the key at once on A, while B kept answering 429 until
@@ -53,13 +55,6 @@ class OtherInstance {
     this.child.stdin.end();
     await exited;
   }
-}
-
-/** Calls of the store's decision (the function on Redis 7, or the script) this Redis has run. */
-async function decisionCalls(admin: Redis): Promise<number> {
-  const stats = await admin.info('commandstats');
-  const calls = (command: string) => Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(stats)?.[1] ?? 0);
-  return calls('fcall') + calls('evalsha') + calls('eval');
 }
 
 /** B answers `route` until it admits (or, with `until`, until its answer passes), within 5 s. */

@@ -4,6 +4,7 @@ import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 
 import {
+  ALGORITHMS,
   MemoryRateLimitStore,
   PostgresRateLimitStore,
   type RateLimitPolicy,
@@ -12,6 +13,7 @@ import {
 } from '../../lib/index.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { nth } from '../support/harness.js';
+import { policyOf } from '../support/policies.js';
 import { createTestSchema, type TestSchema } from '../support/postgres.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 
@@ -87,19 +89,13 @@ describe('two instances on one Redis, one clock 1.5 s behind the other, across a
     await redis?.stop();
   });
 
-  const policies: [string, RateLimitPolicy, number][] = [
-    ['fixed-window', { name: 'fw', algorithm: 'fixed-window', limit: LIMIT, window: WINDOW_MS }, 0],
-    [
-      'sliding-window-counter',
-      { name: 'swc', algorithm: 'sliding-window-counter', limit: LIMIT, window: WINDOW_MS },
-      0,
-    ],
-    ['sliding-window-log', { name: 'swl', algorithm: 'sliding-window-log', limit: LIMIT, window: WINDOW_MS }, 0],
-    // the buckets refill while the test runs: a request per WINDOW_MS / LIMIT = 500 ms at most
-    ['token-bucket', { name: 'tb', algorithm: 'token-bucket', limit: LIMIT, window: WINDOW_MS }, 2],
-    ['gcra', { name: 'gcra', algorithm: 'gcra', limit: LIMIT, window: WINDOW_MS }, 2],
-    ['quota (month edge)', { name: 'q', algorithm: 'quota', limit: LIMIT, period: 'month' }, 0],
-  ];
+  // Every algorithm: the buckets refill while the test runs (a request per WINDOW_MS / LIMIT = 500 ms at most);
+  // the quota's edge is a month's.
+  const policies: [string, RateLimitPolicy, number][] = ALGORITHMS.map((algorithm) => [
+    algorithm === 'quota' ? 'quota (month edge)' : algorithm,
+    policyOf(algorithm, { name: `skew-${algorithm}`, limit: LIMIT, window: WINDOW_MS, period: 'month' }),
+    algorithm === 'token-bucket' || algorithm === 'gcra' ? 2 : 0,
+  ]);
 
   it.each(policies)('%s: 20 ahead, 1 behind, 20 ahead admit no more than the limit', async (_name, policy, refill) => {
     // Shift both clocks so that the instance ahead is 50 ms past an edge and the one behind 1,450 ms before it.
@@ -131,15 +127,17 @@ describe('a key written by a clock ahead, decided by a clock behind', () => {
   });
   afterAll(() => schema.drop());
 
-  const skewed: [string, RateLimitPolicy][] = [
-    ['fixed-window', { name: 'fw', algorithm: 'fixed-window', limit: LIMIT, window: WINDOW_MS }],
-    ['sliding-window-counter', { name: 'swc', algorithm: 'sliding-window-counter', limit: LIMIT, window: WINDOW_MS }],
-    ['sliding-window-log', { name: 'swl', algorithm: 'sliding-window-log', limit: LIMIT, window: WINDOW_MS }],
-    [
-      'quota (month edge, Europe/Paris)',
-      { name: 'q', algorithm: 'quota', limit: LIMIT, period: 'month', timeZone: 'Europe/Paris' },
-    ],
-  ];
+  // Every algorithm, on fake clocks (nothing refills); the quota's edge is a month's in Paris.
+  const skewed: [string, RateLimitPolicy][] = ALGORITHMS.map((algorithm) => [
+    algorithm === 'quota' ? 'quota (month edge, Europe/Paris)' : algorithm,
+    policyOf(algorithm, {
+      name: `skew-${algorithm}`,
+      limit: LIMIT,
+      window: WINDOW_MS,
+      period: 'month',
+      timeZone: 'Europe/Paris',
+    }),
+  ]);
 
   async function scenario(
     aheadStore: RateLimitStore,

@@ -10,7 +10,6 @@ import {
   type RateLimitDecision,
   RateLimitExceededException,
   RateLimitModule,
-  type RateLimitModuleOptions,
   type RateLimitPolicy,
   RateLimitService,
 } from '../../lib/index.js';
@@ -21,27 +20,12 @@ import { ADAPTERS, createApp } from '../support/nest-app.js';
 import { createTestSchema, type TestSchema } from '../support/postgres.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { ReferenceStore } from '../support/reference-store.js';
+import { Gate, waitFor } from '../support/wait.js';
+import { STORES, storeOptions } from '../support/store-options.js';
 
 // Issue 18, item 5: a concurrency denial said `Retry-After: 300` (when the oldest lease of a '5m' lease window
 // would expire), although the slot frees when the running request ends, milliseconds later. The wait is now
 // at most CONCURRENCY_RETRY_MS, on every store, while the leases themselves still live the lease window.
-
-/** Handlers that wait until the test lets them go. */
-class Gate {
-  private waiting: (() => void)[] = [];
-
-  pass(): Promise<void> {
-    return new Promise<void>((resolve) => this.waiting.push(resolve));
-  }
-
-  get held(): number {
-    return this.waiting.length;
-  }
-
-  open(): void {
-    for (const go of this.waiting.splice(0)) go();
-  }
-}
 
 const gate = new Gate();
 const HELD = { name: 'one-at-a-time', algorithm: 'concurrency', limit: 1, window: '5m', key: 'ip' } as const;
@@ -68,20 +52,6 @@ afterAll(async () => {
   await db.drop();
 });
 
-const STORES = ['memory', 'redis', 'postgres'] as const;
-
-function storeOptions(store: (typeof STORES)[number]): RateLimitModuleOptions {
-  const keyPrefix = `conc-retry${Math.random()}:`;
-  if (store === 'redis') return { redis: { url: `redis://127.0.0.1:${redis.port}` }, keyPrefix };
-  if (store === 'postgres') return { postgres: { pool: db.pool, schema: db.schema, migrate: true }, keyPrefix };
-  return {};
-}
-
-const until = async (condition: () => boolean): Promise<void> => {
-  for (let i = 0; i < 500 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 5));
-  if (!condition()) throw new Error('timed out waiting');
-};
-
 const urlOf = (app: INestApplication): string =>
   `http://127.0.0.1:${((app.getHttpServer() as Server).address() as AddressInfo).port}/work`;
 
@@ -93,7 +63,7 @@ describe('regression: a concurrency denial tells the client to wait the lease ti
       let app: INestApplication;
       beforeEach(async () => {
         ({ app } = await createApp(adapter, {
-          imports: [RateLimitModule.forRoot(storeOptions(store))],
+          imports: [RateLimitModule.forRoot(storeOptions(store, { redis, db }))],
           controllers: [WorkController],
         }));
         await app.listen(0, '127.0.0.1');
@@ -105,7 +75,7 @@ describe('regression: a concurrency denial tells the client to wait the lease ti
 
       it('answers a request refused while one runs with Retry-After: 1, not the 5 minute lease', async () => {
         const running = fetch(urlOf(app), { method: 'POST' });
-        await until(() => gate.held === 1);
+        await waitFor(() => gate.held === 1);
 
         const denied = await fetch(urlOf(app), { method: 'POST' });
         expect(denied.status).toBe(429);
@@ -143,7 +113,7 @@ describe('regression: a concurrency denial tells the client to wait the lease ti
       try {
         await app.listen(0, '127.0.0.1');
         const running = fetch(urlOf(app), { method: 'POST' });
-        await until(() => gate.held === 1);
+        await waitFor(() => gate.held === 1);
         const denied = await fetch(urlOf(app), { method: 'POST' });
         expect(denied.status).toBe(429);
         expect(denied.headers.get('retry-after')).toBe('1');
@@ -161,7 +131,7 @@ describe('regression: a concurrency denial tells the client to wait the lease ti
     let app: INestApplication;
     beforeEach(async () => {
       ({ app } = await createApp('express', {
-        imports: [RateLimitModule.forRoot(storeOptions(store))],
+        imports: [RateLimitModule.forRoot(storeOptions(store, { redis, db }))],
         controllers: [WorkController],
       }));
       await app.listen(0, '127.0.0.1');
@@ -173,13 +143,13 @@ describe('regression: a concurrency denial tells the client to wait the lease ti
 
     it('lets acquire() wait for the running request to end instead of refusing at once', async () => {
       const running = fetch(urlOf(app), { method: 'POST' });
-      await until(() => gate.held === 1);
+      await waitFor(() => gate.held === 1);
       const engine = app.get(RateLimiter).engine;
       const asked = jest.spyOn(engine, 'consumeAcross');
 
       // With the lease time as its wait (300 s, past maxWaitMs), acquire() would reject without waiting.
       const acquired = app.get(RateLimitService).acquire('one-at-a-time', KEY, { maxWaitMs: 10_000 });
-      await until(() => asked.mock.results.length === 1);
+      await waitFor(() => asked.mock.results.length === 1);
       const first = await (asked.mock.results[0]?.value as Promise<RateLimitDecision[]>);
       expect(first[0]).toMatchObject({ allowed: false, retryAfterMs: CONCURRENCY_RETRY_MS });
 
@@ -206,7 +176,7 @@ describe('regression: a concurrency denial tells the client to wait the lease ti
     const gql = await startGraphQLApp('apollo', { resolvers: [GenerateResolver], rateLimit: {} });
     try {
       const first = gql.gql('{ generate }');
-      await until(() => gate.held === 1);
+      await waitFor(() => gate.held === 1);
       const second = await gql.gql('{ generate }');
       expect(second.errors?.[0]?.extensions).toMatchObject({
         code: 'RATE_LIMITED',
@@ -227,7 +197,7 @@ describe('regression: a concurrency denial tells the client to wait the lease ti
 
     it('waits until the oldest lease expires when that is nearer than 1 s, else 1 s', async () => {
       const clock = new FakeClock();
-      const options = store === 'custom' ? { store: new ReferenceStore(clock) } : storeOptions(store);
+      const options = store === 'custom' ? { store: new ReferenceStore(clock) } : storeOptions(store, { redis, db });
       const { app } = await createApp('express', { imports: [RateLimitModule.forRoot(options)] }, clock);
       try {
         const service = app.get(RateLimitService);

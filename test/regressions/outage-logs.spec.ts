@@ -4,8 +4,9 @@ import request from 'supertest';
 
 import { RateLimitModule } from '../../lib/index.js';
 import { FailModeController } from '../support/fail-mode.controller.js';
-import { startRedis, type TestRedis, waitFor } from '../support/redis-server.js';
-import { LogLines } from '../support/log-lines.js';
+import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { waitFor } from '../support/wait.js';
+import { CapturingLogger } from '../support/log-lines.js';
 
 // Regression: during a Redis outage an operator read ioredis' words — "Stream isn't writeable and
 // enableOfflineQueue options is false" — with neither the store's address nor what the fail modes were doing;
@@ -14,7 +15,7 @@ import { LogLines } from '../support/log-lines.js';
 describe('regression: outage logs speak ioredis', () => {
   let redis: TestRedis;
   let app: INestApplication;
-  const capture = new LogLines();
+  const capture = new CapturingLogger();
 
   beforeAll(async () => {
     redis = await startRedis();

@@ -10,7 +10,7 @@ import {
   type RateLimitStoreItem,
 } from '../../lib/index.js';
 import { FailModeController } from '../support/fail-mode.controller.js';
-import { LogLines } from '../support/log-lines.js';
+import { CapturingLogger } from '../support/log-lines.js';
 
 // Regression (issue 18): a store call that failed with a programming error — a client the module cannot drive
 // (`TypeError: Function.prototype.apply was called on undefined`), a reply of the wrong shape — was taken for
@@ -38,7 +38,7 @@ class BrokenStore implements RateLimitStore {
 describe.each(['throws', 'short reply'] as const)('regression: a store defect is not an outage (%s)', (broken) => {
   let app: INestApplication;
   let store: BrokenStore;
-  const log = new LogLines();
+  const log = new CapturingLogger();
 
   beforeAll(async () => {
     store = new BrokenStore(broken);

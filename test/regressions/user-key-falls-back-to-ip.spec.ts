@@ -1,35 +1,17 @@
-import {
-  type CanActivate,
-  Controller,
-  type ExecutionContext,
-  Get,
-  type INestApplication,
-  Injectable,
-  Module,
-  type ModuleMetadata,
-  UnauthorizedException,
-  UseGuards,
-} from '@nestjs/common';
+import { Controller, Get, type INestApplication, Module, type ModuleMetadata, UseGuards } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
-import { ExpressAdapter } from '@nestjs/platform-express';
-import { FastifyAdapter } from '@nestjs/platform-fastify';
-import { Test } from '@nestjs/testing';
 import request from 'supertest';
 
-import { RATE_LIMIT_CLOCK, RateLimit, RateLimitModule, type RateLimitPolicy } from '../../lib/index.js';
-import { CapturingLogger, type LogEntry } from '../microservices/fixtures.js';
+import { RateLimit, RateLimitModule, type RateLimitPolicy } from '../../lib/index.js';
 import { FakeClock } from '../support/fake-clock.js';
-import { ADAPTERS, type AdapterName } from '../support/nest-app.js';
+import { ADAPTERS, type AdapterName, createApp } from '../support/nest-app.js';
+import { OptionalUserGuard, RequiredUserGuard } from '../support/auth-guards.js';
+import { CapturingLogger, type LogEntry } from '../support/log-lines.js';
 
 // Regression (issue 18, item 3): a policy declared `key: 'user'` on a route nobody authenticates before the
 // limiter fell back to the client IP without a word, so a "per-account" limit was in fact per NAT. The first
 // such fallback of each policy on each handler now logs a warning naming both; the default key (no `key`)
 // claimed nothing and stays silent, and a deferred policy whose route guard then sets the user never warns.
-
-interface Req {
-  headers: Record<string, string | string[] | undefined>;
-  user?: { id: string };
-}
 
 const perAccount: RateLimitPolicy = {
   name: 'per-account',
@@ -38,29 +20,6 @@ const perAccount: RateLimitPolicy = {
   window: '1m',
   key: 'user',
 };
-
-/** Sets the user from `x-user` when there is one, and lets anonymous requests through. */
-@Injectable()
-class OptionalAuthGuard implements CanActivate {
-  canActivate(ctx: ExecutionContext): boolean {
-    const req = ctx.switchToHttp().getRequest<Req>();
-    const user = req.headers['x-user'];
-    if (typeof user === 'string') req.user = { id: user };
-    return true;
-  }
-}
-
-/** Sets the user from `x-user`, and refuses requests without one. */
-@Injectable()
-class RequiredAuthGuard implements CanActivate {
-  canActivate(ctx: ExecutionContext): boolean {
-    const req = ctx.switchToHttp().getRequest<Req>();
-    const user = req.headers['x-user'];
-    if (typeof user !== 'string') throw new UnauthorizedException();
-    req.user = { id: user };
-    return true;
-  }
-}
 
 @Controller('anonymous')
 class AnonymousController {
@@ -85,7 +44,7 @@ class AnonymousController {
 
 /** Its authentication is a controller guard: the global guard defers `per-account` to the interceptor. */
 @Controller('required')
-@UseGuards(RequiredAuthGuard)
+@UseGuards(RequiredUserGuard)
 class RequiredAuthController {
   @Get()
   @RateLimit(perAccount)
@@ -96,7 +55,7 @@ class RequiredAuthController {
 
 /** A controller guard that lets anonymous requests through: deferred too, and then there is still no user. */
 @Controller('optional')
-@UseGuards(OptionalAuthGuard)
+@UseGuards(OptionalUserGuard)
 class OptionalAuthController {
   @Get()
   @RateLimit(perAccount)
@@ -106,7 +65,7 @@ class OptionalAuthController {
 }
 
 /** Authentication as a global guard registered before the limiter's, as the README says to. */
-@Module({ providers: [{ provide: APP_GUARD, useClass: OptionalAuthGuard }] })
+@Module({ providers: [{ provide: APP_GUARD, useClass: OptionalUserGuard }] })
 class GlobalAuthModule {}
 
 async function start(
@@ -114,16 +73,7 @@ async function start(
   metadata: ModuleMetadata,
 ): Promise<{ app: INestApplication; warnings: () => LogEntry[] }> {
   const logs = new CapturingLogger();
-  const moduleRef = await Test.createTestingModule(metadata)
-    .overrideProvider(RATE_LIMIT_CLOCK)
-    .useValue(new FakeClock())
-    .setLogger(logs)
-    .compile();
-  const app = moduleRef.createNestApplication(adapter === 'express' ? new ExpressAdapter() : new FastifyAdapter(), {
-    logger: logs,
-  });
-  await app.init();
-  if (adapter === 'fastify') await app.getHttpAdapter().getInstance().ready();
+  const { app } = await createApp(adapter, metadata, new FakeClock(), { logger: logs });
   return { app, warnings: () => logs.find('warn', /keyed 'user'/) };
 }
 

@@ -62,12 +62,3 @@ export async function startSampleApp(
   if (adapter === 'fastify') await app.getHttpAdapter().getInstance().ready();
   return app;
 }
-
-/** Waits, a few ms at a time (at most 2.5 s), until `condition` holds: for what happens on other sockets. */
-export async function until(condition: () => boolean | Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 500; i++) {
-    if (await condition()) return;
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-  throw new Error(`timed out waiting for ${condition.toString()}`);
-}

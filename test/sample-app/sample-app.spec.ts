@@ -18,7 +18,8 @@ import { ModelNetwork, PROVIDER_KEY, PROVIDER_RPM } from '../../sample-app/ai-pr
 import { AppModule, rateLimitOptions } from '../../sample-app/app.module.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { ADAPTERS } from '../support/nest-app.js';
-import { startSampleApp, TestNetwork, until } from './harness.js';
+import { waitFor } from '../support/wait.js';
+import { startSampleApp, TestNetwork } from './harness.js';
 
 /** A multiple of 60 000 ms, so the sliding-window-counter's `t` is exact. */
 const MINUTE_START = 1_699_999_980_000;
@@ -278,7 +279,7 @@ describe.each(ADAPTERS)('the sample app on %s (the README walkthrough)', (adapte
     const hello = { prompt: 'Hello', maxTokens: 16 };
     network.holding = true;
     const running = Promise.all([complete('demo-key-alice', hello), complete('demo-key-alice', hello)]);
-    await until(() => network.inFlight === 2);
+    await waitFor(() => network.inFlight === 2);
     expect(await remaining('ai-concurrent', 'user:alice')).toBe(0);
 
     const third = await complete('demo-key-alice', hello);
@@ -288,7 +289,7 @@ describe.each(ADAPTERS)('the sample app on %s (the README walkthrough)', (adapte
     expect(network.roundTrips).toBe(2); // refused before the handler: no model call, no tokens charged
     // Per user: bob's completion runs beside alice's two.
     const bobs = complete('demo-key-bob', hello).then((res) => res);
-    await until(() => network.inFlight === 3);
+    await waitFor(() => network.inFlight === 3);
 
     network.release();
     expect((await running).map((res) => res.status)).toEqual([200, 200]);
@@ -340,12 +341,12 @@ describe.each(ADAPTERS)('the sample app on %s (the README walkthrough)', (adapte
     const closed = new Promise((resolve) => req.once('close', resolve));
     req.on('error', () => undefined); // the socket is destroyed on purpose
     req.end(JSON.stringify({ prompt: 'Hello', maxTokens: 16 }));
-    await until(() => network.inFlight === 1);
+    await waitFor(() => network.inFlight === 1);
     req.destroy();
     await closed;
 
-    await until(() => network.aborted === 1); // the provider's round trip was aborted, not awaited to its end
-    await until(async () => (await remaining('ai-tokens', 'user:alice')) === 20_000);
+    await waitFor(() => network.aborted === 1); // the provider's round trip was aborted, not awaited to its end
+    await waitFor(async () => (await remaining('ai-tokens', 'user:alice')) === 20_000);
     expect((await http().get('/ai/usage').set('x-api-key', 'demo-key-alice')).body.used).toBe(0);
     expect(await remaining('ai-concurrent', 'user:alice')).toBe(2);
     expect(network.roundTrips).toBe(1);

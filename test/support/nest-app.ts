@@ -1,4 +1,4 @@
-import type { INestApplication, ModuleMetadata } from '@nestjs/common';
+import type { INestApplication, LoggerService, ModuleMetadata } from '@nestjs/common';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
@@ -9,18 +9,20 @@ import { FakeClock } from './fake-clock.js';
 export type AdapterName = 'express' | 'fastify';
 export const ADAPTERS: AdapterName[] = ['express', 'fastify'];
 
-/** A Nest app on the given HTTP adapter, with the rate limiter's clock replaced by a FakeClock. */
+/**
+ * A Nest app on the given HTTP adapter, with the rate limiter's clock replaced by a FakeClock; silent, or
+ * logging to `logger` (a CapturingLogger) from its compilation on.
+ */
 export async function createApp(
   adapter: AdapterName,
   metadata: ModuleMetadata,
   clock = new FakeClock(),
+  { logger }: { logger?: LoggerService } = {},
 ): Promise<{ app: INestApplication; clock: FakeClock; server: () => unknown }> {
-  const moduleRef = await Test.createTestingModule(metadata)
-    .overrideProvider(RATE_LIMIT_CLOCK)
-    .useValue(clock)
-    .compile();
+  const builder = Test.createTestingModule(metadata).overrideProvider(RATE_LIMIT_CLOCK).useValue(clock);
+  const moduleRef = await (logger === undefined ? builder : builder.setLogger(logger)).compile();
   const app = moduleRef.createNestApplication(adapter === 'express' ? new ExpressAdapter() : new FastifyAdapter(), {
-    logger: false,
+    logger: logger ?? false,
   });
   await app.init();
   if (adapter === 'fastify') await app.getHttpAdapter().getInstance().ready();

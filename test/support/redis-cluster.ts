@@ -5,7 +5,8 @@ import { join } from 'node:path';
 
 import { Cluster, Redis } from 'ioredis';
 
-import { freePort, startRedis, waitFor, type TestRedis } from './redis-server.js';
+import { freePort, startRedis, type TestRedis } from './redis-server.js';
+import { waitFor } from './wait.js';
 
 /** A Redis Cluster of the test's own: 3 masters and 3 replicas on loopback, made with redis-cli --cluster create. */
 export interface TestCluster {

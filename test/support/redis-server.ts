@@ -3,6 +3,8 @@ import { createConnection, createServer } from 'node:net';
 
 import { Redis, type RedisOptions } from 'ioredis';
 
+import { waitFor } from './wait.js';
+
 /** A redis-server process of the test's own, on a free loopback port. */
 export interface TestRedis {
   readonly port: number;
@@ -44,15 +46,6 @@ function ping(port: number): Promise<boolean> {
       resolve(data.toString().startsWith('+PONG'));
     });
   });
-}
-
-export async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
 }
 
 /** Starts `redis-server` on a free loopback port (or `port`) and waits until it answers PING. */

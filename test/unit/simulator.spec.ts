@@ -6,10 +6,18 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 
 import { ALGORITHMS, MemoryRateLimitStore, validatePolicy } from '../../lib/index.js';
-import { buildPattern, runSimulation, simulate, type ChartData } from '../../lib/simulator/index.js';
+import {
+  buildPattern,
+  NOT_SIMULATED,
+  runSimulation,
+  SIMULATED_ALGORITHMS,
+  simulate,
+  type ChartData,
+} from '../../lib/simulator/index.js';
 import { SimulatedClock } from '../../lib/simulator/run.js';
 import { arrivalsTraffic } from '../../lib/simulator/traffic.js';
 import { nth } from '../support/harness.js';
+import { policyOf } from '../support/policies.js';
 
 const LIMIT = 100;
 const W = 60_000;
@@ -72,8 +80,13 @@ describe('simulator: the boundary attack, 100 per 1m (100 in the second before t
   };
   const attack = { fromMs: W - 1000, toMs: W + 1000 };
 
+  it('draws every algorithm of ALGORITHMS but the two it says it cannot simulate', () => {
+    expect(panels.map((p) => p.algorithm)).toEqual(ALGORITHMS.filter((a) => !Object.hasOwn(NOT_SIMULATED, a)));
+    expect([...SIMULATED_ALGORITHMS, ...Object.keys(NOT_SIMULATED)].sort()).toEqual([...ALGORITHMS].sort());
+  });
+
   it('draws the five algorithms, each bar holding what its bucket decided and the totals agreeing', () => {
-    expect(panels.map((p) => p.algorithm)).toEqual([...ALGORITHMS]);
+    expect(panels.map((p) => p.algorithm)).toEqual([...SIMULATED_ALGORITHMS]);
     for (const p of panels) {
       expect(p.buckets).toHaveLength(120); // 2 minutes in 1 s buckets
       expect(sum(p.buckets, 'admitted')).toBe(p.admitted);
@@ -121,11 +134,13 @@ describe('simulator: the boundary attack, 100 per 1m (100 in the second before t
 });
 
 describe('simulator: the same decisions as the memory store', () => {
+  // Every algorithm, the two the command line does not draw included: simulate() runs any policy's step.
   it.each([...ALGORITHMS])(
     '%s, on the boundary attack and on bursts, with a burst of 150 for the buckets',
     async (algorithm) => {
-      const burst = algorithm === 'token-bucket' || algorithm === 'gcra' ? 150 : undefined;
-      const policy = validatePolicy({ algorithm, limit: LIMIT, window: '1m', burst });
+      const fields = policyOf(algorithm, { limit: LIMIT, window: '1m' });
+      const bucket = fields.algorithm === 'token-bucket' || fields.algorithm === 'gcra';
+      const policy = validatePolicy(bucket ? { ...fields, burst: 150 } : fields);
       let denials = 0;
       for (const name of ['boundary-burst', 'bursts'] as const) {
         const result = simulate(policy, buildPattern(name, { limit: LIMIT, windowMs: W }));
@@ -291,6 +306,8 @@ describe('simulator: the command line (node dist/cli.js, built by npm run build)
     [['--limt', '5'], 'unknown flag --limt (did you mean --limit?)'],
     [['--window', '1x'], `--window must be a whole number of ms >= 1 or a duration like '500ms'`],
     [['--algorithm', 'leaky-bucket'], '--algorithm must be one of fixed-window, sliding-window-log'],
+    [['--algorithm', 'quota'], '--algorithm quota is not simulated: a quota counts per calendar day or month'],
+    [['--algorithm', 'concurrency'], '--algorithm concurrency is not simulated: a concurrency limit counts requests'],
     [['--algorithm', 'fixed-window', '--burst', '5'], '--burst: applies only to token-bucket and gcra'],
     [['--traffic', 'nowhere.json'], '--traffic: must be steady, bursts, boundary-burst, ramp or the path'],
     [['--out'], '--out needs a value'],

@@ -1,7 +1,9 @@
 import type { ExecutionContext } from '@nestjs/common';
 
 import { RateLimitService, type RateLimitModuleOptions } from '../../lib/index.js';
-import { startRedis, type TestRedis, waitFor } from '../support/redis-server.js';
+import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { waitFor } from '../support/wait.js';
+import { CapturingLogger } from '../support/log-lines.js';
 import {
   BadGateway,
   ChatGateway,
@@ -15,7 +17,7 @@ import {
   PlainGateway,
   POLICIES,
 } from './gateways.js';
-import { ask, createWsApp, denied, type Platform, unavailable, WarningLog, type WsApp } from './ws-kit.js';
+import { ask, createWsApp, denied, type Platform, unavailable, type WsApp } from './ws-kit.js';
 
 /** Bound of the flood test: 4 connections × 50 messages, all answered within this. */
 const FLOOD_TIMEOUT_MS = 10_000;
@@ -103,7 +105,7 @@ export function gatewaySuite(platform: Platform): void {
     });
 
     it("'ip' keys ignore X-Forwarded-For with trustProxy off, and say so once", async () => {
-      const log = new WarningLog();
+      const log = new CapturingLogger();
       ws = await createWsApp(platform, {}, { logger: log });
       for (let c = 0; c < 2; c++) {
         const client = await ws.connect({ headers: { 'x-forwarded-for': '203.0.113.7' } });

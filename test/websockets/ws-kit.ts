@@ -18,16 +18,6 @@ export type Platform = 'socket.io' | 'ws';
 /** A multiple of 60 s: the 1-minute fixed windows of the tests start here, so a denial waits exactly 60 s. */
 export const CLOCK_START = 1_700_000_040_000;
 
-/** A Nest logger that keeps the warnings (to check what the limiter warns about) and drops the rest. */
-export class WarningLog implements LoggerService {
-  readonly warnings: string[] = [];
-  log(): void {}
-  error(): void {}
-  warn(message: unknown): void {
-    this.warnings.push(String(message));
-  }
-}
-
 export interface WsApp {
   readonly app: INestApplication;
   readonly clock: FakeClock;

@@ -2,9 +2,10 @@ import { MessageBody, SubscribeMessage, WebSocketGateway } from '@nestjs/websock
 
 import { RateLimit, RateLimitService } from '../../lib/index.js';
 import { freePort } from '../support/redis-server.js';
+import { CapturingLogger } from '../support/log-lines.js';
 import { gatewaySuite, redisSuite } from './gateway-suite.js';
 import { handled, POLICIES } from './gateways.js';
-import { ask, connect, createWsApp, WarningLog, type WsApp } from './ws-kit.js';
+import { ask, connect, createWsApp, type WsApp } from './ws-kit.js';
 
 gatewaySuite('ws');
 redisSuite('ws');
@@ -50,7 +51,7 @@ describe('ws handshakes', () => {
   });
 
   it("a gateway on a port of its own: 'ip' keys use the socket address, with one warning about trustProxy", async () => {
-    const log = new WarningLog();
+    const log = new CapturingLogger();
     const port = await freePort();
     ws = await createWsApp('ws', { trustProxy: 'loopback' }, { gateways: [ownPortGateway(port)], logger: log });
     const clients = [];

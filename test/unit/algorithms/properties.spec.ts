@@ -1,23 +1,29 @@
 import fc from 'fast-check';
 
 import { ALGORITHM_STEPS } from '../../../lib/algorithms/index.js';
-import { ALGORITHMS, validatePolicy, type RateLimitWindowPolicy, type ResolvedPolicy } from '../../../lib/index.js';
+import {
+  ALGORITHMS,
+  validatePolicy,
+  type RateLimitAlgorithm,
+  type RateLimitWindowPolicy,
+  type ResolvedPolicy,
+} from '../../../lib/index.js';
+import { policyOf } from '../../support/policies.js';
 
-const policyOf = (algorithm: (typeof ALGORITHMS)[number]) =>
+const policyArb = (algorithm: RateLimitAlgorithm) =>
   fc
     .record({
       limit: fc.integer({ min: 1, max: 12 }),
       window: fc.integer({ min: 1, max: 5000 }),
       burst: fc.option(fc.integer({ min: 1, max: 15 }), { nil: undefined }),
+      period: fc.constantFrom('day' as const, 'month' as const),
+      timeZone: fc.constantFrom('UTC', 'Asia/Kolkata'),
     })
-    .map(({ limit, window, burst }) =>
-      validatePolicy({
-        algorithm,
-        limit,
-        window,
-        burst: algorithm === 'token-bucket' || algorithm === 'gcra' ? burst : undefined,
-      }),
-    );
+    .map(({ burst, ...fields }) => {
+      const policy = policyOf(algorithm, fields);
+      const bucket = algorithm === 'token-bucket' || algorithm === 'gcra';
+      return validatePolicy(bucket ? { ...(policy as RateLimitWindowPolicy), burst } : policy);
+    });
 
 const steps = fc.array(
   fc.record({ dt: fc.integer({ min: 0, max: 3000 }), cost: fc.integer({ min: 0, max: 16 }), refund: fc.boolean() }),
@@ -27,7 +33,7 @@ const steps = fc.array(
 describe.each(ALGORITHMS)('%s, on random sequences', (algorithm) => {
   it('is denied at now + retryAfterMs − 1 and allowed at now + retryAfterMs, and a denial consumes nothing', () => {
     fc.assert(
-      fc.property(policyOf(algorithm), steps, fc.integer({ min: 0, max: 1e7 }), (policy, sequence, offset) => {
+      fc.property(policyArb(algorithm), steps, fc.integer({ min: 0, max: 1e7 }), (policy, sequence, offset) => {
         const alg = ALGORITHM_STEPS[policy.algorithm];
         let now = 1_700_000_000_000 + offset;
         let state: unknown;
@@ -62,7 +68,7 @@ describe.each(ALGORITHMS)('%s, on random sequences', (algorithm) => {
 
   it('returns to full capacity after resetMs', () => {
     fc.assert(
-      fc.property(policyOf(algorithm), steps, (policy: ResolvedPolicy, sequence) => {
+      fc.property(policyArb(algorithm), steps, (policy: ResolvedPolicy, sequence) => {
         const alg = ALGORITHM_STEPS[policy.algorithm];
         let now = 1_700_000_000_000;
         let state: unknown;
@@ -82,7 +88,7 @@ describe.each(ALGORITHMS)('%s, on random sequences', (algorithm) => {
 
 it('GCRA decides exactly like a token bucket of the same capacity and rate, on every sequence', () => {
   fc.assert(
-    fc.property(policyOf('token-bucket'), steps, (bucket, sequence) => {
+    fc.property(policyArb('token-bucket'), steps, (bucket, sequence) => {
       const cell = validatePolicy({ ...(bucket.source as RateLimitWindowPolicy), algorithm: 'gcra' });
       let now = 1_700_000_000_000;
       let tb: unknown;

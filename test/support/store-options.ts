@@ -1,0 +1,30 @@
+import type { RateLimitModuleOptions } from '../../lib/index.js';
+import type { TestSchema } from './postgres.js';
+import type { TestRedis } from './redis-server.js';
+
+/** The stores an HTTP test runs on (`describe.each(STORES)`). */
+export const STORES = ['memory', 'redis', 'postgres'] as const;
+export type StoreName = (typeof STORES)[number];
+
+let prefixes = 0;
+
+/**
+ * The module's options for `store`, on the test's own Redis or PostgreSQL schema, under a key prefix no other
+ * app of the run uses (so apps of one file never share state). The memory store needs nothing.
+ * @example RateLimitModule.forRoot(storeOptions('redis', { redis }))
+ */
+export function storeOptions(
+  store: StoreName,
+  servers: { readonly redis?: TestRedis; readonly db?: TestSchema },
+): RateLimitModuleOptions {
+  const keyPrefix = `${store}${++prefixes}:`;
+  if (store === 'redis') {
+    if (servers.redis === undefined) throw new Error('storeOptions: the redis store needs the test Redis');
+    return { redis: { url: servers.redis.url }, keyPrefix };
+  }
+  if (store === 'postgres') {
+    if (servers.db === undefined) throw new Error('storeOptions: the postgres store needs a test schema');
+    return { postgres: { pool: servers.db.pool, schema: servers.db.schema, migrate: true }, keyPrefix };
+  }
+  return { keyPrefix };
+}
