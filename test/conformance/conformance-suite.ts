@@ -88,7 +88,9 @@ const opArb = fc.record({
   ),
   /** Which of two app instances decides: the second one's clock is `skew` ms behind the first's. */
   instance: fc.constantFrom(0, 0, 1),
-  kind: fc.constantFrom('consume', 'consume', 'consume', 'consume', 'peek', 'refund', 'reset'),
+  kind: fc.constantFrom('consume', 'consume', 'consume', 'consume', 'peek', 'refund', 'reset', 'block', 'unblock'),
+  /** How long a `block` op blocks its keys (0: a block that has already ended). */
+  blockMs: fc.integer({ min: 0, max: 5000 }),
   key: fc.constantFrom('a', 'b', 'c'),
   cost: fc.oneof(
     fc.constant(1),
@@ -156,6 +158,12 @@ async function play(store: RateLimitStore, policies: ResolvedPolicy[], op: Op): 
       return store.peek(items);
     case 'refund':
       return store.refund(items);
+    case 'block':
+      await store.block?.(items, op.blockMs);
+      return store.peek(items);
+    case 'unblock':
+      await store.unblock?.(items);
+      return store.peek(items);
     default:
       await store.reset(items);
       return [];
@@ -174,7 +182,7 @@ export function conformanceSuite(target: StoreTarget, { runs = 150 }: { runs?: n
     beforeAll(() => target.setup());
     afterAll(() => target.teardown());
 
-    it('decides exactly like the TypeScript reference on random sequences of time (jittered, stepping back, two skewed clocks), keys, costs and policies (penalty blocks among them)', async () => {
+    it('decides exactly like the TypeScript reference on random sequences of time (jittered, stepping back, two skewed clocks), keys, costs, policies and blocks', async () => {
       await fc.assert(
         fc.asyncProperty(
           policiesArb,
@@ -255,6 +263,23 @@ export function conformanceSuite(target: StoreTarget, { runs = 150 }: { runs?: n
         }
       },
     );
+
+    // Found by random sequences with unblock() among their calls: the stores drop the state of a key whose
+    // window has ended on the caller's clock, so an instance whose clock is behind admits again.
+    it('regression (an unblock after the window): unblock() leaves the state that a clock behind still counts', async () => {
+      const policy = validatePolicy({ name: 'kept', algorithm: 'fixed-window', limit: 1, window: 1000 });
+      const clock = new FakeClock(1_700_000_000_000);
+      const reference = new ReferenceStore(clock);
+      const store = target.make(clock);
+      const item = { policy, key: 'k', cost: 1 };
+      expect(await store.consume([item])).toEqual(await reference.consume([item]));
+      clock.advance(1000); // the next window, on this instance's clock
+      await Promise.all([store.unblock?.([item]), reference.unblock([item])]);
+      clock.advance(-500); // an instance 500 ms behind, still in the first window: its unit counts there
+      const expected = await reference.consume([item]);
+      expect(expected[0]?.allowed).toBe(false);
+      expect(await store.consume([item])).toEqual(expected);
+    });
 
     it.each(['token-bucket', 'gcra'] as const)(
       'regression (a downgrade after the old TTL): %s units drain at the limit they were written with, so a store that expired the key decides as one that did not',

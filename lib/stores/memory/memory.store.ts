@@ -65,8 +65,9 @@ export class MemoryRateLimitStore implements RateLimitStore {
       // least recently written key: the one to evict.
       this.entries.delete(key);
       this.sweep(SWEEP_PER_WRITE);
-      if (state === undefined || ttlMs <= 0) return;
-      const expires = Math.ceil((this.nowMs + ttlMs + this.ttlSlackMs - this.epochMs) / 1000);
+      // A state is kept whatever its reset on this clock: a clock behind may still count it (within the slack).
+      if (state === undefined) return;
+      const expires = Math.ceil((this.nowMs + Math.max(ttlMs, 0) + this.ttlSlackMs - this.epochMs) / 1000);
       this.entries.set(key, { state, expires });
       if (this.entries.size > this.maxKeys) this.evictOldest();
     },

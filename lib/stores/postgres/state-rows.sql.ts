@@ -48,7 +48,7 @@ BEGIN
   until_ms := coalesce(until_ms, 0);
 END $fn$;
 
--- Writes the state of item (key, algo) (none: st NULL, or a reset of 0), with a block until until_ms while
+-- Writes the state of item (key, algo) (none: st NULL or ''), with a block until until_ms while
 -- that lasts: quotas to the durable table, per period (w is its start), rate limits with their expiry.
 CREATE OR REPLACE FUNCTION ${S}.rl_save_state(algo int, k text, st text, reset_ms bigint, slack bigint, now_ms bigint,
   lim bigint, w bigint, cap bigint, until_ms bigint) RETURNS void
@@ -75,8 +75,9 @@ BEGIN
     VALUES (k, coalesce(st, ''), now_ms + greatest(reset_ms, until_ms - now_ms) + slack, until_ms)
     ON CONFLICT (key) DO UPDATE
       SET state = excluded.state, expires_at = excluded.expires_at, blocked_until = excluded.blocked_until;
-  ELSIF st IS NOT NULL AND reset_ms > 0 THEN
-    INSERT INTO ${S}.rate_limit_state AS s (key, state, expires_at) VALUES (k, st, now_ms + reset_ms + slack)
+  ELSIF st IS NOT NULL AND st <> '' THEN
+    -- a state whose reset has passed on this clock is kept for the slack: a clock behind may still count it
+    INSERT INTO ${S}.rate_limit_state AS s (key, state, expires_at) VALUES (k, st, now_ms + greatest(reset_ms, 0) + slack)
     ON CONFLICT (key) DO UPDATE SET state = excluded.state, expires_at = excluded.expires_at, blocked_until = NULL;
   ELSE
     DELETE FROM ${S}.rate_limit_state WHERE key = k;

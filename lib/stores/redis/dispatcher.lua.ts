@@ -60,14 +60,15 @@ local function decode(a, raw)
   end
   return a.decode(raw), 0
 end
--- Writes a state (deleting the key when nothing is counted), with its block while that lasts.
+-- Writes a state (deleting the key when nothing is counted), with its block while that lasts. A state whose
+-- reset has passed on this clock is kept for the slack: a clock behind may still count it.
 local function save(key, a, st, reset, slack, untl, now)
   local value = nil
-  if st and reset > 0 then value = a.encode(st) end
+  if st then value = a.encode(st) end
   if untl and untl > now then
     redis.call('SET', key, '!' .. fmt(untl) .. '|' .. (value or ''), 'PX', fmt(max(reset, untl - now) + slack))
   elseif value then
-    redis.call('SET', key, value, 'PX', fmt(reset + slack))
+    redis.call('SET', key, value, 'PX', fmt(max(max(reset, 0) + slack, 1)))
   else
     redis.call('DEL', key)
   end
