@@ -35,7 +35,7 @@ local function gcra_emission(limit, w) return ceil_div(1000 * w, limit) end
 local function gcra_decode(raw)
   local first = byte(raw, 1)
   if first == nil then return false end
-  if first >= 64 and first < 96 or first >= 32 and first < 64 and string.find(raw, '@', 1, true) then
+  if first >= 64 and first < 96 or first >= 32 and first < 64 and string.find(raw, '/', 1, true) then
     local tat, r = planned_decode(raw)
     if not tat or r < 1 then return false end
     return { tat, r }
