@@ -61,7 +61,7 @@ LANGUAGE sql IMMUTABLE AS $fn$
     FROM (SELECT g.*, greatest(0, g.burst - ${S}.rl_ceil_div(g.lead, g.tw)) AS rem, q.room,
         cost <= g.burst AND g.lead <= q.room AS ok
       FROM ${S}.rl_gcra_standing_v4(st, lim, w, cap, now_ms) g,
-        LATERAL (SELECT CASE WHEN cost > g.burst THEN -1 ELSE (g.burst - cost)::numeric * g.tw END AS room) q
+        LATERAL (SELECT CASE WHEN cost <= g.burst THEN (g.burst - cost)::numeric * g.tw END AS room) q
       OFFSET 0) r OFFSET 0) v
 $fn$;
 
