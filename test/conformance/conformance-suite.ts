@@ -301,22 +301,27 @@ export function conformanceSuite(target: StoreTarget, { runs = 150 }: { runs?: n
       },
     );
 
-    it('decides a per-plan GCRA key like the reference through upgrades and downgrades (its lead converted)', async () => {
+    it('decides a per-plan GCRA key like the reference through upgrades, downgrades (its lead converted) and calls with a numeric limit', async () => {
       const perPlan = fc
         .record({
           limit: fc.integer({ min: 1, max: 8 }),
           window: fc.integer({ min: 1, max: 4000 }),
           burst: fc.option(fc.integer({ min: 1, max: 10 }), { nil: undefined }),
         })
-        .map((p) => perPlanGcra(validatePolicy({ ...p, algorithm: 'gcra', name: 'plan' }), true));
+        .map((p) => {
+          const fixed = validatePolicy({ ...p, algorithm: 'gcra', name: 'plan' });
+          return [perPlanGcra(fixed, true), fixed] as const;
+        });
       await fc.assert(
-        fc.asyncProperty(perPlan, fc.array(opArb, { minLength: 1, maxLength: 50 }), async (policy, ops) => {
+        fc.asyncProperty(perPlan, fc.array(opArb, { minLength: 1, maxLength: 50 }), async ([policy, fixed], ops) => {
           const clock = new FakeClock();
           const reference = new ReferenceStore(clock);
           const store = target.make(clock);
           for (const op of ops) {
             clock.advance(op.dt);
-            expect(await play(store, [policy], op)).toEqual(await play(reference, [policy], op));
+            // now and then a call with a numeric limit under the same name (RateLimitService)
+            const chosen = op.instance === 1 ? fixed : policy;
+            expect(await play(store, [chosen], op)).toEqual(await play(reference, [chosen], op));
           }
         }),
         { numRuns: runs, ...replay },

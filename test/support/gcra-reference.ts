@@ -9,7 +9,7 @@
  * was written with. At t, a request of cost c is allowed iff c <= B and max(TAT, t) + c·T − t <= B·T; then TAT
  * becomes max(TAT, t) + c·T. A TAT written with another limit L' (interval T') is first read with its lead
  * over t converted so that what was taken stays taken: lead = ceil((TAT − t) × T / T'). A refund of a units
- * moves the lead back by a·T; a lead of 0 or less is no state.
+ * moves the TAT back by a·T' and keeps L' (no rounding); a TAT at or before t is no state.
  */
 export interface ReferencePolicy {
   readonly limit: number;
@@ -61,10 +61,12 @@ export class GcraReference {
     return { tatUs: now + this.lead(state, policy, now) + BigInt(cost) * interval(policy), limit: policy.limit };
   }
 
+  /** A refund of a units moves the TAT back by a intervals of the limit it was written with, which it keeps. */
   refund(state: ReferenceState | undefined, policy: ReferencePolicy, nowMs: number, amount: number) {
     const now = BigInt(nowMs) * 1000n;
-    const lead = this.lead(state, policy, now) - BigInt(amount) * interval(policy);
-    return lead > 0n ? { tatUs: now + lead, limit: policy.limit } : undefined;
+    if (state === undefined || state.tatUs <= now) return undefined;
+    const tat = state.tatUs - BigInt(amount) * interval({ limit: state.limit, windowMs: policy.windowMs });
+    return tat > now ? { tatUs: tat, limit: state.limit } : undefined;
   }
 
   /**

@@ -76,8 +76,9 @@ local function gcra_twin(per_plan)
     if t == tw then return lead end
     return mul_div_ceil(lead, t, tw)
   end
-  local function state_of(tat, limit)
-    if per_plan then return { tat, limit } end
+  -- a new state: with its limit per plan, and for a key that had one (not the previous twin's)
+  local function state_of(st, tat, limit)
+    if per_plan or (st and st[2] and not st.old) then return { tat, limit } end
     return { tat }
   end
   function G.step(st, limit, w, cap, now, cost)
@@ -90,15 +91,17 @@ local function gcra_twin(per_plan)
     if lead > room then return st, 0, remaining, reset, ceil_div(lead - room, 1000) end
     if cost == 0 then return st, 1, remaining, reset, 0 end
     local nxt = converted(lead, t, tw) + cost * t
-    return state_of(now_us + nxt, limit), 1, burst - ceil_div(nxt, t), ceil_div(nxt, 1000), 0
+    return state_of(st, now_us + nxt, limit), 1, burst - ceil_div(nxt, t), ceil_div(nxt, 1000), 0
   end
+  -- in the time of the limit the state was written with, which it keeps
   function G.refund(st, limit, w, cap, now, amount)
-    local t = gcra_emission(limit, w)
+    if not st then return false end
     local now_us = now * 1000
-    local lead, tw = standing(st, now_us, limit, w, t)
-    local cur, back = converted(lead, t, tw), amount * t
-    if back >= cur then return false end
-    return state_of(now_us + cur - back, limit)
+    local lead, tw = standing(st, now_us, limit, w, gcra_emission(limit, w))
+    local back = amount * tw
+    if back >= lead then return false end
+    local _, written = gcra_tat(st, limit)
+    return state_of(st, now_us + lead - back, written)
   end
   return G
 end

@@ -24,17 +24,18 @@ LANGUAGE sql IMMUTABLE AS $fn$
 $fn$;
 
 -- How a key stands at now_ms: its lead over now in µs (0: none or behind), the interval of the limit it was
--- written with, this limit's interval, and the burst (bounded so that burst × interval <= ${MAX_LEAD_US})
+-- written with, this limit's interval, the burst (bounded so that burst × interval <= ${MAX_LEAD_US}), and whether
+-- the state carries its limit (a new state keeps it: per plan, or a static policy of the same name)
 CREATE OR REPLACE FUNCTION ${S}.rl_gcra_standing_v4(st text, lim bigint, w bigint, cap bigint, now_ms bigint)
-RETURNS TABLE (lead bigint, tw bigint, t bigint, burst bigint)
+RETURNS TABLE (lead bigint, tw bigint, t bigint, burst bigint, planned boolean, lim_w bigint)
 LANGUAGE sql IMMUTABLE AS $fn$
   SELECT greatest(0, s.tat - now_ms * 1000),
     CASE WHEN s.lim_w IS NULL OR s.lim_w = lim THEN p.t ELSE ${S}.rl_ceil_div(1000 * w, s.lim_w) END,
-    p.t, least(cap, ${MAX_LEAD_US} / p.t)
+    p.t, least(cap, ${MAX_LEAD_US} / p.t), coalesce(s.kind = 2, false), coalesce(s.lim_w, lim)
   FROM (SELECT ${S}.rl_ceil_div(1000 * w, lim) AS t OFFSET 0) p,
     LATERAL (SELECT CASE k.kind WHEN 1 THEN st::bigint WHEN 2 THEN split_part(st, '/', 1)::bigint
           WHEN 3 THEN b.at_ms * 1000 + ${S}.rl_mul_div_ceil(b.taken, 1000, b.rate) END AS tat,
-        CASE k.kind WHEN 2 THEN split_part(st, '/', 2)::bigint WHEN 3 THEN b.rate END AS lim_w
+        CASE k.kind WHEN 2 THEN split_part(st, '/', 2)::bigint WHEN 3 THEN b.rate END AS lim_w, k.kind
       -- 1: a TAT; 2: a TAT and its limit; 3: the previous twins' state; NULL: none
       FROM (SELECT CASE WHEN st IS NULL OR st = '' THEN NULL WHEN st ~ '^-?[0-9]+$' THEN 1
           WHEN st ~ '^-?[0-9]+/[1-9][0-9]*$' THEN 2 ELSE 3 END AS kind OFFSET 0) k
@@ -48,7 +49,7 @@ CREATE OR REPLACE FUNCTION ${S}.rl_gcra_decision_v4(st text, plan boolean, lim b
 LANGUAGE sql IMMUTABLE AS $fn$
   SELECT
     CASE WHEN NOT v.ok OR cost = 0 THEN st
-      ELSE (now_ms * 1000 + v.nxt)::text || CASE WHEN plan THEN '/' || lim::text ELSE '' END END,
+      ELSE (now_ms * 1000 + v.nxt)::text || CASE WHEN plan OR v.planned THEN '/' || lim::text ELSE '' END END,
     v.ok::int,
     CASE WHEN v.ok AND cost > 0 THEN v.burst - ${S}.rl_ceil_div(v.nxt, v.t) ELSE v.rem END,
     CASE WHEN v.ok AND cost > 0 THEN ${S}.rl_ceil_div(v.nxt, 1000) ELSE ${S}.rl_ceil_div(v.lead, 1000) END,
@@ -65,13 +66,13 @@ LANGUAGE sql IMMUTABLE AS $fn$
       OFFSET 0) r OFFSET 0) v
 $fn$;
 
+-- in the time of the limit the state was written with, which it keeps
 CREATE OR REPLACE FUNCTION ${S}.rl_gcra_refunded_v4(st text, plan boolean, lim bigint, w bigint, cap bigint,
   now_ms bigint, amount bigint) RETURNS TABLE (new_st text)
 LANGUAGE sql IMMUTABLE AS $fn$
-  SELECT CASE WHEN r.back < r.cur THEN
-      (now_ms * 1000 + r.cur - r.back::bigint)::text || CASE WHEN plan THEN '/' || lim::text ELSE '' END END
-  FROM (SELECT CASE WHEN g.t = g.tw THEN g.lead ELSE ${S}.rl_mul_div_ceil(g.lead, g.t, g.tw) END AS cur,
-      amount::numeric * g.t AS back
+  SELECT CASE WHEN r.back < r.lead THEN (now_ms * 1000 + r.lead - r.back::bigint)::text
+      || CASE WHEN plan OR r.planned THEN '/' || r.lim_w::text ELSE '' END END
+  FROM (SELECT g.lead, g.planned, g.lim_w, amount::numeric * g.tw AS back
     FROM ${S}.rl_gcra_standing_v4(st, lim, w, cap, now_ms) g OFFSET 0) r
 $fn$;
 `;

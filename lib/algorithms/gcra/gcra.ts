@@ -57,12 +57,20 @@ const converted = (lead: number, t: number, tWritten: number): number =>
   t === tWritten ? lead : mulDivCeil(lead, t, tWritten);
 
 /**
+ * A new state: with its limit for a per-plan policy, and for a key that had one (a static policy of the same
+ * name, as RateLimitService calls with a numeric limit, keeps a per-plan key's lead convertible).
+ */
+const written = (tatUs: number, limit: number, withLimit: boolean): GcraState =>
+  withLimit ? { tatUs, limit } : { tatUs };
+
+/**
  * GCRA, as in the design notes: one value per key, the TAT. Emission interval T (emissionUs), burst B =
  * policy.capacity; a request of cost c moves the TAT to `max(TAT, now) + c·T` and is allowed when that is at
  * most `B·T` ahead of now. A state written with another limit (per-plan policies) is read with its lead
  * converted; its units keep draining at the limit they were written with until the next write, so a denial's
- * retryAfterMs is `ceil((lead − (B − c)·T_written) / 1000)`, exact in both cases. `perPlan`: whether the written
- * state carries its limit (policies whose limit is a function of the request).
+ * retryAfterMs is `ceil((lead − (B − c)·T_written) / 1000)`, exact in both cases. A refund of a units moves the
+ * TAT back by a·T_written, and keeps the limit the state was written with. `perPlan`: whether the written
+ * state carries its limit (policies whose limit is a function of the request; a state that had one keeps it).
  */
 export function makeGcra(perPlan: boolean): Algorithm<GcraState> {
   return {
@@ -80,7 +88,7 @@ export function makeGcra(perPlan: boolean): Algorithm<GcraState> {
       if (cost === 0) return { state, allowed: true, remaining, resetMs, retryAfterMs: 0 };
       const next = converted(lead, t, tWritten) + cost * t;
       return {
-        state: perPlan ? { tatUs: nowUs + next, limit: policy.limit } : { tatUs: nowUs + next },
+        state: written(nowUs + next, policy.limit, perPlan || state?.limit !== undefined),
         allowed: true,
         remaining: burst - ceilDiv(next, t),
         resetMs: ceilDiv(next, 1000),
@@ -89,14 +97,14 @@ export function makeGcra(perPlan: boolean): Algorithm<GcraState> {
     },
 
     refund(state, policy, nowMs, amount) {
-      const { t } = shape(policy);
+      if (state === undefined) return undefined;
       const nowUs = nowMs * 1000;
+      const t = emissionUs(policy.limit, policy.windowMs);
       const { lead, tWritten } = standing(state, nowUs, policy.limit, policy.windowMs, t);
-      const back = amount * t;
-      const now = converted(lead, t, tWritten);
-      if (back >= now) return undefined;
-      const next = now - back;
-      return perPlan ? { tatUs: nowUs + next, limit: policy.limit } : { tatUs: nowUs + next };
+      // in the time of the limit it was written with: no conversion, no rounding
+      const back = amount * tWritten;
+      if (back >= lead) return undefined;
+      return written(nowUs + lead - back, state.limit ?? policy.limit, perPlan || state.limit !== undefined);
     },
   };
 }
