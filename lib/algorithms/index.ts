@@ -2,7 +2,7 @@ import type { RateLimitAlgorithm } from '../policy/policy.types.js';
 import type { Algorithm } from './algorithm.js';
 import { concurrency } from './concurrency/concurrency.js';
 import { fixedWindow, fixedWindowFromFirstRequest } from './fixed-window/fixed-window.js';
-import { gcra } from './gcra/gcra.js';
+import { gcra, gcraPerPlan } from './gcra/gcra.js';
 import { quota } from './quota/quota.js';
 import { slidingWindowCounter } from './sliding-window-counter/sliding-window-counter.js';
 import { slidingWindowLog } from './sliding-window-log/sliding-window-log.js';
@@ -11,16 +11,22 @@ import { tokenBucket } from './token-bucket/token-bucket.js';
 export { type Algorithm, type StepResult } from './algorithm.js';
 
 /**
- * The twins a policy is decided by: each algorithm's, and the fixed window from a key's first request
- * (`anchor: 'first-request'`), which has twins of its own.
+ * The twins a policy is decided by: each algorithm's, the fixed window from a key's first request
+ * (`anchor: 'first-request'`), and GCRA with a limit that is a function of the request (a per-plan limit),
+ * whose state also keeps the limit it was written with.
  */
-export type AlgorithmKernel = RateLimitAlgorithm | 'fixed-window-first-request';
+export type AlgorithmKernel = RateLimitAlgorithm | 'fixed-window-first-request' | 'gcra-per-plan';
 
 /** The twins that decide a policy. */
-export const kernelOf = (policy: { algorithm: RateLimitAlgorithm; anchor?: 'first-request' }): AlgorithmKernel =>
-  policy.algorithm === 'fixed-window' && policy.anchor === 'first-request'
-    ? 'fixed-window-first-request'
-    : policy.algorithm;
+export const kernelOf = (policy: {
+  algorithm: RateLimitAlgorithm;
+  anchor?: 'first-request';
+  source?: { limit?: unknown };
+}): AlgorithmKernel => {
+  if (policy.algorithm === 'fixed-window' && policy.anchor === 'first-request') return 'fixed-window-first-request';
+  if (policy.algorithm === 'gcra' && typeof policy.source?.limit === 'function') return 'gcra-per-plan';
+  return policy.algorithm;
+};
 
 /** The TypeScript step of each algorithm. */
 export const ALGORITHM_STEPS: Readonly<Record<AlgorithmKernel, Algorithm<unknown>>> = {
@@ -32,6 +38,7 @@ export const ALGORITHM_STEPS: Readonly<Record<AlgorithmKernel, Algorithm<unknown
   quota: quota as Algorithm<unknown>,
   concurrency: concurrency as Algorithm<unknown>,
   'fixed-window-first-request': fixedWindowFromFirstRequest as Algorithm<unknown>,
+  'gcra-per-plan': gcraPerPlan as Algorithm<unknown>,
 };
 
 /** The number by which the Redis script picks each algorithm's Lua twin (its position in ALGORITHMS_LUA). */
@@ -44,4 +51,5 @@ export const ALGORITHM_CODES: Readonly<Record<AlgorithmKernel, number>> = {
   quota: 6,
   concurrency: 7,
   'fixed-window-first-request': 8,
+  'gcra-per-plan': 9,
 };

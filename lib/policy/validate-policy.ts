@@ -1,3 +1,4 @@
+import { emissionUs, MAX_LEAD_US } from '../algorithms/gcra/gcra.js';
 import { checkTimeZone } from '../algorithms/quota/quota-period.js';
 import { compileList } from '../lists/address-list.js';
 import { RateLimitPolicyError } from './policy.errors.js';
@@ -129,6 +130,7 @@ export function validatePolicy(policy: RateLimitPolicy, where?: string): Resolve
   // clock that stepped back, a GCRA key seen from behind), and must stay below 2^53 in Lua and TypeScript.
   const problem = checkUnits(Math.max(capacity, staticLimit), windowMs as number);
   if (problem !== undefined) fail('limit', problem);
+  if (policy.algorithm === 'gcra') checkGcra(staticLimit, capacity, windowMs as number, fail);
   checkCommon(policy, fail);
   return Object.freeze({
     name,
@@ -227,6 +229,25 @@ function validateQuota(policy: RateLimitQuotaPolicy, name: string, fail: Fail): 
 function checkUnits(units: number, windowMs: number): string | undefined {
   if (!(units * windowMs > MAX_UNITS)) return undefined;
   return `limit (or burst) × window in ms must not exceed 2^51; got ${units} × ${windowMs}`;
+}
+
+/**
+ * GCRA counts in µs (gcra.ts): its window, and its burst × emission interval when both are static, must stay
+ * within MAX_LEAD_US (about 71 years) for its integers to stay exact.
+ */
+function checkGcra(limit: number, burst: number, windowMs: number, fail: Fail): void {
+  if (1000 * windowMs > MAX_LEAD_US) {
+    fail('window', `must not exceed ${MAX_LEAD_US / 1000} ms (about 71 years) for gcra, got ${windowMs}`);
+  }
+  if (Number.isNaN(limit) || Number.isNaN(burst)) return;
+  const leadUs = burst * emissionUs(limit, windowMs);
+  if (leadUs > MAX_LEAD_US) {
+    fail(
+      'burst',
+      `burst × emission interval (window / limit) must not exceed 2^51 µs (about 71 years) for gcra; got ${burst} × ` +
+        `${emissionUs(limit, windowMs)} µs: lower burst or window, or raise limit`,
+    );
+  }
 }
 
 /** A limit or burst returned for one request, checked like a static one (an integer >= 1 within the bounds). */

@@ -9,6 +9,7 @@ import {
   type ResolvedPolicy,
 } from '../../lib/index.js';
 import type { Clock } from '../../lib/clock.js';
+import { MAX_LEAD_US } from '../../lib/algorithms/gcra/gcra.js';
 import { MAX_UNITS } from '../../lib/policy/validate-policy.js';
 import type { RateLimitAlgorithm } from '../../lib/policy/policy.types.js';
 import { FakeClock } from '../support/fake-clock.js';
@@ -39,12 +40,28 @@ const smallPolicyArb = (i: number, algorithms: readonly RateLimitAlgorithm[] = A
     .map(({ algorithm, fromFirstRequest, burst, ...fields }) => {
       const policy = policyOf(algorithm, { ...fields, name: `p${i}` });
       if (policy.algorithm === 'quota') return validatePolicy(policy);
-      return validatePolicy({
+      const resolved = validatePolicy({
         ...policy,
         burst: algorithm === 'token-bucket' || algorithm === 'gcra' ? burst : undefined,
         anchor: algorithm === 'fixed-window' && fromFirstRequest ? ('first-request' as const) : undefined,
       });
+      return perPlanGcra(resolved, fromFirstRequest);
     });
+
+/**
+ * Half the GCRA policies have a limit per request (a plan): their own twins, whose state keeps the limit it
+ * was written with. The policy is the engine's variant of the declared limit (LimitVariants).
+ */
+function perPlanGcra(policy: ResolvedPolicy, perPlan: boolean): ResolvedPolicy {
+  if (policy.algorithm !== 'gcra' || !perPlan) return policy;
+  const { limit, burst } = policy.source as RateLimitWindowPolicy;
+  const declared = validatePolicy({ ...(policy.source as RateLimitWindowPolicy), limit: () => limit as number });
+  return Object.freeze({
+    ...declared,
+    limit: limit as number,
+    capacity: (burst as number | undefined) ?? (limit as number),
+  });
+}
 
 /**
  * Limits and windows near the bound of exact integer math: max(limit, burst) × windowMs close to 2^51. Not
@@ -62,7 +79,10 @@ const largePolicyArb = (i: number) =>
     })
     .map(({ algorithm, limit, burst: b, below, fraction, fromFirstRequest }) => {
       const burst = algorithm === 'token-bucket' || algorithm === 'gcra' ? b : undefined;
-      const most = Math.floor((MAX_UNITS * fraction) / Math.max(limit, burst ?? limit));
+      // GCRA's bound is in µs too: burst × ceil(1000 × window / limit) and 1000 × window within MAX_LEAD_US
+      const units = Math.floor((MAX_UNITS * fraction) / Math.max(limit, burst ?? limit));
+      const lead = Math.floor((MAX_LEAD_US * fraction * Math.min(1, limit / (burst ?? limit))) / 1000);
+      const most = algorithm === 'gcra' ? Math.min(units, lead - Math.ceil(limit / 1000)) : units;
       const anchor = algorithm === 'fixed-window' && fromFirstRequest ? ('first-request' as const) : undefined;
       return validatePolicy({ algorithm, limit, burst, anchor, window: Math.max(1, most - below), name: `p${i}` });
     });
@@ -287,8 +307,10 @@ export function conformanceSuite(target: StoreTarget, { runs = 150 }: { runs?: n
         const clock = new FakeClock(1_700_000_000_000);
         const reference = new ReferenceStore(clock);
         const store = target.make(clock);
-        const policy = validatePolicy({ name: `downgraded-${algorithm}`, algorithm, limit: 10, window: '10m' });
-        const halved: ResolvedPolicy = Object.freeze({ ...policy, limit: 5, capacity: 5 });
+        // declared per plan (a limit function), as the engine makes each request's variant of it
+        const declared = validatePolicy({ name: `downgraded-${algorithm}`, algorithm, limit: () => 10, window: '10m' });
+        const policy: ResolvedPolicy = Object.freeze({ ...declared, limit: 10, capacity: 10 });
+        const halved: ResolvedPolicy = Object.freeze({ ...declared, limit: 5, capacity: 5 });
         const both = async (p: ResolvedPolicy, cost: number) => {
           const expected = await reference.consume([{ policy: p, key: 'k', cost }]);
           expect(await store.consume([{ policy: p, key: 'k', cost }])).toEqual(expected);
@@ -303,7 +325,34 @@ export function conformanceSuite(target: StoreTarget, { runs = 150 }: { runs?: n
       },
     );
 
-    it('decides GCRA and token bucket identically on every sequence', async () => {
+    it('decides a per-plan GCRA key like the reference through upgrades, downgrades (its lead converted) and calls with a numeric limit', async () => {
+      const perPlan = fc
+        .record({
+          limit: fc.integer({ min: 1, max: 8 }),
+          window: fc.integer({ min: 1, max: 4000 }),
+          burst: fc.option(fc.integer({ min: 1, max: 10 }), { nil: undefined }),
+        })
+        .map((p) => {
+          const fixed = validatePolicy({ ...p, algorithm: 'gcra', name: 'plan' });
+          return [perPlanGcra(fixed, true), fixed] as const;
+        });
+      await fc.assert(
+        fc.asyncProperty(perPlan, fc.array(opArb, { minLength: 1, maxLength: 50 }), async ([policy, fixed], ops) => {
+          const clock = new FakeClock();
+          const reference = new ReferenceStore(clock);
+          const store = target.make(clock);
+          for (const op of ops) {
+            clock.advance(op.dt);
+            // now and then a call with a numeric limit under the same name (RateLimitService)
+            const chosen = op.instance === 1 ? fixed : policy;
+            expect(await play(store, [chosen], op)).toEqual(await play(reference, [chosen], op));
+          }
+        }),
+        { numRuns: runs, ...replay },
+      );
+    });
+
+    it("decides GCRA and token bucket identically when the limit divides 1000 × window (then GCRA's interval is exact in µs)", async () => {
       await fc.assert(
         fc.asyncProperty(
           smallPolicyArb(0, WINDOWED),
@@ -311,12 +360,14 @@ export function conformanceSuite(target: StoreTarget, { runs = 150 }: { runs?: n
           async (base, ops) => {
             // a fixed window's anchor means nothing to the buckets
             const { anchor: _anchor, ...source } = base.source as RateLimitWindowPolicy;
+            fc.pre(typeof source.limit === 'number' && (1000 * base.windowMs) % source.limit === 0);
             const bucket = validatePolicy({ ...source, algorithm: 'token-bucket', name: 'same' });
             const cell = validatePolicy({ ...source, algorithm: 'gcra', name: 'same' });
             const clock = new FakeClock();
             const a = target.make(clock);
             const b = target.make(clock);
-            for (const op of ops) {
+            // one limit throughout: when it changes, the bucket keeps the units taken, GCRA its TAT
+            for (const op of ops.map((o): Op => ({ ...o, plan: 1 }))) {
               clock.advance(Math.max(0, op.dt));
               expect(await play(b, [cell], op)).toEqual(await play(a, [bucket], op));
             }

@@ -97,12 +97,13 @@ describe('migrating a schema of 0.1.0', () => {
       for (let i = 0; i < 3; i++) expected.push(await reference.consume([{ policy, key: 'u', cost: 1 }]));
       expect(decisions).toEqual(expected);
     }
-    // written back in units with the limit they drain at, which no twin of 0.1.0 can take for its own state
+    // written back as this version's states, which no twin of 0.1.0 can take for its own: the bucket's units
+    // with the limit they drain at, GCRA's TAT in µs (the bucket's 210 000 units at 6 per ms: 35 000 000 µs)
     const { rows } = await db.pool.query<{ state: string }>(
       `SELECT state FROM ${db.schema}.rate_limit_state WHERE key = ANY($1) ORDER BY key`,
       [[key(bucket), key(cell)]],
     );
-    expect(rows.map((row) => row.state)).toEqual([`210000@${later.now()}@6`, `210000@${later.now()}@6`]);
+    expect(rows.map((row) => row.state)).toEqual([`210000@${later.now()}@6`, `${later.now() * 1000 + 35_000_000}`]);
     await store.close();
   });
 

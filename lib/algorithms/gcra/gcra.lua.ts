@@ -1,4 +1,118 @@
-/** Lua twin of gcra.ts: the token bucket's twin (gcra.ts says why). */
+import { MAX_LEAD_US } from './gcra.js';
+
+/**
+ * Lua twin of gcra.ts, shared by its two kernels: gcra_twin(per_plan) builds the table of either. A state is
+ * { TAT in µs, limit written with (nil: the policy's) }, stored as the TAT alone (a decimal integer, which Redis
+ * keeps as an integer object) or, per plan, by planned_encode (state-codec.lua.ts). A state of the previous
+ * twin, the token bucket's (rated_decode: ms counted at, units taken scaled by window_ms, limit written with,
+ * or without it), is read as the TAT it stands for, at + ceil(taken × 1000 / limit) µs, and kept as it was
+ * while nothing is written.
+ * step(st, limit, window_ms, capacity, now_ms, cost) -> new_st, allowed (0/1), remaining, reset_ms, retry_ms
+ * mul_div_ceil(a, b, c): ceil(a × b / c) for integers below 2^53 (c below 2^52) and a result below 2^53, exact
+ * when a × b is not: the remainder's product is formed bit by bit of b, modulo c.
+ */
+export const gcraCoreLua = `
+local MAX_LEAD_US = ${MAX_LEAD_US}
+local function mul_div_ceil(a, b, c)
+  local q = floor(a / c)
+  local r = a - q * c
+  if r < 0 then q, r = q - 1, r + c elseif r >= c then q, r = q + 1, r - c end
+  if r * b < 2 ^ 53 then return q * b + ceil_div(r * b, c) end
+  local rest, hq, hr, bit = b, 0, 0, 2 ^ 52
+  while bit >= 1 do
+    hq, hr = hq * 2, hr * 2
+    if hr >= c then hq, hr = hq + 1, hr - c end
+    if rest >= bit then
+      rest, hr = rest - bit, hr + r
+      if hr >= c then hq, hr = hq + 1, hr - c end
+    end
+    bit = bit / 2
+  end
+  if hr > 0 then hq = hq + 1 end
+  return q * b + hq
+end
+local function gcra_emission(limit, w) return ceil_div(1000 * w, limit) end
+local function gcra_decode(raw)
+  local first = byte(raw, 1)
+  if first == nil then return false end
+  if first >= 64 and first < 96 or first >= 32 and first < 64 and string.find(raw, '/', 1, true) then
+    local tat, r = planned_decode(raw)
+    if not tat or r < 1 then return false end
+    return { tat, r }
+  end
+  if first >= 32 and string.find(raw, '^%-?%d+$') then return { tonumber(raw) } end
+  local a, t, r = rated_decode(raw)
+  if not a or t < 0 or (r and r < 1) then return false end
+  return { false, r, old = { a, t }, raw = raw }
+end
+-- the TAT (µs) and the limit written with of a state; the previous twin's converted with the policy's limit
+local function gcra_tat(st, limit)
+  if not st.old then return st[1], st[2] or limit end
+  local r = st[2] or limit
+  return st.old[1] * 1000 + mul_div_ceil(st.old[2], 1000, r), r
+end
+local function gcra_twin(per_plan)
+  local G = { decode = gcra_decode }
+  -- a state read is written back as it was read (a block's write keeps it), a new one as its kernel wrote it
+  function G.encode(st)
+    if st.raw then return st.raw end
+    if st[2] then return planned_encode(st[1], st[2]) end
+    return fmt(st[1])
+  end
+  -- emission interval (µs) and burst, bounded so that burst × T <= MAX_LEAD_US
+  local function shape(limit, w, cap)
+    local t = gcra_emission(limit, w)
+    return t, min(cap, floor(MAX_LEAD_US / t))
+  end
+  -- lead of the TAT over now (µs, 0 when behind) and the emission interval of the limit it was written with
+  local function standing(st, now_us, limit, w, t)
+    if not st then return 0, t end
+    local tat, written = gcra_tat(st, limit)
+    local tw = t
+    if written ~= limit then tw = gcra_emission(written, w) end
+    return max(0, tat - now_us), tw
+  end
+  local function converted(lead, t, tw)
+    if t == tw then return lead end
+    return mul_div_ceil(lead, t, tw)
+  end
+  -- a new state: with its limit per plan, and for a key that had one (not the previous twin's)
+  local function state_of(st, tat, limit)
+    if per_plan or (st and st[2] and not st.old) then return { tat, limit } end
+    return { tat }
+  end
+  function G.step(st, limit, w, cap, now, cost)
+    local t, burst = shape(limit, w, cap)
+    local now_us = now * 1000
+    local lead, tw = standing(st, now_us, limit, w, t)
+    local remaining, reset = max(0, burst - ceil_div(lead, tw)), ceil_div(lead, 1000)
+    if cost > burst then return st, 0, remaining, reset, NEVER end
+    local room = (burst - cost) * tw
+    if lead > room then return st, 0, remaining, reset, ceil_div(lead - room, 1000) end
+    if cost == 0 then return st, 1, remaining, reset, 0 end
+    local nxt = converted(lead, t, tw) + cost * t
+    return state_of(st, now_us + nxt, limit), 1, burst - ceil_div(nxt, t), ceil_div(nxt, 1000), 0
+  end
+  -- in the time of the limit the state was written with, which it keeps
+  function G.refund(st, limit, w, cap, now, amount)
+    if not st then return false end
+    local now_us = now * 1000
+    local lead, tw = standing(st, now_us, limit, w, gcra_emission(limit, w))
+    local back = amount * tw
+    if back >= lead then return false end
+    local _, written = gcra_tat(st, limit)
+    return state_of(st, now_us + lead - back, written)
+  end
+  return G
+end
+`;
+
+/** Lua twin of `gcra` (a static limit): the TAT alone. */
 export const gcraLua = `
-local GCRA = make_TB()
+local GCRA = gcra_twin(false)
+`;
+
+/** Lua twin of `gcraPerPlan` (a limit per request): the TAT and the limit it was written with. */
+export const gcraPerPlanLua = `
+local GCRAP = gcra_twin(true)
 `;

@@ -4,7 +4,8 @@ import { ALGORITHM_CODES } from '../index.js';
 const { 'token-bucket': TB, gcra: GCRA } = ALGORITHM_CODES;
 
 /**
- * SQL twin of token-bucket.ts, and of gcra.ts (the token bucket itself). State string:
+ * SQL twin of token-bucket.ts (and, before GCRA had twins of its own, of gcra.ts: gcra.sql.ts reads the states
+ * it wrote for GCRA keys through rl_bucket_taken_v3). State string:
  * "<units taken, scaled by window_ms>@<time in ms they were counted at>@<limit they were written with>"; the
  * units drain at that limit until the next write. States of earlier twins are converted where they are read:
  * "<taken>@<at>" (without its limit) drains at the current limit; the token bucket's "<tokens left,

@@ -5,13 +5,13 @@ import { roundSql } from './round.sql.js';
 const QUOTA = ALGORITHM_CODES.quota;
 
 /**
- * rl_consume_item_v3: a call of one item, as when the store is not busy: a few small statements (read, decide,
- * write) are set up faster than a round's. Arguments as the items' of rate_limit_consume_v3. The one fast path
+ * rl_consume_item_v4: a call of one item, as when the store is not busy: a few small statements (read, decide,
+ * write) are set up faster than a round's. Arguments as the items' of rate_limit_consume_v4. The one fast path
  * beside the rounds, kept because it pays: one call at a time, 1 policy, 158 µs of server CPU per decision
  * against 198 µs through a round (bench/RESULTS-postgres.md, "The single-item path").
  */
 const consumeItemSql = (S: string): string => `
-CREATE OR REPLACE FUNCTION ${S}.rl_consume_item_v3(p_slack bigint, p_algo int, p_now bigint, p_key text, p_lim bigint,
+CREATE OR REPLACE FUNCTION ${S}.rl_consume_item_v4(p_slack bigint, p_algo int, p_now bigint, p_key text, p_lim bigint,
   p_w bigint, p_cap bigint, p_cost bigint, p_shadow boolean, p_block bigint) RETURNS text
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $fn$
 DECLARE
@@ -32,7 +32,7 @@ BEGIN
 ${Object.values(ALGORITHM_CODES)
   .map(
     (code) =>
-      `    WHEN ${code} THEN SELECT * INTO v_d FROM ${S}.rl_algo_decision_v3(${code}, v_st, p_lim, v_w, v_cap, p_now, p_cost);`,
+      `    WHEN ${code} THEN SELECT * INTO v_d FROM ${S}.rl_algo_decision_v4(${code}, v_st, p_lim, v_w, v_cap, p_now, p_cost);`,
   )
   .join('\n')}
   END CASE;
@@ -65,17 +65,17 @@ ${codes.map((code) => `      WHEN ${code} THEN${roundSql(S, code, single)}`).joi
 }
 
 /**
- * rate_limit_consume_v3: the consumes of several requests in one call (the store gathers the requests that
+ * rate_limit_consume_v4: the consumes of several requests in one call (the store gathers the requests that
  * arrive while its statements are busy). Each request is decided as consumeAll decides it; requests are decided
  * in their order, in rounds: the store puts a request that shares a key with an earlier one in a later round,
- * and each round is one statement (roundSql). A request with two items on one key goes to rate_limit_v3().
+ * and each round is one statement (roundSql). A request with two items on one key goes to rate_limit_v4().
  *   p_slack     ms added to every row's expiry
  *   p_single    whether every request has one item
  *   p_algo      the code of every item's algorithm when they share one, else 0
  *   p_nows      per item, the time in ms since the epoch; NULL (the array) to take the database's clock
  *   p_rounds    per round, the number of its first request (1-based, increasing)
  *   p_reqs      per item, the number of its request (items of a request are consecutive)
- *   p_keys, p_algos, p_lims, p_ws, p_caps, p_costs: per item, as for rate_limit_v3()
+ *   p_keys, p_algos, p_lims, p_ws, p_caps, p_costs: per item, as for rate_limit_v4()
  *   p_shadows   per item, whether it is a shadow item; NULL (the array) when none is
  *   p_blocks    per item, the block in ms that a denial of it starts (0: none); NULL (the array) when none has
  * Returns "allowed,remaining,reset_ms,retry_ms" per item (allowed 2: denied and blocked), joined by commas, in
@@ -84,11 +84,12 @@ ${codes.map((code) => `      WHEN ${code} THEN${roundSql(S, code, single)}`).joi
  * these cannot deadlock during a rolling deploy) before any key is read, make the call atomic under
  * concurrency; a statement of PL/pgSQL reads after the locks were granted. Each statement is planned once per
  * connection (a custom plan would expand every algorithm's SQL again at each call).
- * rate_limit_consume_v2(...) and rate_limit_consume(...), the earlier schemas' entry points (same signatures),
+ * rate_limit_consume_v3(...), rate_limit_consume_v2(...) and rate_limit_consume(...), the earlier schemas' entry
+ * points (same signatures),
  * stay as its wrappers.
  */
 export const consumeSql = (S: string): string => `${consumeItemSql(S)}
-CREATE OR REPLACE FUNCTION ${S}.rate_limit_consume_v3(p_slack bigint, p_single boolean, p_algo int, p_nows bigint[],
+CREATE OR REPLACE FUNCTION ${S}.rate_limit_consume_v4(p_slack bigint, p_single boolean, p_algo int, p_nows bigint[],
   p_rounds int[], p_reqs int[], p_keys text[], p_algos int[], p_lims bigint[], p_ws bigint[], p_caps bigint[],
   p_costs bigint[], p_shadows boolean[], p_blocks bigint[]) RETURNS text
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $fn$
@@ -101,7 +102,7 @@ BEGIN
     db_now := floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint;
   END IF;
   IF cardinality(p_keys) = 1 THEN
-    RETURN ${S}.rl_consume_item_v3(p_slack, p_algo, coalesce(p_nows[1], db_now), p_keys[1], p_lims[1], p_ws[1],
+    RETURN ${S}.rl_consume_item_v4(p_slack, p_algo, coalesce(p_nows[1], db_now), p_keys[1], p_lims[1], p_ws[1],
       p_caps[1], p_costs[1], coalesce(p_shadows[1], false), coalesce(p_blocks[1], 0));
   END IF;
   PERFORM pg_advisory_xact_lock(hashtextextended(u, 0)) FROM unnest(p_keys) AS u ORDER BY u;
@@ -117,11 +118,19 @@ ${variants(S, false)}
 END $fn$;
 
 -- The entry points of the earlier schemas, for their instances during a rolling deploy.
+CREATE OR REPLACE FUNCTION ${S}.rate_limit_consume_v3(p_slack bigint, p_single boolean, p_algo int, p_nows bigint[],
+  p_rounds int[], p_reqs int[], p_keys text[], p_algos int[], p_lims bigint[], p_ws bigint[], p_caps bigint[],
+  p_costs bigint[], p_shadows boolean[], p_blocks bigint[]) RETURNS text
+LANGUAGE sql AS $fn$
+  SELECT ${S}.rate_limit_consume_v4(p_slack, p_single, p_algo, p_nows, p_rounds, p_reqs, p_keys, p_algos, p_lims,
+    p_ws, p_caps, p_costs, p_shadows, p_blocks)
+$fn$;
+
 CREATE OR REPLACE FUNCTION ${S}.rate_limit_consume_v2(p_slack bigint, p_single boolean, p_algo int, p_nows bigint[],
   p_rounds int[], p_reqs int[], p_keys text[], p_algos int[], p_lims bigint[], p_ws bigint[], p_caps bigint[],
   p_costs bigint[], p_shadows boolean[], p_blocks bigint[]) RETURNS text
 LANGUAGE sql AS $fn$
-  SELECT ${S}.rate_limit_consume_v3(p_slack, p_single, p_algo, p_nows, p_rounds, p_reqs, p_keys, p_algos, p_lims,
+  SELECT ${S}.rate_limit_consume_v4(p_slack, p_single, p_algo, p_nows, p_rounds, p_reqs, p_keys, p_algos, p_lims,
     p_ws, p_caps, p_costs, p_shadows, p_blocks)
 $fn$;
 
@@ -129,7 +138,7 @@ CREATE OR REPLACE FUNCTION ${S}.rate_limit_consume(p_slack bigint, p_single bool
   p_rounds int[], p_reqs int[], p_keys text[], p_algos int[], p_lims bigint[], p_ws bigint[], p_caps bigint[],
   p_costs bigint[]) RETURNS text
 LANGUAGE sql AS $fn$
-  SELECT ${S}.rate_limit_consume_v3(p_slack, p_single, p_algo, p_nows, p_rounds, p_reqs, p_keys, p_algos, p_lims,
+  SELECT ${S}.rate_limit_consume_v4(p_slack, p_single, p_algo, p_nows, p_rounds, p_reqs, p_keys, p_algos, p_lims,
     p_ws, p_caps, p_costs, NULL, NULL)
 $fn$;
 `;

@@ -1,5 +1,6 @@
 import { SQL_DECISION } from '../../algorithms/algorithm.js';
 import { ALGORITHM_CODES, type AlgorithmKernel } from '../../algorithms/index.js';
+import { GCRA_CODES } from '../../algorithms/gcra/gcra.sql.js';
 
 /** `algo = <code> OR ...`: the filter of a twin's branch, by the kernels it decides. */
 const algoIs = (...kernels: AlgorithmKernel[]): string =>
@@ -21,29 +22,33 @@ $fn$;
  *                   block) reads as none in every twin
  *   lim, w, cap     the policy's limit, window (ms) and capacity; a quota's period start and end (ms) in w, cap
  *   now_ms, cost    the time (ms since the epoch) and the units to consume (0: how the key stands)
- * A decision has the columns SQL_DECISION (algorithm.ts). The names of rl_decision and rl_refunded, which the
- * previous schema's twins took, are not reused: see rate-limit.sql.ts.
+ * A decision has the columns SQL_DECISION (algorithm.ts). Their names end in _v4 since GCRA has twins of its own
+ * (the _v3 ones decided it as a token bucket); earlier names are not reused: see rate-limit.sql.ts.
  */
 export const decisionSql = (S: string): string => `
-CREATE OR REPLACE FUNCTION ${S}.rl_algo_decision_v3(algo int, st text, lim bigint, w bigint, cap bigint, now_ms bigint,
+CREATE OR REPLACE FUNCTION ${S}.rl_algo_decision_v4(algo int, st text, lim bigint, w bigint, cap bigint, now_ms bigint,
   cost bigint) RETURNS TABLE (${SQL_DECISION})
 LANGUAGE sql IMMUTABLE AS $fn$
   SELECT * FROM ${S}.rl_fw_decision(st, lim, w, now_ms, cost) WHERE ${algoIs('fixed-window')}
   UNION ALL SELECT (d.x).* FROM (SELECT ${S}.rl_swl_decision(st, lim, w, now_ms, cost) AS x OFFSET 0) d
     WHERE ${algoIs('sliding-window-log', 'concurrency')}
   UNION ALL SELECT * FROM ${S}.rl_swc_decision(st, lim, w, now_ms, cost) WHERE ${algoIs('sliding-window-counter')}
-  UNION ALL SELECT * FROM ${S}.rl_bucket_decision_v3(st, algo, lim, w, cap, now_ms, cost) WHERE ${algoIs('token-bucket', 'gcra')}
+  UNION ALL SELECT * FROM ${S}.rl_bucket_decision_v3(st, algo, lim, w, cap, now_ms, cost) WHERE ${algoIs('token-bucket')}
+  UNION ALL SELECT * FROM ${S}.rl_gcra_decision_v4(st, algo = ${GCRA_CODES[1]}, lim, w, cap, now_ms, cost)
+    WHERE ${algoIs('gcra', 'gcra-per-plan')}
   UNION ALL SELECT * FROM ${S}.rl_quota_decision(st, lim, w, cap, now_ms, cost) WHERE ${algoIs('quota')}
   UNION ALL SELECT * FROM ${S}.rl_fwf_decision(st, lim, w, now_ms, cost) WHERE ${algoIs('fixed-window-first-request')}
 $fn$;
 
-CREATE OR REPLACE FUNCTION ${S}.rl_algo_refunded_v3(algo int, st text, lim bigint, w bigint, cap bigint, now_ms bigint,
+CREATE OR REPLACE FUNCTION ${S}.rl_algo_refunded_v4(algo int, st text, lim bigint, w bigint, cap bigint, now_ms bigint,
   amount bigint) RETURNS TABLE (new_st text)
 LANGUAGE sql IMMUTABLE AS $fn$
   SELECT * FROM ${S}.rl_fw_refunded(st, w, now_ms, amount) WHERE ${algoIs('fixed-window')}
   UNION ALL SELECT ${S}.rl_swl_refunded(st, w, now_ms, amount) WHERE ${algoIs('sliding-window-log')}
   UNION ALL SELECT * FROM ${S}.rl_swc_refunded(st, w, now_ms, amount) WHERE ${algoIs('sliding-window-counter')}
-  UNION ALL SELECT * FROM ${S}.rl_bucket_refunded_v3(st, algo, lim, w, cap, now_ms, amount) WHERE ${algoIs('token-bucket', 'gcra')}
+  UNION ALL SELECT * FROM ${S}.rl_bucket_refunded_v3(st, algo, lim, w, cap, now_ms, amount) WHERE ${algoIs('token-bucket')}
+  UNION ALL SELECT * FROM ${S}.rl_gcra_refunded_v4(st, algo = ${GCRA_CODES[1]}, lim, w, cap, now_ms, amount)
+    WHERE ${algoIs('gcra', 'gcra-per-plan')}
   UNION ALL SELECT * FROM ${S}.rl_quota_refunded(st, w, amount) WHERE ${algoIs('quota')}
   UNION ALL SELECT ${S}.rl_conc_refunded(st, w, now_ms, amount) WHERE ${algoIs('concurrency')}
   UNION ALL SELECT * FROM ${S}.rl_fwf_refunded(st, w, now_ms, amount) WHERE ${algoIs('fixed-window-first-request')}

@@ -12,10 +12,11 @@ import {
 } from './reply.sql.js';
 
 /**
- * The general entry point, rate_limit_v3(op, ...): peek, refund, reset, block and unblock, and the consumes
- * that rate_limit_consume_v3 does not take (a request with two items on one key, which decide one after the
- * other). Item by item in PL/pgSQL, through the algorithms' SQL twins and state-rows.sql.ts. rate_limit(...),
- * the entry point of the earlier schemas (same signature), stays as its wrapper: an instance of an earlier
+ * The general entry point, rate_limit_v4(op, ...): peek, refund, reset, block and unblock, and the consumes
+ * that rate_limit_consume_v4 does not take (a request with two items on one key, which decide one after the
+ * other). Item by item in PL/pgSQL, through the algorithms' SQL twins and state-rows.sql.ts. rate_limit_v3(...),
+ * rate_limit_v2(...) and rate_limit(...), the entry points of the earlier schemas (same signatures), stay as its
+ * wrappers: an instance of an earlier
  * version goes on deciding through it, with this version's twins.
  */
 export const operationsSql = (S: string): string => `
@@ -30,7 +31,7 @@ export const operationsSql = (S: string): string => `
 -- Returns ${W} bigints per item: allowed (${DENIED}/${ALLOWED}, ${BLOCKED}: denied and blocked), remaining, reset_ms, retry_ms
 -- (${NEVER_FITS}: the cost can never fit). Per-key transaction-level advisory locks, taken in key order, make each call atomic under
 -- concurrency.
-CREATE OR REPLACE FUNCTION ${S}.rate_limit_v3(op text, now_in bigint, slack bigint, keys text[], algos int[],
+CREATE OR REPLACE FUNCTION ${S}.rate_limit_v4(op text, now_in bigint, slack bigint, keys text[], algos int[],
   lims bigint[], ws bigint[], caps bigint[], costs bigint[], shadows boolean[], blocks bigint[]) RETURNS bigint[]
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $fn$
 DECLARE
@@ -76,7 +77,7 @@ BEGIN
 
   IF op = 'peek' THEN
     FOR i IN 1..n LOOP
-      res := res || ${S}.rl_standing_v3(algos[i], original[i], lims[i], ws[i], caps[i], now_ms, untils[i]);
+      res := res || ${S}.rl_standing_v4(algos[i], original[i], lims[i], ws[i], caps[i], now_ms, untils[i]);
     END LOOP;
     RETURN res;
   END IF;
@@ -84,7 +85,7 @@ BEGIN
   -- block: until now + the item's cost (ms), the state kept; unblock: the state kept, without its block
   IF op = 'block' OR op = 'unblock' THEN
     FOR i IN 1..n LOOP
-      SELECT * INTO r FROM ${S}.rl_algo_decision_v3(algos[i], original[i], lims[i], ws[i], caps[i], now_ms, 0);
+      SELECT * INTO r FROM ${S}.rl_algo_decision_v4(algos[i], original[i], lims[i], ws[i], caps[i], now_ms, 0);
       PERFORM ${S}.rl_save_state(algos[i], keys[i], original[i], r.reset_ms, slack, now_ms, lims[i], ws[i], caps[i],
         CASE WHEN op = 'block' THEN now_ms + costs[i] ELSE 0 END);
     END LOOP;
@@ -97,11 +98,11 @@ BEGIN
     FOR i IN 1..n LOOP
       st := working[i];
       FOR j IN 1..i - 1 LOOP IF keys[j] = keys[i] THEN st := working[j]; END IF; END LOOP;
-      SELECT x.new_st INTO st FROM ${S}.rl_algo_refunded_v3(algos[i], st, lims[i], ws[i], caps[i], now_ms, costs[i]) x;
+      SELECT x.new_st INTO st FROM ${S}.rl_algo_refunded_v4(algos[i], st, lims[i], ws[i], caps[i], now_ms, costs[i]) x;
       working[i] := st;
-      SELECT * INTO r FROM ${S}.rl_algo_decision_v3(algos[i], st, lims[i], ws[i], caps[i], now_ms, 0);
+      SELECT * INTO r FROM ${S}.rl_algo_decision_v4(algos[i], st, lims[i], ws[i], caps[i], now_ms, 0);
       PERFORM ${S}.rl_save_state(algos[i], keys[i], st, r.reset_ms, slack, now_ms, lims[i], ws[i], caps[i], untils[i]);
-      res := res || ${S}.rl_standing_v3(algos[i], st, lims[i], ws[i], caps[i], now_ms, untils[i]);
+      res := res || ${S}.rl_standing_v4(algos[i], st, lims[i], ws[i], caps[i], now_ms, untils[i]);
     END LOOP;
     RETURN res;
   END IF;
@@ -120,7 +121,7 @@ BEGIN
     END IF;
     st := original[i];
     FOR j IN 1..i - 1 LOOP IF keys[j] = keys[i] AND known[j] THEN st := working[j]; END IF; END LOOP;
-    SELECT * INTO r FROM ${S}.rl_algo_decision_v3(algos[i], st, lims[i], ws[i], caps[i], now_ms, costs[i]);
+    SELECT * INTO r FROM ${S}.rl_algo_decision_v4(algos[i], st, lims[i], ws[i], caps[i], now_ms, costs[i]);
     new_states[i] := r.new_st;
     block_ms := CASE WHEN r.allowed = ${DENIED} AND NOT coalesce(shadows[i], false) THEN coalesce(blocks[i], 0) ELSE 0 END;
     IF block_ms > 0 THEN
@@ -149,7 +150,7 @@ BEGIN
   -- denied: the items that would have passed report their key as it stands
   FOR i IN 1..n LOOP
     IF results[(i - 1) * ${W} + 1] = ${ALLOWED} THEN
-      SELECT * INTO r FROM ${S}.rl_algo_decision_v3(algos[i], original[i], lims[i], ws[i], caps[i], now_ms, 0);
+      SELECT * INTO r FROM ${S}.rl_algo_decision_v4(algos[i], original[i], lims[i], ws[i], caps[i], now_ms, 0);
       res := res || ${replyArray(standingReply('r.remaining', 'r.reset_ms'))};
     ELSE
       res := res || results[(i - 1) * ${W} + 1:i * ${W}];
@@ -159,15 +160,21 @@ BEGIN
 END $fn$;
 
 -- The entry points of the earlier schemas, for their instances during a rolling deploy.
+CREATE OR REPLACE FUNCTION ${S}.rate_limit_v3(op text, now_in bigint, slack bigint, keys text[], algos int[],
+  lims bigint[], ws bigint[], caps bigint[], costs bigint[], shadows boolean[], blocks bigint[]) RETURNS bigint[]
+LANGUAGE sql AS $fn$
+  SELECT ${S}.rate_limit_v4(op, now_in, slack, keys, algos, lims, ws, caps, costs, shadows, blocks)
+$fn$;
+
 CREATE OR REPLACE FUNCTION ${S}.rate_limit_v2(op text, now_in bigint, slack bigint, keys text[], algos int[],
   lims bigint[], ws bigint[], caps bigint[], costs bigint[], shadows boolean[], blocks bigint[]) RETURNS bigint[]
 LANGUAGE sql AS $fn$
-  SELECT ${S}.rate_limit_v3(op, now_in, slack, keys, algos, lims, ws, caps, costs, shadows, blocks)
+  SELECT ${S}.rate_limit_v4(op, now_in, slack, keys, algos, lims, ws, caps, costs, shadows, blocks)
 $fn$;
 
 CREATE OR REPLACE FUNCTION ${S}.rate_limit(op text, now_in bigint, slack bigint, keys text[], algos int[],
   lims bigint[], ws bigint[], caps bigint[], costs bigint[]) RETURNS bigint[]
 LANGUAGE sql AS $fn$
-  SELECT ${S}.rate_limit_v3(op, now_in, slack, keys, algos, lims, ws, caps, costs, NULL, NULL)
+  SELECT ${S}.rate_limit_v4(op, now_in, slack, keys, algos, lims, ws, caps, costs, NULL, NULL)
 $fn$;
 `;

@@ -66,8 +66,8 @@ const CONSUMES_IN_FLIGHT = 2;
  * transaction locks, so it is atomic under concurrency, and a consume writes only when every enforced policy
  * allows (and the block that a denial starts, in the same statement). Consumes that arrive while the store's
  * statements are busy go out together, one statement deciding many requests
- * (`SELECT rate_limit_consume_v3(...)`); peek, refund, reset, block and unblock go through
- * `SELECT rate_limit_v3(...)`. Rows carry their expiry, are never read once expired, and are deleted in the
+ * (`SELECT rate_limit_consume_v4(...)`); peek, refund, reset, block and unblock go through
+ * `SELECT rate_limit_v4(...)`. Rows carry their expiry, are never read once expired, and are deleted in the
  * background in small batches.
  * @example const store = new PostgresRateLimitStore({ pool: new Pool({ connectionString }) }); await store.migrate();
  */
@@ -113,17 +113,17 @@ export class PostgresRateLimitStore implements RateLimitStore {
     this.ttlSlack = integer('ttlSlackMs', options.ttlSlackMs ?? 1000, 0);
     // 0 would make prune() delete nothing per statement, and loop for ever.
     this.pruneBatch = integer('pruneBatch', options.pruneBatch ?? 1000, 1);
-    this.decideSql = `SELECT ${S}.rate_limit_v3($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) AS r`;
+    this.decideSql = `SELECT ${S}.rate_limit_v4($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) AS r`;
     this.statementName = `nest-rate-limit:v2:${this.schema}`;
     // A named statement is parsed and planned once per connection, not at every decision.
     const consume = {
       name: `nest-rate-limit:consume:v2:${this.schema}`,
-      text: `SELECT ${S}.rate_limit_consume_v3($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) AS r`,
+      text: `SELECT ${S}.rate_limit_consume_v4($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) AS r`,
     };
     this.batcher = new ConsumeBatcher(
       async (values) => {
         const [row] = (await this.pool.query<{ r: string | null }>({ ...consume, values })).rows;
-        if (row === undefined) throw new Error('nest-rate-limit: rate_limit_consume_v3 returned no row');
+        if (row === undefined) throw new Error('nest-rate-limit: rate_limit_consume_v4 returned no row');
         return row.r;
       },
       this.ttlSlack,

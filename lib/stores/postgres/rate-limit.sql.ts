@@ -4,6 +4,7 @@ import { operationsSql } from './operations.sql.js';
 import { stateRowsSql } from './state-rows.sql.js';
 import { concurrencySql } from '../../algorithms/concurrency/concurrency.sql.js';
 import { fixedWindowSql } from '../../algorithms/fixed-window/fixed-window.sql.js';
+import { gcraSql } from '../../algorithms/gcra/gcra.sql.js';
 import { periodCounterSql } from '../../algorithms/period-counter.js';
 import { quotaSql } from '../../algorithms/quota/quota.sql.js';
 import { slidingWindowCounterSql } from '../../algorithms/sliding-window-counter/sliding-window-counter.sql.js';
@@ -68,6 +69,12 @@ const OBSOLETE_FUNCTIONS = [
   'rl_algo_refunded(int, text, bigint, bigint, bigint, bigint, bigint)',
   'rl_standing(int, text, bigint, bigint, bigint, bigint, bigint)',
   'rl_consume_item(bigint, int, bigint, text, bigint, bigint, bigint, bigint, boolean, bigint)',
+  // the schema of token bucket states with their limit (entry points _v3): GCRA decided as a token bucket, by
+  // the functions that call the twins
+  'rl_algo_decision_v3(int, text, bigint, bigint, bigint, bigint, bigint)',
+  'rl_algo_refunded_v3(int, text, bigint, bigint, bigint, bigint, bigint)',
+  'rl_standing_v3(int, text, bigint, bigint, bigint, bigint, bigint)',
+  'rl_consume_item_v3(bigint, int, bigint, text, bigint, bigint, bigint, bigint, boolean, bigint)',
 ];
 
 /**
@@ -132,6 +139,7 @@ export function postgresSchemaSql(schema = 'public'): string {
     slidingWindowLogSql(S),
     slidingWindowCounterSql(S),
     tokenBucketSql(S),
+    gcraSql(S),
     concurrencySql(S),
     quotaSql(S),
     decisionSql(S),

@@ -6,7 +6,7 @@ import { newestPeriodSql } from './state-rows.sql.js';
 const QUOTA = ALGORITHM_CODES.quota;
 
 /**
- * One round of rate_limit_consume_v3: a set-based statement that reads every key of the round's items (a key
+ * One round of rate_limit_consume_v4: a set-based statement that reads every key of the round's items (a key
  * appears once in a round), decides each item through the algorithms' inlined SQL twins, and writes what the
  * requests allowed consumed, as consumeAll (consume-all.ts) does: a request is allowed when every enforced item
  * is (a shadow item never denies the others), and then writes its allowed items; a denied request writes
@@ -79,7 +79,7 @@ export function roundSql(S: string, algo: number | null, single: boolean): strin
               WITH ORDINALITY AS u(k, a, lim, w, cap, cost, nw, req, sh, bl, i)
             WHERE u.req >= p_rounds[rnd] AND u.req < coalesce(p_rounds[rnd + 1], 2147483647)) it
           ${reads.filter(Boolean).join('\n          ')}) c
-        CROSS JOIN LATERAL ${S}.rl_algo_decision_v3(${algo ?? 'c.a'}, c.st, c.lim, c.w, c.cap, c.now_ms, c.cost) x) r
+        CROSS JOIN LATERAL ${S}.rl_algo_decision_v4(${algo ?? 'c.a'}, c.st, c.lim, c.w, c.cap, c.now_ms, c.cost) x) r
     )${written
       .filter(Boolean)
       .map((write) => `, ${write}`)

@@ -4,7 +4,7 @@ import { ALGORITHM_CODES, type AlgorithmKernel } from '../../algorithms/index.js
 import { concurrencyLua } from '../../algorithms/concurrency/concurrency.lua.js';
 import { fixedWindowFromFirstRequestLua, fixedWindowLua } from '../../algorithms/fixed-window/fixed-window.lua.js';
 import { periodCounterLua } from '../../algorithms/period-counter.js';
-import { gcraLua } from '../../algorithms/gcra/gcra.lua.js';
+import { gcraCoreLua, gcraLua, gcraPerPlanLua } from '../../algorithms/gcra/gcra.lua.js';
 import { quotaLua } from '../../algorithms/quota/quota.lua.js';
 import { slidingWindowCounterLua } from '../../algorithms/sliding-window-counter/sliding-window-counter.lua.js';
 import { slidingWindowLogLua } from '../../algorithms/sliding-window-log/sliding-window-log.lua.js';
@@ -43,6 +43,7 @@ const TWINS: Readonly<Record<AlgorithmKernel, readonly [name: string, twin: stri
   quota: ['QUOTA', quotaLua],
   concurrency: ['CONC', concurrencyLua],
   'fixed-window-first-request': ['FWF', fixedWindowFromFirstRequestLua],
+  'gcra-per-plan': ['GCRAP', gcraPerPlanLua],
 };
 
 /** The makers of the twins, in the order of their codes: the dispatcher picks one by its item's code. */
@@ -59,7 +60,15 @@ function makers(): string[] {
 }
 
 /** Every algorithm's Lua twin, the makers that build them, and the dispatcher's table of built twins. */
-const definitions = [luaPrelude, stateCodecLua, periodCounterLua, ...makers(), dispatcherSetup, requestsLua].join('\n');
+const definitions = [
+  luaPrelude,
+  stateCodecLua,
+  periodCounterLua,
+  gcraCoreLua,
+  ...makers(),
+  dispatcherSetup,
+  requestsLua,
+].join('\n');
 
 /** The one script of the Redis store: every algorithm's Lua twin and the multi-item dispatcher. */
 export const RATE_LIMIT_SCRIPT = `${definitions}\n${dispatcherCall}`;

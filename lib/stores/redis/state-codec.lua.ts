@@ -11,6 +11,11 @@
  *                                                  then b·2^k + r in 5; b >= 0, r >= 1. rated_decode also
  *                                                  reads a pair, with r nil: its first byte tells them apart
  * log_encode(times, costs) / log_decode(raw)       "<t>:<c>,<t>:<c>,..." or 12 bytes per entry
+ * planned_encode(a, r) / planned_decode(raw)       "<a>/<r>" or 12 bytes: 64 + floor(a / 2^48), a mod 2^48
+ *                                                  in 6, r in 5; 0 <= a < 2^53, 1 <= r < 2^40. Its first
+ *                                                  byte (64 to 95 packed) or its '/' tells it from the others
+ * A lone integer (GCRA's TAT) is stored as its decimal text, which Redis keeps as an integer object: no state
+ * is smaller (MEMORY USAGE 16 bytes below a 12-byte string).
  */
 export const stateCodecLua = `
 local PACKABLE, I6, U3, U5 = 2 ^ 45, 2 ^ 47, 2 ^ 23, 2 ^ 40
@@ -69,6 +74,26 @@ local function rated_decode(raw)
     if a then return tonumber(a), tonumber(b), tonumber(r) end
   end
   return pair_decode(raw)
+end
+local PLANNED_HIGH = 2 ^ 48
+local function planned_encode(a, r)
+  if a >= 0 and a < 2 ^ 53 and r >= 1 and r < U5 then
+    local high = floor(a / PLANNED_HIGH)
+    return pack('>BI6I5', 64 + high, a - high * PLANNED_HIGH, r)
+  end
+  return fmt(a) .. '/' .. fmt(r)
+end
+local function planned_decode(raw)
+  local first = byte(raw, 1)
+  if first == nil then return nil end
+  if first >= 64 and first < 96 then
+    if #raw ~= 12 then return nil end
+    local high, low, r = unpack('>BI6I5', raw)
+    return (high - 64) * PLANNED_HIGH + low, r
+  end
+  local a, r = string.match(raw, '^(%-?%d+)/(%d+)$')
+  if not a then return nil end
+  return tonumber(a), tonumber(r)
 end
 local function log_encode(times, costs)
   local parts, packed = {}, true

@@ -1,0 +1,193 @@
+import fc from 'fast-check';
+import type { Redis } from 'ioredis';
+
+import { ALGORITHM_STEPS } from '../../lib/algorithms/index.js';
+import { gcraCoreLua } from '../../lib/algorithms/gcra/gcra.lua.js';
+import { RedisRateLimitStore, validatePolicy, type ResolvedPolicy } from '../../lib/index.js';
+import { luaPrelude } from '../../lib/stores/redis/rate-limit.lua.js';
+import { stateCodecLua } from '../../lib/stores/redis/state-codec.lua.js';
+import { storageKey } from '../../lib/stores/storage-key.js';
+import { FakeClock } from '../support/fake-clock.js';
+import { nth } from '../support/harness.js';
+import { ReferenceStore } from '../support/reference-store.js';
+import { startRedis, type TestRedis } from '../support/redis-server.js';
+
+let redis: TestRedis;
+let client: Redis;
+let prefixes = 0;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  client = redis.client();
+});
+afterAll(() => redis.stop());
+
+const NOW = 1_796_053_232_358;
+
+function storeAt(clock: FakeClock): { store: RedisRateLimitStore; prefix: string } {
+  const prefix = `g${++prefixes}:`;
+  return { store: new RedisRateLimitStore({ client, clock, keyPrefix: prefix }), prefix };
+}
+
+/** A per-plan policy's variant with `limit`, as the engine makes it (LimitVariants). */
+function plan(name: string, limit: number): ResolvedPolicy {
+  const declared = validatePolicy({ name, algorithm: 'gcra', limit: () => limit, window: '1s' });
+  return Object.freeze({ ...declared, limit, capacity: limit });
+}
+
+describe('a GCRA key in Redis', () => {
+  it('holds one integer, the TAT in µs, at least 12 bytes below a token bucket key (MEMORY USAGE)', async () => {
+    const clock = new FakeClock(NOW);
+    const { store, prefix } = storeAt(clock);
+    // same key length: the policies' names have the same length
+    const gcra = validatePolicy({ name: 'gcra', algorithm: 'gcra', limit: 3, window: '1m' });
+    const bucket = validatePolicy({ name: 'tbkt', algorithm: 'token-bucket', limit: 3, window: '1m' });
+    await store.consume([{ policy: gcra, key: 'user-42', cost: 1 }]);
+    await store.consume([{ policy: bucket, key: 'user-42', cost: 1 }]);
+    const gcraKey = storageKey(prefix, 'gcra', 'user-42');
+    const bucketKey = storageKey(prefix, 'tbkt', 'user-42');
+    expect(gcraKey.length).toBe(bucketKey.length);
+    expect(await client.get(gcraKey)).toBe(String(NOW * 1000 + 20_000_000));
+    expect(await client.object('ENCODING', gcraKey)).toBe('int');
+    const gcraBytes = Number(await client.memory('USAGE', gcraKey, 'SAMPLES', 0));
+    const bucketBytes = Number(await client.memory('USAGE', bucketKey, 'SAMPLES', 0));
+    expect(gcraBytes).toBeLessThanOrEqual(bucketBytes - 12);
+    // the TTL runs until the TAT, plus the store's slack
+    const ttlMs = await client.pttl(gcraKey);
+    expect(ttlMs).toBeGreaterThan(20_000);
+    expect(ttlMs).toBeLessThanOrEqual(20_000 + 60_000);
+  });
+
+  it('keeps a per-plan state as its TAT and limit in 12 bytes', async () => {
+    const clock = new FakeClock(NOW);
+    const { store, prefix } = storeAt(clock);
+    await store.consume([{ policy: plan('plan', 10), key: 'k', cost: 2 }]);
+    const raw = await client.getBuffer(storageKey(prefix, 'plan', 'k'));
+    expect(raw?.length).toBe(12);
+    const first = raw?.[0] ?? 0;
+    expect(first >= 64 && first < 96).toBe(true);
+  });
+
+  it('converts the lead of a plan change: what was taken stays taken, draining at the limit it was written with', async () => {
+    const clock = new FakeClock(NOW);
+    const { store } = storeAt(clock);
+    const reference = new ReferenceStore(clock);
+    const both = async (policy: ResolvedPolicy, cost: number) => {
+      const expected = await reference.consume([{ policy, key: 'k', cost }]);
+      expect(await store.consume([{ policy, key: 'k', cost }])).toEqual(expected);
+      return nth(expected, 0);
+    };
+    expect(await both(plan('p', 10), 8)).toMatchObject({ allowed: true, remaining: 2 });
+    clock.advance(200); // 6 of the 10-per-second units still taken
+    // a downgrade to 4 per second: 6 taken is more than it holds; they drain at 10 per second
+    expect(await both(plan('p', 4), 1)).toMatchObject({ allowed: false, remaining: 0, retryAfterMs: 300 });
+    clock.advance(300); // 3 taken
+    expect(await both(plan('p', 4), 1)).toMatchObject({ allowed: true, remaining: 0 });
+    // now written at 4 per second: 4 taken, the first back 250 ms later
+    expect(await both(plan('p', 4), 1)).toMatchObject({ allowed: false, retryAfterMs: 250 });
+    // an upgrade to 100 per second: 4 of 100 taken
+    expect(await both(plan('p', 100), 0)).toMatchObject({ allowed: true, remaining: 96 });
+  });
+});
+
+describe("a GCRA key written by the previous twin (the token bucket's state) during a rolling deploy", () => {
+  // The previous version decided GCRA with the token bucket's twin: its state is what a token-bucket policy
+  // of the same name writes. With a limit that divides 1000 × window, GCRA and the bucket decide alike, so the
+  // key must go on deciding exactly as the bucket would have, first from the old state, then from its own.
+  it('is read as the TAT it stands for, packed or as text', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(1, 2, 4, 5, 8, 10, 20, 25, 40),
+        fc.integer({ min: 1, max: 60 }),
+        fc.option(fc.integer({ min: 1, max: 40 }), { nil: undefined }),
+        fc.boolean(),
+        fc.array(fc.record({ dt: fc.integer({ min: 0, max: 3000 }), cost: fc.integer({ min: 0, max: 12 }) }), {
+          minLength: 2,
+          maxLength: 30,
+        }),
+        fc.nat(),
+        async (limit, seconds, burst, asText, ops, cut) => {
+          const clock = new FakeClock(NOW);
+          const { store, prefix } = storeAt(clock);
+          const reference = new ReferenceStore(clock);
+          const source = { name: 'same', limit, window: seconds * 1000, burst };
+          const bucket = validatePolicy({ ...source, algorithm: 'token-bucket' });
+          const gcra = validatePolicy({ ...source, algorithm: 'gcra' });
+          const switchAt = 1 + (cut % (ops.length - 1));
+          for (const [i, { dt, cost }] of ops.entries()) {
+            clock.advance(dt);
+            const policy = i < switchAt ? bucket : gcra;
+            const expected = await reference.consume([{ policy: bucket, key: 'k', cost }]);
+            expect(await store.consume([{ policy, key: 'k', cost }])).toEqual(expected);
+            if (asText && i === switchAt - 1) await asTextState(storageKey(prefix, 'same', 'k'));
+          }
+        },
+      ),
+      { numRuns: 100 },
+    );
+  });
+
+  it('of a per-plan policy keeps draining at the limit it was written with', async () => {
+    const clock = new FakeClock(NOW);
+    const { store, prefix } = storeAt(clock);
+    const declared = validatePolicy({ name: 'old', algorithm: 'token-bucket', limit: 10, window: '1s' });
+    await store.consume([{ policy: declared, key: 'k', cost: 8 }]); // rated state: 8 × 1000 units at limit 10
+    clock.advance(200);
+    // the same state as the new twin would have written it: 6 units of 100 000 µs ahead
+    const converted = { tatUs: NOW * 1000 + 800_000, limit: 10 };
+    const policy = plan('old', 4);
+    const step = ALGORITHM_STEPS['gcra-per-plan'].step(converted, policy, clock.now(), 1);
+    const [decision] = await store.consume([{ policy, key: 'k', cost: 1 }]);
+    expect(decision).toMatchObject({ allowed: false, remaining: step.remaining, retryAfterMs: step.retryAfterMs });
+    expect(step).toMatchObject({ remaining: 0, retryAfterMs: 300 });
+    expect(await client.getBuffer(storageKey(prefix, 'old', 'k'))).toHaveLength(12); // still the old state
+  });
+});
+
+/** Rewrites a packed token-bucket state as the text form of the same numbers, which the twins also read. */
+async function asTextState(key: string): Promise<void> {
+  await client.eval(
+    `${luaPrelude}\n${stateCodecLua}
+     local raw = redis.call('GET', KEYS[1])
+     if not raw then return 0 end
+     local a, t, r = rated_decode(raw)
+     redis.call('SET', KEYS[1], fmt(a) .. ':' .. fmt(t) .. ':' .. fmt(r), 'KEEPTTL')
+     return 1`,
+    1,
+    key,
+  );
+}
+
+describe("the Lua twin's mul_div_ceil", () => {
+  it('is ceil(a × b / c) exactly, also where a × b leaves the exact integers of a double', async () => {
+    // c below 2^51 (an interval or a limit), b below 2^52, a chosen so that the result stays below 2^53
+    const triple = fc
+      .tuple(
+        fc.bigInt({ min: 1n, max: 2n ** 51n - 1n }),
+        fc.bigInt({ min: 1n, max: 2n ** 52n - 1n }),
+        fc.bigInt({ min: 0n, max: 2n ** 53n - 2n }),
+      )
+      .map(([c, b, x]) => {
+        const a = (x * c) / b;
+        return [a < 2n ** 52n ? a : 2n ** 52n - 1n, b, c] as const;
+      })
+      .filter(([a, b, c]) => (a * b + c - 1n) / c < 2n ** 53n);
+    await fc.assert(
+      fc.asyncProperty(fc.array(triple, { minLength: 1, maxLength: 50 }), async (valid) => {
+        const args = valid.flatMap((t) => t.map(String));
+        const got = (await client.eval(
+          `${luaPrelude}\n${stateCodecLua}\n${gcraCoreLua}
+           local out = {}
+           for i = 1, #ARGV, 3 do
+             out[#out + 1] = fmt(mul_div_ceil(tonumber(ARGV[i]), tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])))
+           end
+           return out`,
+          0,
+          ...args,
+        )) as string[];
+        expect(got).toEqual(valid.map(([a, b, c]) => String((a * b + c - 1n) / c)));
+      }),
+      { numRuns: 50 },
+    );
+  });
+});
