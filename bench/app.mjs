@@ -62,6 +62,20 @@ const VARIANTS = {
   memory: () => ({ imports: rateLimit({ store: new MemoryRateLimitStore(), defaults: [perUser] }), providers: [] }),
   // the same app; the load sends one x-user, so every request is on one key
   'memory-hot': () => VARIANTS.memory(),
+  // the same policy counting failed requests only: charged when decided, given back when the response ends
+  // with a status below 400 (every one here), so each request is one consume and one refund
+  'memory-failed': () => ({
+    imports: rateLimit({ store: new MemoryRateLimitStore(), defaults: [{ ...perUser, count: 'failed' }] }),
+    providers: [],
+  }),
+  // a concurrency limit keyed by x-user instead: a lease per request, given back when the response ends
+  'memory-concurrency': () => ({
+    imports: rateLimit({
+      store: new MemoryRateLimitStore(),
+      defaults: [{ name: 'in-flight', algorithm: 'concurrency', limit: LIMIT, window: '1m', key: byUser }],
+    }),
+    providers: [],
+  }),
   // this module's default key ('user', falling back to the client IP): no user is known, so the global guard
   // leaves the policy to the interceptor; every request comes from 127.0.0.1, so it is one key
   'memory-ip': () => ({
@@ -107,18 +121,22 @@ const VARIANTS = {
     imports: throttler([{ ttl: WINDOW_MS, limit: LIMIT }]),
     providers: throttlerGuard,
   }),
-  // @nestjs/throttler with @nest-lab/throttler-storage-redis on the same Redis, keyed by x-user
+  // @nestjs/throttler with @nest-lab/throttler-storage-redis on the same Redis, keyed by x-user; at its best:
+  // its ioredis client auto-pipelines (the storage's own client, given these options), as this module's does
   'throttler-redis': () => ({
     imports: throttler({
       throttlers: [{ ttl: WINDOW_MS, limit: LIMIT }],
       getTracker: throttlerTracker,
-      storage: new ThrottlerStorageRedisService(redisUrl),
+      storage: new ThrottlerStorageRedisService(redisUrl, { enableAutoPipelining: true }),
     }),
     providers: throttlerGuard,
   }),
 };
 
-/** rate-limiter-flexible as a Nest guard: RateLimiterRedis.consume() per request, 429 when it rejects. */
+/**
+ * rate-limiter-flexible as a Nest guard: RateLimiterRedis.consume() per request, 429 when it rejects; at its
+ * best: its ioredis client auto-pipelines.
+ */
 class FlexibleGuard {
   static limiter;
   async canActivate(ctx) {

@@ -48,6 +48,19 @@ import type { RateLimitStores } from './stores/rate-limit-stores.js';
 const ALLOWED: Evaluation = Object.freeze({ items: [], decisions: [] });
 
 /**
+ * One decision point's part of an invocation: the `entries` of its plan to decide, after `before` (what an
+ * earlier decision point of the invocation decided); the module's lists are checked at the `first` one.
+ */
+interface Step {
+  readonly ctx: ExecutionContext;
+  readonly adapter: ContextAdapter;
+  readonly plan: RoutePlan;
+  readonly entries: readonly PlanEntry[];
+  readonly before: Evaluation;
+  readonly first: boolean;
+}
+
+/**
  * The request path, in order: the plan of the handler (made at start), the items of this invocation
  * (keys, costs, limits), one decision of the engine, then the context's adapter writes headers and denies.
  * The guard, the interceptor and RateLimitService go through it; it knows no context itself.
@@ -170,7 +183,7 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
     if (state === DEFERRED) {
       invocation[STATE] = DECIDED;
       const early = invocation[EARLY] ?? NOTHING;
-      const late = await this.evaluate(ctx, adapter, plan, plan.late, early, false);
+      const late = await this.evaluate({ ctx, adapter, plan, entries: plan.late, before: early, first: false });
       if (denies(late)) await this.engine.compensate(early);
       conclude(ctx, adapter, this.headers, this.events, [early, late]);
       if (plan.counted) this.outcomes.track(ctx, adapter, invocation, late);
@@ -186,7 +199,7 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
     if (point === 'global-guard' && plan.deferred && this.resolver.userOf(ctx, adapter) === undefined) {
       invocation[STATE] = DEFERRED;
       invocation[LIMITER] = this;
-      const early = await this.evaluate(ctx, adapter, plan, plan.early, NOTHING, true);
+      const early = await this.evaluate({ ctx, adapter, plan, entries: plan.early, before: NOTHING, first: true });
       invocation[EARLY] = early;
       if (denies(early)) {
         invocation[STATE] = DECIDED;
@@ -197,27 +210,28 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
       return;
     }
     invocation[STATE] = DECIDED;
-    const evaluation = await this.evaluate(ctx, adapter, plan, plan.policies, NOTHING, true);
+    const evaluation = await this.evaluate({
+      ctx,
+      adapter,
+      plan,
+      entries: plan.policies,
+      before: NOTHING,
+      first: true,
+    });
     conclude(ctx, adapter, this.headers, this.events, [evaluation]);
     if (plan.counted) this.outcomes.track(ctx, adapter, invocation, evaluation);
   }
 
   /**
-   * Applies the lists (when the handler has lists), resolves the items of `entries` left and decides them; a
-   * deny list or an outage of a fail-closed policy stops here. `before` is what an earlier decision point of
-   * the invocation decided; the module's lists are checked at the `first` one.
+   * Applies the lists (when the handler has lists), resolves the items of the step's entries left and decides
+   * them; a deny list or an outage of a fail-closed policy stops here.
    */
-  private async evaluate(
-    ctx: ExecutionContext,
-    adapter: ContextAdapter,
-    plan: RoutePlan,
-    entries: readonly PlanEntry[],
-    before: Evaluation,
-    first: boolean,
-  ): Promise<Evaluation> {
+  private async evaluate(step: Step): Promise<Evaluation> {
+    const { ctx, adapter, plan, before } = step;
     try {
+      let entries = step.entries;
       if (plan.lists) {
-        const left = await this.screen(ctx, adapter, plan, entries, before, first);
+        const left = await this.screen(step);
         if (left === undefined) return ALLOWED;
         entries = left;
       }
@@ -242,14 +256,8 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
    * the invocation through. A deny list forbids (403 and its equivalents) after giving back what `before`
    * consumed; failing list functions are reported, and a fail-closed policy's throws StoreUnavailable.
    */
-  private async screen(
-    ctx: ExecutionContext,
-    adapter: ContextAdapter,
-    plan: RoutePlan,
-    entries: readonly PlanEntry[],
-    before: Evaluation,
-    first: boolean,
-  ): Promise<readonly PlanEntry[] | undefined> {
+  private async screen(step: Step): Promise<readonly PlanEntry[] | undefined> {
+    const { ctx, adapter, plan, entries, before, first } = step;
     const screening = await screen(ctx, {
       entries,
       module: first ? this.lists : undefined,

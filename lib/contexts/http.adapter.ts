@@ -30,6 +30,14 @@ export function userIdOf(user: { id?: unknown; sub?: unknown } | null | undefine
   return typeof id === 'string' || typeof id === 'number' || typeof id === 'bigint' ? String(id) : undefined;
 }
 
+/**
+ * The request and the response of an HTTP invocation: its first two arguments, which is what
+ * `ctx.switchToHttp().getRequest()` and `.getResponse()` return, without the three functions Nest's
+ * switchToHttp() makes on every call (the request path asks several times per request).
+ */
+const requestOf = <T>(ctx: ExecutionContext): T => ctx.getArgByIndex<T>(0);
+const responseOf = <T>(ctx: ExecutionContext): T => ctx.getArgByIndex<T>(1);
+
 /** HTTP on Express or Fastify: headers on the response, 429, 503 and 403 as HttpExceptions. */
 class HttpContextAdapter implements Adapter.ContextAdapter {
   readonly type = 'http';
@@ -38,18 +46,18 @@ class HttpContextAdapter implements Adapter.ContextAdapter {
   constructor(private readonly settings: Adapter.AdapterSettings) {}
 
   invocation(ctx: ExecutionContext): object {
-    return ctx.switchToHttp().getRequest<object>();
+    return requestOf<object>(ctx);
   }
 
   clientIp(ctx: ExecutionContext): string {
-    const req = ctx.switchToHttp().getRequest<HttpRequest>();
+    const req = requestOf<HttpRequest>(ctx);
     const known = req[CLIENT_IP];
     if (known !== undefined) return known;
     return (req[CLIENT_IP] = clientIp(this.incoming(req), this.settings.trust, this.settings.ipv6Prefix));
   }
 
   clientAddress(ctx: ExecutionContext): string | undefined {
-    const req = ctx.switchToHttp().getRequest<HttpRequest>();
+    const req = requestOf<HttpRequest>(ctx);
     const known = req[CLIENT_ADDRESS];
     if (known !== undefined) return known ?? undefined;
     const address = clientAddress(this.incoming(req), this.settings.trust);
@@ -65,11 +73,11 @@ class HttpContextAdapter implements Adapter.ContextAdapter {
   }
 
   defaultUser(ctx: ExecutionContext): string | undefined {
-    return userIdOf(ctx.switchToHttp().getRequest<HttpRequest>().user);
+    return userIdOf(requestOf<HttpRequest>(ctx).user);
   }
 
   setHeaders(ctx: ExecutionContext, headers: readonly (readonly [string, string])[]): void {
-    const res = ctx.switchToHttp().getResponse<object>();
+    const res = responseOf<object>(ctx);
     const adapter = this.settings.httpAdapterHost.httpAdapter;
     for (const [name, value] of headers) adapter.setHeader(res, name, value);
   }
@@ -97,7 +105,7 @@ class HttpContextAdapter implements Adapter.ContextAdapter {
    * before the response was ended (the client left while the handler ran) gives undefined.
    */
   watchEnd(ctx: ExecutionContext, end: (status: number | undefined) => void): void {
-    const reply = ctx.switchToHttp().getResponse<{ raw?: ServerResponse }>();
+    const reply = responseOf<{ raw?: ServerResponse }>(ctx);
     const res = reply.raw ?? (reply as ServerResponse);
     let done = false;
     const onEnd = (): void => {
@@ -108,8 +116,9 @@ class HttpContextAdapter implements Adapter.ContextAdapter {
       // Ended by the server: its status is final, even if the client did not stay to read all of it.
       end(res.writableEnded ? res.statusCode : undefined);
     };
-    res.once('finish', onEnd);
-    res.once('close', onEnd);
+    // on(), not once(): onEnd removes both itself, and once() would wrap each in a function of its own
+    res.on('finish', onEnd);
+    res.on('close', onEnd);
   }
 }
 

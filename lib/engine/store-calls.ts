@@ -37,9 +37,10 @@ export class StoreCalls {
     operation: StoreOperation,
     call: (timing: RateLimitStoreCall) => Promise<T>,
   ): Promise<T> {
-    const guarded = store.inProcess === true ? () => call(UNTIMED) : () => this.breakerFor(store).run(call);
     const metrics = this.metrics();
-    return metrics === undefined ? guarded() : this.timed(metrics, store, operation, guarded);
+    if (metrics === undefined) return store.inProcess === true ? call(UNTIMED) : this.breakerFor(store).run(call);
+    const guarded = store.inProcess === true ? () => call(UNTIMED) : () => this.breakerFor(store).run(call);
+    return this.timed(metrics, store, operation, guarded);
   }
 
   breakerFor(store: RateLimitStore): CircuitBreaker {

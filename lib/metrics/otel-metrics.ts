@@ -77,8 +77,10 @@ class OtelMetrics implements RateLimitMetrics {
 }
 
 /**
- * The module's instruments, or undefined when `@opentelemetry/api` is not installed (an optional peer).
- * Loaded at module start, never at import.
+ * The module's instruments, or undefined when `@opentelemetry/api` is not installed (an optional peer) or no
+ * MeterProvider is registered: the API's meter is then its no-op one for good (it has no proxy that a
+ * provider registered later would reach), and timing each store call for it would be work on every request
+ * for nothing. Loaded at module start, never at import.
  */
 export async function loadMetrics(breakers: BreakerStates): Promise<RateLimitMetrics | undefined> {
   let api: typeof import('@opentelemetry/api');
@@ -87,5 +89,6 @@ export async function loadMetrics(breakers: BreakerStates): Promise<RateLimitMet
   } catch {
     return undefined;
   }
-  return new OtelMetrics(api.metrics.getMeter('nest-rate-limit'), breakers);
+  const meter = api.metrics.getMeter('nest-rate-limit');
+  return meter === api.createNoopMeter() ? undefined : new OtelMetrics(meter, breakers);
 }

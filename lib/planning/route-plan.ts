@@ -93,7 +93,10 @@ export interface PlannedApplication {
   readonly deferred: readonly { readonly prototype: object; readonly method: string }[];
   /** Microservice handlers with policies (a hybrid app's microservice may not get the global guard). */
   readonly rpc: readonly { readonly classRef: object; readonly prototype: object; readonly method: string }[];
-  /** Handlers with `count` policies, whose results the outcome interceptor shows to the outcome watch. */
+  /**
+   * Handlers with `count` policies whose results the outcome interceptor shows to the outcome watch (all but
+   * HTTP routes whose only counted policies are concurrency limits: their response's end is enough).
+   */
   readonly counted: readonly { readonly prototype: object; readonly method: string }[];
   /**
    * With `global: false`, handlers with policies that no RateLimitGuard or RateLimitInterceptor of their own

@@ -91,7 +91,7 @@ export class RoutePlanner {
         contexts.add(contextOf(kind));
         if (kind === 'graphql-field' && plan.policies.length > 0) checkFieldEnhancers(plan, moduleRef);
         if (plan.deferred) deferred.push({ prototype, method });
-        if (plan.counted) counted.push({ prototype, method });
+        if (plan.counted && needsResult(plan, kind)) counted.push({ prototype, method });
         if ((kind === 'rpc' || kind === 'rpc-event') && plan.policies.length > 0) {
           rpc.push({ classRef: metatype, prototype, method });
         }
@@ -244,4 +244,17 @@ export class RoutePlanner {
       deny: compileList(policy.deny, unexpected),
     };
   }
+}
+
+/**
+ * Whether the outcome of a counted handler needs its result (what it threw, when it completed): always
+ * outside HTTP, where the result is the end; on HTTP, whose end is the response's, only for what the handler
+ * threw, which no rule but 'release' may read (a lease is given back whatever happened). Nest builds an
+ * interceptor chain for every request of a handler with an interceptor: handlers whose only counted
+ * policies are concurrency limits go without it.
+ */
+function needsResult(plan: RoutePlan, kind: HandlerKind): boolean {
+  return (
+    kind !== 'http' || plan.policies.some(({ planned }) => planned.count !== undefined && planned.count !== 'release')
+  );
 }

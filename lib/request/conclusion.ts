@@ -1,12 +1,13 @@
 import type { ExecutionContext } from '@nestjs/common';
 
 import type { ContextAdapter } from '../contexts/context-adapter.js';
-import type { Evaluation } from '../engine/decision-engine.js';
+import type { EngineItem, Evaluation } from '../engine/decision-engine.js';
 import { elementAt } from '../element-at.js';
 import type { DecisionEvents } from './decision-events.js';
 import { mostRestrictive, rateLimitHeaders, retryAfterSeconds } from '../headers/rate-limit-headers.js';
 import { deniedMessage } from '../rate-limit.exception.js';
 import type { RateLimitHeaders } from '../rate-limit.options.js';
+import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 
 /**
  * The last step of the request path: reports every decision of the invocation (onDecision, shadow denials),
@@ -21,16 +22,27 @@ export function conclude(
   events: DecisionEvents,
   evaluations: readonly Evaluation[],
 ): void {
-  let pairs = evaluations.flatMap((e) =>
-    e.items.map((item, i) => [item, elementAt(e.decisions, i, 'the decisions of an evaluation')] as const),
-  );
+  // Plain loops: this runs on every request, and the closures of flatMap and map would be garbage.
+  let pairs: (readonly [EngineItem, RateLimitDecision])[] = [];
+  let shadows = false;
+  for (const e of evaluations) {
+    for (let i = 0; i < e.items.length; i++) {
+      const item = e.items[i] as EngineItem;
+      shadows ||= item.shadow === true;
+      pairs.push([item, elementAt(e.decisions, i, 'the decisions of an evaluation')]);
+    }
+  }
   events.report(pairs, ctx);
   // Shadow policies never deny and are not shown.
-  if (pairs.some(([item]) => item.shadow === true)) pairs = pairs.filter(([item]) => item.shadow !== true);
+  if (shadows) pairs = pairs.filter(([item]) => item.shadow !== true);
   // Policies in the route's order, also when the guard and the interceptor each decided some.
   if (evaluations.length > 1) pairs = pairs.sort(([a], [b]) => a.order - b.order);
-  const decisions = pairs.map(([, decision]) => decision);
-  const policies = pairs.map(([item]) => item.policy);
+  const decisions: RateLimitDecision[] = [];
+  const policies: ResolvedPolicy[] = [];
+  for (const [item, decision] of pairs) {
+    policies.push(item.policy);
+    decisions.push(decision);
+  }
   // The resolvers of one GraphQL operation share its response, whose fields must name what all of them decided.
   const shown =
     adapter.accumulate === undefined || scheme === 'none' ? undefined : adapter.accumulate(ctx, policies, decisions);

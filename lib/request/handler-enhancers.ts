@@ -54,10 +54,11 @@ export interface Invocation {
 /**
  * The invocation object of a context before its adapter is known: the request for HTTP, the arguments of
  * the call for the others (one array per resolver invocation, message or event, shared by its guards and
- * interceptors). Adapters return the same objects.
+ * interceptors). Adapters return the same objects. (The request is the first argument: what
+ * `switchToHttp().getRequest()` returns, without the functions switchToHttp() makes on every call.)
  */
 export const invocationOf = (ctx: ExecutionContext): Invocation =>
-  ctx.getType() === 'http' ? ctx.switchToHttp().getRequest<Invocation>() : (ctx.getArgs() as Invocation);
+  ctx.getType() === 'http' ? ctx.getArgByIndex<Invocation>(0) : (ctx.getArgs() as Invocation);
 
 /**
  * The interceptor the limiter attaches to handlers whose user-keyed policies wait for their own guards. One

@@ -111,17 +111,19 @@ export class OutcomeRefunds {
     for (const { evaluation, atMs } of charges) {
       // Given back already: a later step of the same invocation denied, or its store failed closed.
       if (evaluation.compensated === true) continue;
-      evaluation.items.forEach((item, i) => {
+      const { items, decisions } = evaluation;
+      for (let i = 0; i < items.length; i++) {
+        const item = items[i] as EngineItem;
         // A shadow item that would have denied consumed nothing.
-        if (item.count === undefined || item.cost === 0) return;
-        const decision = elementAt(evaluation.decisions, i, 'the decisions of an evaluation');
-        if (!decision.allowed) return;
+        if (item.count === undefined || item.cost === 0) continue;
+        const decision = elementAt(decisions, i, 'the decisions of an evaluation');
+        if (!decision.allowed) continue;
         // An outcome not seen keeps every charge but the leases.
-        if (outcome === undefined ? item.count !== 'release' : this.keeps(item, item.count, outcome)) return;
+        if (outcome === undefined ? item.count !== 'release' : this.keeps(item, item.count, outcome)) continue;
         // A lease ends with its invocation, whether it is given back or has expired.
         if (item.count === 'release') released.push(item);
         if (stillHeld(item.policy, atMs, nowMs, decision.resetMs)) refunds.push(item);
-      });
+      }
     }
     this.engine.released(released);
     if (refunds.length === 0) return;
@@ -153,7 +155,10 @@ export class OutcomeRefunds {
    * given back lift the cached denials of those keys, here and (through the store's feed of changes) in the
    * other instances. A refund that fails leaves the charge, reported.
    */
-  private async refund(items: readonly EngineItem[]): Promise<void> {
+  private refund(items: readonly EngineItem[]): Promise<void> {
+    const first = this.engine.storeOf(elementAt(items, 0, 'the refunds of an outcome').policy);
+    // Mostly one store: no grouping then (this runs at the end of every counted request).
+    if (items.every((item) => this.engine.storeOf(item.policy) === first)) return this.refundOn(first, items);
     const byStore = new Map<RateLimitStore, EngineItem[]>();
     for (const item of items) {
       const store = this.engine.storeOf(item.policy);
@@ -161,19 +166,20 @@ export class OutcomeRefunds {
       if (part === undefined) byStore.set(store, [item]);
       else part.push(item);
     }
-    await Promise.all(
-      [...byStore].map(async ([store, part]) => {
-        try {
-          await this.engine.run(store, 'refund', () => store.refund(part));
-          if (store === this.engine.store) void this.engine.feed.changed(part);
-        } catch (error) {
-          this.engine.reporter.report(
-            error,
-            part.map((item) => item.policy.name),
-          );
-        }
-      }),
-    );
+    return Promise.all([...byStore].map(([store, part]) => this.refundOn(store, part))).then(() => undefined);
+  }
+
+  /** The refund call of one store; never rejects. */
+  private async refundOn(store: RateLimitStore, part: readonly EngineItem[]): Promise<void> {
+    try {
+      await this.engine.run(store, 'refund', () => store.refund(part));
+      if (store === this.engine.store) void this.engine.feed.changed(part);
+    } catch (error) {
+      this.engine.reporter.report(
+        error,
+        part.map((item) => item.policy.name),
+      );
+    }
   }
 }
 

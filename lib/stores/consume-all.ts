@@ -97,10 +97,11 @@ export function refundAll(items: readonly RateLimitStoreItem[], nowMs: number, t
   return items.map(({ policy, key, cost }) => {
     const [stored, untilMs] = unwrapBlock(table.get(key, policy.algorithm));
     const state = ALGORITHM_STEPS[kernelOf(policy)].refund(stored, policy, nowMs, cost);
-    const resetMs = peekState(policy, state, nowMs).resetMs;
-    const [value, ttlMs] = withBlock(state, resetMs, untilMs, nowMs);
+    const peeked = peekState(policy, state, nowMs);
+    const [value, ttlMs] = withBlock(state, peeked.resetMs, untilMs, nowMs);
     table.set(key, policy.algorithm, value, ttlMs);
-    return peekState(policy, value, nowMs);
+    // Without a block the value stored is the state just peeked at.
+    return value === state ? peeked : peekState(policy, value, nowMs);
   });
 }
 

@@ -1,6 +1,7 @@
 import type { AddressInfo, Server } from 'node:net';
 
 import { Controller, type INestApplication, Post } from '@nestjs/common';
+import { INTERCEPTORS_METADATA } from '@nestjs/common/constants.js';
 import { Query, Resolver } from '@nestjs/graphql';
 
 import { RateLimit, RateLimitModule, RateLimitService } from '../../lib/index.js';
@@ -120,6 +121,32 @@ describe.each(ADAPTERS)('concurrency limits over HTTP (%s)', (adapter) => {
       expect(res.headers.get('ratelimit-policy')).toBe('"ai-concurrent";q=2;qu="concurrent-requests"');
       expect(res.headers.get('ratelimit')).toBe('"ai-concurrent";r=1;t=300');
     });
+  });
+});
+
+@Controller('counted')
+class CountedController {
+  @Post('failed')
+  @RateLimit({ name: 'failures', algorithm: 'fixed-window', limit: 5, window: '1m', key: 'ip', count: 'failed' })
+  failed() {
+    return 'ok';
+  }
+}
+
+describe('the outcome interceptor on HTTP routes', () => {
+  it('is left off a route whose only counted policy is a concurrency limit (its response ends it), kept for count', async () => {
+    const { app } = await createApp('express', {
+      imports: [RateLimitModule.forRoot({})],
+      controllers: [CompletionsController, CountedController],
+    });
+    try {
+      // Nest runs an interceptor chain (Observables) on every request of a handler that has an interceptor.
+      expect(Reflect.getMetadata(INTERCEPTORS_METADATA, CompletionsController.prototype.complete)).toBeUndefined();
+      // count: 'failed' reads what the handler threw (an exception filter may answer it with a 2xx).
+      expect(Reflect.getMetadata(INTERCEPTORS_METADATA, CountedController.prototype.failed)).toHaveLength(1);
+    } finally {
+      await app.close();
+    }
   });
 });
 

@@ -228,6 +228,8 @@ describe('without a MeterProvider', () => {
       const statuses = [];
       for (let i = 0; i < 3; i++) statuses.push((await request(app.getHttpServer()).get('/limited')).status);
       expect(statuses).toEqual([200, 200, 429]);
+      // The API's meter is its no-op one for good: no instruments, so no store call is timed for nothing.
+      expect(app.get(RateLimiter).engine.metrics).toBeUndefined();
       // A provider registered after the start is not used: instruments are made when the module starts.
       const sdk = registerSdk();
       expect((await request(app.getHttpServer()).get('/limited')).status).toBe(429);

@@ -48,6 +48,22 @@ describe('MemoryRateLimitStore', () => {
     expect(store.size).toBe(0);
   });
 
+  it('answers a refund with the key as it then stands: its units back, and still blocked while a block lasts', async () => {
+    const clock = new FakeClock();
+    const store = new MemoryRateLimitStore({ clock });
+    await store.consume([{ policy, key: 'plain', cost: 4 }]);
+    expect(await store.refund([{ policy, key: 'plain', cost: 3 }])).toMatchObject([{ allowed: true, remaining: 9 }]);
+    await store.consume([{ policy, key: 'held', cost: 4 }]);
+    await store.block([{ policy, key: 'held' }], 30_000);
+    clock.advance(10_000);
+    expect(await store.refund([{ policy, key: 'held', cost: 3 }])).toMatchObject([
+      { allowed: false, blocked: true, remaining: 0, retryAfterMs: 20_000 },
+    ]);
+    clock.advance(20_000);
+    // the block is over; the units given back under it stay given back
+    expect(await store.peek([{ policy, key: 'held' }])).toMatchObject([{ allowed: true, remaining: 9 }]);
+  });
+
   it('rejects a bad bound or prefix with a clear error', () => {
     expect(() => new MemoryRateLimitStore({ maxKeys: 0 })).toThrow(/maxKeys must be an integer >= 1, got 0/);
     expect(() => new MemoryRateLimitStore({ keyPrefix: 'a{b' })).toThrow(/keyPrefix must be .* without braces/);
