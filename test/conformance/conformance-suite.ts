@@ -325,6 +325,25 @@ export function conformanceSuite(target: StoreTarget, { runs = 150 }: { runs?: n
       },
     );
 
+    // Found on PostgreSQL by the random sequences below: a numeric-limit call on a per-plan key whose TAT had
+    // lapsed wrote the limit with its TAT where the store still held the lapsed key, and none where it had
+    // expired it, so the next per-plan call read the lead at another interval (admitted on one, denied on the other).
+    it('regression (a lapsed per-plan GCRA key): what is written does not depend on whether the store still holds the lapsed key', async () => {
+      const fixed = validatePolicy({ name: 'plan', algorithm: 'gcra', limit: 1, window: 1, burst: 1 });
+      const policy = perPlanGcra(fixed, true);
+      const clock = new FakeClock();
+      const reference = new ReferenceStore(clock);
+      const store = target.make(clock);
+      const both = async (p: ResolvedPolicy, cost: number) => {
+        const expected = await reference.consume([{ policy: p, key: 'k', cost }]);
+        expect(await store.consume([{ policy: p, key: 'k', cost }])).toEqual(expected);
+      };
+      await both(policy, 1);
+      clock.advance(5 * 86_400_000); // past every target's slack: the memory store and PostgreSQL expire the key
+      await both(planned(fixed, 3), 2); // a numeric limit (as RateLimitService calls with one), three times higher
+      await both(policy, 0);
+    });
+
     it('decides a per-plan GCRA key like the reference through upgrades, downgrades (its lead converted) and calls with a numeric limit', async () => {
       const perPlan = fc
         .record({

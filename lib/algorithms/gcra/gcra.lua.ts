@@ -76,9 +76,10 @@ local function gcra_twin(per_plan)
     if t == tw then return lead end
     return mul_div_ceil(lead, t, tw)
   end
-  -- a new state: with its limit per plan, and for a key that had one (not the previous twin's)
-  local function state_of(st, tat, limit)
-    if per_plan or (st and st[2] and not st.old) then return { tat, limit } end
+  -- a new state: with its limit per plan, and for a key that had one still counting (lead > 0: a lapsed state is
+  -- none, as a store that expired it holds none; not the previous twin's)
+  local function state_of(st, tat, limit, lead)
+    if per_plan or (lead > 0 and st and st[2] and not st.old) then return { tat, limit } end
     return { tat }
   end
   function G.step(st, limit, w, cap, now, cost)
@@ -91,7 +92,7 @@ local function gcra_twin(per_plan)
     if lead > room then return st, 0, remaining, reset, ceil_div(lead - room, 1000) end
     if cost == 0 then return st, 1, remaining, reset, 0 end
     local nxt = converted(lead, t, tw) + cost * t
-    return state_of(st, now_us + nxt, limit), 1, burst - ceil_div(nxt, t), ceil_div(nxt, 1000), 0
+    return state_of(st, now_us + nxt, limit, lead), 1, burst - ceil_div(nxt, t), ceil_div(nxt, 1000), 0
   end
   -- in the time of the limit the state was written with, which it keeps
   function G.refund(st, limit, w, cap, now, amount)
@@ -101,7 +102,7 @@ local function gcra_twin(per_plan)
     local back = amount * tw
     if back >= lead then return false end
     local _, written = gcra_tat(st, limit)
-    return state_of(st, now_us + lead - back, written)
+    return state_of(st, now_us + lead - back, written, lead)
   end
   return G
 end

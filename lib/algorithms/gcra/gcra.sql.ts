@@ -49,7 +49,7 @@ CREATE OR REPLACE FUNCTION ${S}.rl_gcra_decision_v4(st text, plan boolean, lim b
 LANGUAGE sql IMMUTABLE AS $fn$
   SELECT
     CASE WHEN NOT v.ok OR cost = 0 THEN st
-      ELSE (now_ms * 1000 + v.nxt)::text || CASE WHEN plan OR v.planned THEN '/' || lim::text ELSE '' END END,
+      ELSE (now_ms * 1000 + v.nxt)::text || CASE WHEN plan OR (v.planned AND v.lead > 0) THEN '/' || lim::text ELSE '' END END,
     v.ok::int,
     CASE WHEN v.ok AND cost > 0 THEN v.burst - ${S}.rl_ceil_div(v.nxt, v.t) ELSE v.rem END,
     CASE WHEN v.ok AND cost > 0 THEN ${S}.rl_ceil_div(v.nxt, 1000) ELSE ${S}.rl_ceil_div(v.lead, 1000) END,

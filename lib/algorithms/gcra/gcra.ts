@@ -57,8 +57,9 @@ const converted = (lead: number, t: number, tWritten: number): number =>
   t === tWritten ? lead : mulDivCeil(lead, t, tWritten);
 
 /**
- * A new state: with its limit for a per-plan policy, and for a key that had one (a static policy of the same
- * name, as RateLimitService calls with a numeric limit, keeps a per-plan key's lead convertible).
+ * A new state: with its limit for a per-plan policy, and for a key that had one still counting (a static
+ * policy of the same name, as RateLimitService calls with a numeric limit, keeps a per-plan key's lead
+ * convertible; a lapsed state is no state, as a store that expired it holds none).
  */
 const written = (tatUs: number, limit: number, withLimit: boolean): GcraState =>
   withLimit ? { tatUs, limit } : { tatUs };
@@ -88,7 +89,8 @@ export function makeGcra(perPlan: boolean): Algorithm<GcraState> {
       if (cost === 0) return { state, allowed: true, remaining, resetMs, retryAfterMs: 0 };
       const next = converted(lead, t, tWritten) + cost * t;
       return {
-        state: written(nowUs + next, policy.limit, perPlan || state?.limit !== undefined),
+        // a lapsed state (lead 0) counts nothing: whether a store still holds it must not change what is written
+        state: written(nowUs + next, policy.limit, perPlan || (lead > 0 && state?.limit !== undefined)),
         allowed: true,
         remaining: burst - ceilDiv(next, t),
         resetMs: ceilDiv(next, 1000),

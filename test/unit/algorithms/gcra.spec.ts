@@ -87,8 +87,9 @@ describe.each([
           now = Math.min(Math.max(now + op.dt, 1_000_000_000_000), 4_400_000_000_000);
           let policy = policies[perPlan ? op.plan % policies.length : 0] as ResolvedPolicy;
           // a per-plan key also sees calls with a numeric limit under its name (RateLimitService): such a call
-          // keeps the limit in the state, so the lead stays convertible
-          if (perPlan && state?.limit !== undefined && op.plan % 3 === 0) {
+          // keeps the limit in a state that still counts, so the lead stays convertible (a lapsed state is none:
+          // the call writes what it writes on a new key, whether or not a store still holds the lapsed one)
+          if (perPlan && state?.limit !== undefined && state.tatUs > now * 1000 && op.plan % 3 === 0) {
             policy = validatePolicy({
               name: 'g',
               algorithm: 'gcra',
