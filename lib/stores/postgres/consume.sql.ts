@@ -64,6 +64,20 @@ ${codes.map((code) => `      WHEN ${code} THEN${roundSql(S, code, single)}`).joi
       END CASE;`;
 }
 
+/** rate_limit_consume_<version>, an earlier schema's entry point with this one's signature: a wrapper. */
+const earlierEntryPoint = (
+  S: string,
+  version: string,
+): string => `CREATE OR REPLACE FUNCTION ${S}.rate_limit_consume_${version}(
+  p_slack bigint, p_single boolean, p_algo int, p_nows bigint[], p_rounds int[], p_reqs int[], p_keys text[],
+  p_algos int[], p_lims bigint[], p_ws bigint[], p_caps bigint[], p_costs bigint[], p_shadows boolean[],
+  p_blocks bigint[]) RETURNS text
+LANGUAGE sql AS $fn$
+  SELECT ${S}.rate_limit_consume_v4(p_slack, p_single, p_algo, p_nows, p_rounds, p_reqs, p_keys, p_algos, p_lims,
+    p_ws, p_caps, p_costs, p_shadows, p_blocks)
+$fn$;
+`;
+
 /**
  * rate_limit_consume_v4: the consumes of several requests in one call (the store gathers the requests that
  * arrive while its statements are busy). Each request is decided as consumeAll decides it; requests are decided
@@ -118,22 +132,7 @@ ${variants(S, false)}
 END $fn$;
 
 -- The entry points of the earlier schemas, for their instances during a rolling deploy.
-CREATE OR REPLACE FUNCTION ${S}.rate_limit_consume_v3(p_slack bigint, p_single boolean, p_algo int, p_nows bigint[],
-  p_rounds int[], p_reqs int[], p_keys text[], p_algos int[], p_lims bigint[], p_ws bigint[], p_caps bigint[],
-  p_costs bigint[], p_shadows boolean[], p_blocks bigint[]) RETURNS text
-LANGUAGE sql AS $fn$
-  SELECT ${S}.rate_limit_consume_v4(p_slack, p_single, p_algo, p_nows, p_rounds, p_reqs, p_keys, p_algos, p_lims,
-    p_ws, p_caps, p_costs, p_shadows, p_blocks)
-$fn$;
-
-CREATE OR REPLACE FUNCTION ${S}.rate_limit_consume_v2(p_slack bigint, p_single boolean, p_algo int, p_nows bigint[],
-  p_rounds int[], p_reqs int[], p_keys text[], p_algos int[], p_lims bigint[], p_ws bigint[], p_caps bigint[],
-  p_costs bigint[], p_shadows boolean[], p_blocks bigint[]) RETURNS text
-LANGUAGE sql AS $fn$
-  SELECT ${S}.rate_limit_consume_v4(p_slack, p_single, p_algo, p_nows, p_rounds, p_reqs, p_keys, p_algos, p_lims,
-    p_ws, p_caps, p_costs, p_shadows, p_blocks)
-$fn$;
-
+${['v3', 'v2'].map((version) => earlierEntryPoint(S, version)).join('')}
 CREATE OR REPLACE FUNCTION ${S}.rate_limit_consume(p_slack bigint, p_single boolean, p_algo int, p_nows bigint[],
   p_rounds int[], p_reqs int[], p_keys text[], p_algos int[], p_lims bigint[], p_ws bigint[], p_caps bigint[],
   p_costs bigint[]) RETURNS text
