@@ -5,7 +5,7 @@ import { join } from 'node:path';
 
 import { Cluster, Redis } from 'ioredis';
 
-import { freePort, startRedis, type TestRedis } from './redis-server.js';
+import { freePort, RedisPortTaken, startRedis, type TestRedis } from './redis-server.js';
 import { waitFor } from './wait.js';
 
 /** A Redis Cluster of the test's own: 3 masters and 3 replicas on loopback, made with redis-cli --cluster create. */
@@ -36,30 +36,28 @@ async function clusterInfo(port: number): Promise<string> {
   }
 }
 
+/**
+ * Starts a cluster; when a node's port (or its bus port, port + 10000) was taken before it could bind it, the
+ * nodes that started are stopped and the cluster is started again on other ports.
+ */
 export async function startCluster(): Promise<TestCluster> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startClusterOnce();
+    } catch (error) {
+      if (!(error instanceof RedisPortTaken) || attempt >= 3) throw error;
+    }
+  }
+}
+
+async function startClusterOnce(): Promise<TestCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'rl-cluster-'));
   const ports: number[] = [];
   while (ports.length < 6) {
     const port = await freePort();
     if (!ports.includes(port)) ports.push(port);
   }
-  const nodes = await Promise.all(
-    ports.map((port) =>
-      startRedis({
-        port,
-        args: [
-          '--cluster-enabled',
-          'yes',
-          '--cluster-config-file',
-          `nodes-${port}.conf`,
-          '--cluster-node-timeout',
-          '1000',
-          '--dir',
-          dir,
-        ],
-      }),
-    ),
-  );
+  const nodes = await startNodes(ports, dir);
   const created = spawnSync(
     'redis-cli',
     ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1', '--cluster-yes'],
@@ -99,4 +97,30 @@ export async function startCluster(): Promise<TestCluster> {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** Starts a node on each port; if one fails, stops the others (and removes `dir`) before it rethrows. */
+async function startNodes(ports: number[], dir: string): Promise<TestRedis[]> {
+  const started = await Promise.allSettled(
+    ports.map((port) =>
+      startRedis({
+        port,
+        args: [
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          `nodes-${port}.conf`,
+          '--cluster-node-timeout',
+          '1000',
+          '--dir',
+          dir,
+        ],
+      }),
+    ),
+  );
+  const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (failed === undefined) return started.map((s) => (s as PromiseFulfilledResult<TestRedis>).value);
+  await Promise.all(started.map((s) => (s.status === 'fulfilled' ? s.value.stop() : undefined)));
+  rmSync(dir, { recursive: true, force: true });
+  throw failed.reason;
 }

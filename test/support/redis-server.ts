@@ -3,8 +3,6 @@ import { createConnection, createServer } from 'node:net';
 
 import { Redis, type RedisOptions } from 'ioredis';
 
-import { waitFor } from './wait.js';
-
 /** A redis-server process of the test's own, on a free loopback port. */
 export interface TestRedis {
   readonly port: number;
@@ -36,25 +34,56 @@ export function freePort(): Promise<number> {
   });
 }
 
-function ping(port: number): Promise<boolean> {
+/** The process id of the Redis answering on `port` (INFO server), or undefined while none answers. */
+function serverPid(port: number): Promise<number | undefined> {
   return new Promise((resolve) => {
     const socket = createConnection({ host: '127.0.0.1', port });
-    socket.once('error', () => resolve(false));
-    socket.once('connect', () => socket.write('PING\r\n'));
-    socket.once('data', (data) => {
+    let reply = '';
+    const done = (pid: number | undefined): void => {
       socket.destroy();
-      resolve(data.toString().startsWith('+PONG'));
+      resolve(pid);
+    };
+    socket.once('error', () => done(undefined));
+    socket.once('end', () => done(undefined));
+    socket.once('connect', () => socket.write('INFO server\r\n'));
+    socket.on('data', (data) => {
+      reply += data.toString();
+      const pid = /process_id:(\d+)\r\n/.exec(reply)?.[1];
+      if (pid !== undefined) done(Number(pid));
+      else if (reply.startsWith('-')) done(undefined); // still loading
     });
   });
 }
 
-/** Starts `redis-server` on a free loopback port (or `port`) and waits until it answers PING. */
+/**
+ * A redis-server that exited before it answered, or a port on which another process answers: the port (or a
+ * cluster node's bus port, port + 10000) was taken between freePort() and the server's bind.
+ */
+export class RedisPortTaken extends Error {}
+
+/** How long a redis-server may take to answer. */
+const START_TIMEOUT_MS = 10_000;
+
+/**
+ * Starts `redis-server` on a free loopback port (or `port`) and waits until it answers PING. A free port can be
+ * taken by another suite's server or client before the server binds it: then another one is tried.
+ */
 export async function startRedis(options: { port?: number; args?: string[] } = {}): Promise<TestRedis> {
   assertRedisServerInstalled();
-  const port = options.port ?? (await freePort());
+  for (let attempt = 1; ; attempt++) {
+    const port = options.port ?? (await freePort());
+    try {
+      return await launch(port, options.args ?? []);
+    } catch (error) {
+      if (!(error instanceof RedisPortTaken) || options.port !== undefined || attempt >= 5) throw error;
+    }
+  }
+}
+
+async function launch(port: number, args: string[]): Promise<TestRedis> {
   const child = spawn(
     'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...(options.args ?? [])],
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...args],
     { stdio: 'ignore' },
   );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -62,7 +91,19 @@ export async function startRedis(options: { port?: number; args?: string[] } = {
     child.kill('SIGKILL');
   };
   process.once('exit', killOnExit);
-  await waitFor(() => ping(port), `redis-server on port ${port}`);
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  for (;;) {
+    const pid = await serverPid(port);
+    if (pid === child.pid) break;
+    const gone = child.exitCode !== null || child.signalCode !== null;
+    if (gone || pid !== undefined || Date.now() >= deadline) {
+      process.removeListener('exit', killOnExit);
+      child.kill('SIGKILL');
+      if (gone || pid !== undefined) throw new RedisPortTaken(`redis-server could not take port ${port}`);
+      throw new Error(`timed out after ${START_TIMEOUT_MS} ms waiting for redis-server on port ${port}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
   const clients: Redis[] = [];
   return {
     port,
