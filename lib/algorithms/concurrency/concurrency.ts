@@ -9,7 +9,7 @@ import {
 /**
  * The longest wait, in milliseconds, a concurrency denial tells a client (Retry-After, `retryAfterMs`): 1 s.
  * The step's own wait is when the oldest lease would expire (minutes away: the lease time is only for leases
- * a crashed process never gave back), but a slot frees as soon as any running request ends, which no store
+ * a crashed process never gave back), but a slot frees the moment one running request ends, which no store
  * can predict; 1 s is the shortest wait Retry-After can say. The stores keep deciding the leases as they
  * are: the decision engine caps the wait (lib/engine/concurrency-wait.ts), so every store agrees.
  */
