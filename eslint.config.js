@@ -10,6 +10,8 @@ export default tseslint.config(
       'node_modules/',
       'bench/node_modules/',
       'bench/results/',
+      'docs/.vitepress/cache/',
+      'docs/.vitepress/dist/',
       // Compiled (strict) by each consumer app of test/consumers/consumers.spec.ts, on the packed package.
       'test/consumers/app/',
       'test/consumers/nest11-cjs/e2e/',
