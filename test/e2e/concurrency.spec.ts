@@ -131,10 +131,16 @@ class CountedController {
   failed() {
     return 'ok';
   }
+
+  @Post('judged')
+  @RateLimit({ name: 'judged', algorithm: 'fixed-window', limit: 5, window: '1m', key: 'ip', count: () => true })
+  judged() {
+    return 'ok';
+  }
 }
 
 describe('the outcome interceptor on HTTP routes', () => {
-  it('is left off a route whose only counted policy is a concurrency limit (its response ends it), kept for count', async () => {
+  it("is left off routes whose counted policies are concurrency limits or say 'failed' (the response's status ends them), kept for a count function", async () => {
     const { app } = await createApp('express', {
       imports: [RateLimitModule.forRoot({})],
       controllers: [CompletionsController, CountedController],
@@ -142,8 +148,9 @@ describe('the outcome interceptor on HTTP routes', () => {
     try {
       // Nest runs an interceptor chain (Observables) on every request of a handler that has an interceptor.
       expect(Reflect.getMetadata(INTERCEPTORS_METADATA, CompletionsController.prototype.complete)).toBeUndefined();
-      // count: 'failed' reads what the handler threw (an exception filter may answer it with a 2xx).
-      expect(Reflect.getMetadata(INTERCEPTORS_METADATA, CountedController.prototype.failed)).toHaveLength(1);
+      expect(Reflect.getMetadata(INTERCEPTORS_METADATA, CountedController.prototype.failed)).toBeUndefined();
+      // A count function is given what the handler threw (an exception filter may answer it with a 2xx).
+      expect(Reflect.getMetadata(INTERCEPTORS_METADATA, CountedController.prototype.judged)).toHaveLength(1);
     } finally {
       await app.close();
     }

@@ -1,7 +1,18 @@
 import { request as httpRequest } from 'node:http';
 import type { Server } from 'node:net';
 
-import { Body, Controller, type INestApplication, Post, UseGuards } from '@nestjs/common';
+import {
+  type ArgumentsHost,
+  Body,
+  Catch,
+  Controller,
+  type ExceptionFilter,
+  type INestApplication,
+  Post,
+  UseFilters,
+  UseGuards,
+} from '@nestjs/common';
+import { INTERCEPTORS_METADATA } from '@nestjs/common/constants.js';
 import request from 'supertest';
 
 import {
@@ -444,5 +455,63 @@ describe('with global: false and RateLimitGuard placed by the application', () =
     const account = newAccount();
     expect(await attempts(app, '/own-guard/login', account, ['wrong', 'right', 'crash'])).toEqual([401, 201, 500]);
     expect(await remaining(app, 'login', account)).toBe(3);
+  });
+});
+
+/** Answers every error with 200 and a body that says so, as some APIs do. */
+@Catch()
+class ErrorsAsOkFilter implements ExceptionFilter {
+  catch(_error: unknown, host: ArgumentsHost): void {
+    host.switchToHttp().getResponse<{ status(code: number): { json(body: unknown): void } }>().status(200).json({
+      ok: false,
+    });
+  }
+}
+
+const BY_STATUS = { algorithm: 'fixed-window', limit: 5, window: '1h', key: 'ip' } as const;
+
+@Controller('by-status')
+@UseFilters(ErrorsAsOkFilter)
+class ByStatusController {
+  @Post('failed')
+  @RateLimit({ ...BY_STATUS, name: 'by-status-failed', count: 'failed' })
+  failed() {
+    throw new Error('answered with 200 by the filter');
+  }
+
+  @Post('function')
+  @RateLimit({ ...BY_STATUS, name: 'by-status-function', count: (outcome) => 'error' in outcome })
+  judged() {
+    throw new Error('answered with 200 by the filter');
+  }
+}
+
+describe("HTTP: 'failed' and 'succeeded' go by the response's status; a count function also sees the error", () => {
+  let app: INestApplication;
+  beforeAll(async () => {
+    ({ app } = await createApp('express', {
+      imports: [RateLimitModule.forRoot({})],
+      controllers: [ByStatusController],
+    }));
+  });
+  afterAll(() => app.close());
+
+  /** Units left under a policy for this test's client (both policies are keyed by its IP). */
+  const left = async (policy: string) => {
+    await app.get(RateLimiter).refundsSettled();
+    return (await app.get(RateLimitService).peek(policy, 'ip:127.0.0.1')).remaining;
+  };
+
+  it("'failed' needs no interceptor (Nest's chain costs every request); a count function has one", () => {
+    expect(Reflect.getMetadata(INTERCEPTORS_METADATA, ByStatusController.prototype.failed)).toBeUndefined();
+    expect(Reflect.getMetadata(INTERCEPTORS_METADATA, ByStatusController.prototype.judged)).toHaveLength(1);
+  });
+
+  it("an error a filter of the application answers with 200 is a success for 'failed', a failure for a function", async () => {
+    const server = app.getHttpServer() as Server;
+    expect((await request(server).post('/by-status/failed')).status).toBe(200);
+    expect(await left('by-status-failed')).toBe(5);
+    expect((await request(server).post('/by-status/function')).status).toBe(200);
+    expect(await left('by-status-function')).toBe(4);
   });
 });
