@@ -17,7 +17,8 @@ export class RateLimitStoreTimeoutError extends Error {
  * when the timer fires it only arms the verdict: the loop's next poll phase reads whatever has arrived, and
  * the call times out in the check phase after it only if it is still unanswered. A store that does not answer
  * still fails after `timeoutMs` and a turn or two of the loop. A store that queues the call before sending it
- * says so through `timing` (RateLimitStoreCall): the clock then starts after `sent()`.
+ * says so through `timing` (RateLimitStoreCall): the clock then starts after `sent()`. The calls whose clocks
+ * start in one run of code share their timers (ClockGroup).
  */
 export function withTimeout<T>(call: (timing: RateLimitStoreCall) => Promise<T>, timeoutMs: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
@@ -37,13 +38,67 @@ export function withTimeout<T>(call: (timing: RateLimitStoreCall) => Promise<T>,
   });
 }
 
+/**
+ * The clocks that start in one run of the event loop's code (one macrotask and its microtasks): they would each
+ * arm the same timers at the same turns, so they share them. Under load, the requests of a turn are decided in
+ * one burst (the replies the loop just read): one setImmediate and one setTimeout for all of them instead of one
+ * of each per call, which cost a Redis request about as much CPU as its decision. A clock that settles leaves
+ * its group; the last one out clears the timers, so nothing is left pending.
+ */
+class ClockGroup {
+  private readonly clocks = new Set<CallClock>();
+  private timer: NodeJS.Timeout | undefined;
+  private immediate: NodeJS.Immediate | undefined;
+
+  constructor(private readonly timeoutMs: number) {
+    this.immediate = setImmediate(() => {
+      this.immediate = undefined;
+      this.timer = setTimeout(() => {
+        this.timer = undefined;
+        this.immediate = setImmediate(() => this.expire());
+      }, this.timeoutMs);
+    });
+  }
+
+  join(clock: CallClock): void {
+    this.clocks.add(clock);
+  }
+
+  leave(clock: CallClock): void {
+    if (!this.clocks.delete(clock) || this.clocks.size > 0) return;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.immediate !== undefined) clearImmediate(this.immediate);
+    this.immediate = undefined;
+  }
+
+  private expire(): void {
+    this.immediate = undefined;
+    for (const clock of [...this.clocks]) clock.expire();
+  }
+}
+
+/** The group that clocks starting now join, by timeout; closed at the end of the current run of code. */
+const forming = new Map<number, ClockGroup>();
+
+/** The group a clock starting now joins: the one formed in this run of code, or a new one. */
+function groupFor(timeoutMs: number): ClockGroup {
+  let group = forming.get(timeoutMs);
+  if (group === undefined) {
+    group = new ClockGroup(timeoutMs);
+    forming.set(timeoutMs, group);
+    // A microtask runs before the loop goes on: clocks that start later form a group of their own.
+    queueMicrotask(() => forming.delete(timeoutMs));
+  }
+  return group;
+}
+
 /** The timeout of one call of withTimeout, and the RateLimitStoreCall its store sees. */
 class CallClock implements RateLimitStoreCall {
   private settled = false;
   /** queued(): the clock waits for sent(); sent(): the clock runs (for good) */
   private phase: 'called' | 'queued' | 'sent' = 'called';
-  private timer: NodeJS.Timeout | undefined;
-  private immediate: NodeJS.Immediate | undefined;
+  private group: ClockGroup | undefined;
 
   constructor(
     readonly timeoutMs: number,
@@ -75,27 +130,19 @@ class CallClock implements RateLimitStoreCall {
     return true;
   }
 
-  private start(): void {
-    this.stop();
-    this.immediate = setImmediate(() => {
-      this.immediate = undefined;
-      if (this.settled) return;
-      this.timer = setTimeout(() => {
-        this.timer = undefined;
-        this.immediate = setImmediate(() => this.expire());
-      }, this.timeoutMs);
-    });
-  }
-
-  private expire(): void {
-    this.immediate = undefined;
+  /** The group's time is up, a poll phase after its timer: the call fails unless it has settled meanwhile. */
+  expire(): void {
     if (this.settle()) this.reject(new RateLimitStoreTimeoutError(this.timeoutMs));
   }
 
+  private start(): void {
+    this.stop();
+    this.group = groupFor(this.timeoutMs);
+    this.group.join(this);
+  }
+
   private stop(): void {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    if (this.immediate !== undefined) clearImmediate(this.immediate);
-    this.immediate = undefined;
+    this.group?.leave(this);
+    this.group = undefined;
   }
 }

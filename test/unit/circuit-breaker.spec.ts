@@ -37,7 +37,8 @@ describe('CircuitBreaker', () => {
 });
 
 describe('withTimeout', () => {
-  beforeEach(() => jest.useFakeTimers());
+  // Microtasks stay real: the clocks of one run of code are grouped until its microtasks run.
+  beforeEach(() => jest.useFakeTimers({ doNotFake: ['queueMicrotask', 'nextTick'] }));
   afterEach(() => jest.useRealTimers());
 
   /** Settles `promise` into a record the test reads after advancing the fake clock. */
@@ -114,6 +115,43 @@ describe('withTimeout', () => {
     );
     await jest.advanceTimersByTimeAsync(0);
     expect(seen.error).toBe(thrown);
+    expect(jest.getTimerCount()).toBe(0);
+  });
+
+  it('shares one timer among the calls started in one run of code, and times out each that has not settled', async () => {
+    const answers: ((value: string) => void)[] = [];
+    const calls = Array.from({ length: 50 }, () =>
+      watch(withTimeout(() => new Promise<string>((resolve) => answers.push(resolve)), 100)),
+    );
+    // One setImmediate for the 50 clocks, then one setTimeout.
+    expect(jest.getTimerCount()).toBe(1);
+    await jest.advanceTimersByTimeAsync(1);
+    expect(jest.getTimerCount()).toBe(1);
+    answers[7]?.('answered');
+    await jest.advanceTimersByTimeAsync(98);
+    expect(calls.filter((seen) => seen.error !== undefined)).toHaveLength(0);
+    await jest.advanceTimersByTimeAsync(5);
+    expect(calls[7]).toEqual({ value: 'answered' });
+    expect(calls.filter((seen) => seen.error instanceof RateLimitStoreTimeoutError)).toHaveLength(49);
+    expect(jest.getTimerCount()).toBe(0);
+  });
+
+  it('gives calls started in later runs of code a clock of their own, and clears the timers of settled groups', async () => {
+    const early = watch(withTimeout(() => new Promise(() => undefined), 100));
+    await jest.advanceTimersByTimeAsync(50);
+    let answer: (value: string) => void = () => undefined;
+    const late = watch(withTimeout(() => new Promise<string>((resolve) => (answer = resolve)), 100));
+    const answered = watch(withTimeout(() => new Promise(() => undefined), 100));
+    await jest.advanceTimersByTimeAsync(55);
+    expect(early.error).toEqual(new RateLimitStoreTimeoutError(100));
+    expect([late, answered]).toEqual([{}, {}]);
+    answer('late');
+    await jest.advanceTimersByTimeAsync(50);
+    expect(late).toEqual({ value: 'late' });
+    expect(answered.error).toEqual(new RateLimitStoreTimeoutError(100));
+    // Every group settled: nothing keeps the process alive.
+    const settled = withTimeout(() => Promise.resolve('at once'), 100);
+    expect(await settled).toBe('at once');
     expect(jest.getTimerCount()).toBe(0);
   });
 });
