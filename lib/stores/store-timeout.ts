@@ -64,8 +64,10 @@ class ClockGroup {
     this.clocks.add(clock);
   }
 
+  /** A clock leaves; the last one out clears the timers, and the group takes no more clocks. */
   leave(clock: CallClock): void {
     if (!this.clocks.delete(clock) || this.clocks.size > 0) return;
+    if (forming.get(this.timeoutMs) === this) forming.delete(this.timeoutMs);
     clearTimeout(this.timer);
     this.timer = undefined;
     if (this.immediate !== undefined) clearImmediate(this.immediate);
