@@ -18,6 +18,15 @@ export type StoreOperation = 'consume' | 'peek' | 'refund';
 export type BreakerStates = () => Iterable<readonly [StoreName, boolean]>;
 
 /**
+ * The buckets of `rate_limit.store.duration`, in seconds: from 0.1 ms (a Redis call on loopback) to 1 s, past
+ * any store timeout. The SDK's default buckets (0 to 10,000) are made for milliseconds: every store call would
+ * fall into the first few, and a percentile read from them would mean nothing.
+ */
+export const STORE_DURATION_BUCKETS: readonly number[] = [
+  0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+];
+
+/**
  * What the decision engine reports to the module's instruments. Without `@opentelemetry/api` there is no
  * instance at all and the request path pays one undefined check per decision.
  */
@@ -46,6 +55,7 @@ class OtelMetrics implements RateLimitMetrics {
     this.storeDuration = meter.createHistogram('rate_limit.store.duration', {
       description: 'Duration of rate-limit store calls',
       unit: 's',
+      advice: { explicitBucketBoundaries: [...STORE_DURATION_BUCKETS] },
     });
     this.leaseCount = meter.createUpDownCounter('rate_limit.concurrency.leases', {
       description: 'Concurrency leases held by invocations in flight',

@@ -12,6 +12,7 @@ import {
 import request from 'supertest';
 
 import { RateLimit, RateLimitModule, type RateLimitModuleOptions } from '../../lib/index.js';
+import { STORE_DURATION_BUCKETS } from '../../lib/metrics/otel-metrics.js';
 import { RateLimiter } from '../../lib/rate-limiter.js';
 import { FailModeController } from '../support/fail-mode.controller.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
@@ -56,6 +57,8 @@ type Attrs = Record<string, string>;
 interface Point {
   attributes: Record<string, unknown>;
   value: number;
+  /** A histogram's bucket boundaries. */
+  boundaries?: number[] | undefined;
 }
 type Collected = (name: string) => Point[];
 
@@ -83,6 +86,10 @@ function registerSdk(): Sdk {
                 m.dataPointType === DataPointType.HISTOGRAM
                   ? (p.value as { count: number }).count
                   : (p.value as number),
+              boundaries:
+                m.dataPointType === DataPointType.HISTOGRAM
+                  ? (p.value as { buckets: { boundaries: number[] } }).buckets.boundaries
+                  : undefined,
             })),
           );
     },
@@ -130,6 +137,8 @@ describe.each(ADAPTERS)('OpenTelemetry metrics on the memory store (%s)', (adapt
     expect(total(decisions, {})).toBe(5);
     const durations = got('rate_limit.store.duration');
     expect(total(durations, { 'rate_limit.store': 'memory', 'rate_limit.operation': 'consume' })).toBe(5);
+    // In seconds: the SDK's default buckets (0 to 10,000, for ms) would put every call into the first ones.
+    expect(durations.map((p) => p.boundaries)).toEqual(durations.map(() => STORE_DURATION_BUCKETS));
     expect(durations.every((p) => p.attributes['error.type'] === undefined)).toBe(true);
   });
 
