@@ -11,7 +11,7 @@ import {
 } from '../../docs/.vitepress/theme/playground/configuration.js';
 import { ADMITTED, DENIED } from '../../lib/simulator/panel.js';
 import { SIMULATED_ALGORITHMS } from '../../lib/simulator/request.js';
-import { launchChromium } from '../support/chromium.js';
+import { launchChromium } from '../support/browser.js';
 import { serveStatic } from '../support/static-server.js';
 
 // The playground page of the built docs site, in Debian's chromium: for each drawn algorithm, the chart it draws
@@ -79,11 +79,12 @@ describe('the algorithm playground in chromium (the docs site built with DOCS_BA
   beforeAll(async () => {
     browser = await launchChromium();
     rmSync(SITE, { recursive: true, force: true });
-    const build = spawnSync(
-      process.execPath,
-      ['node_modules/vitepress/bin/vitepress.js', 'build', 'docs', '--outDir', join(SITE, BASE)],
-      { encoding: 'utf8', env: { ...process.env, DOCS_BASE: BASE }, timeout: 240_000 },
-    );
+    // npm run docs:build, so that whatever the site's build does first (such as generating pages) is done here too.
+    const build = spawnSync('npm', ['run', 'docs:build', '--', '--outDir', join(SITE, BASE), '--base', BASE], {
+      encoding: 'utf8',
+      env: { ...process.env, DOCS_BASE: BASE },
+      timeout: 240_000,
+    });
     if (build.status !== 0) throw new Error(`npm run docs:build failed:\n${build.stdout}\n${build.stderr}`);
     site = await serveStatic(SITE);
     page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
@@ -133,6 +134,28 @@ describe('the algorithm playground in chromium (the docs site built with DOCS_BA
     // Each side draws bars of both kinds (the fixed window admits the whole boundary attack: only green there).
     expect(drawnB.marks[DENIED]).toBeGreaterThan(0);
     expect(drawnA.marks[ADMITTED]).toBeGreaterThan(0);
+    expect(problems).toEqual([]);
+  });
+
+  it('draws timestamps typed into the page, costs included', async () => {
+    const timestamps = '0, 10, 20, 990, 1000, {"atMs": 1500, "cost": 2}, 1999, 2000';
+    const b: Configuration = {
+      ...DEFAULT_CONFIGURATIONS[1],
+      algorithm: 'sliding-window-log',
+      limit: '3',
+      window: '1s',
+      traffic: 'timestamps',
+      timestamps,
+    };
+    await page.selectOption('[data-side="b"] select[data-field="algorithm"]', 'sliding-window-log');
+    await page.fill('[data-side="b"] input[data-field="limit"]', '3');
+    await page.fill('[data-side="b"] input[data-field="window"]', '1s');
+    await page.selectOption('[data-side="b"] select[data-field="traffic"]', 'timestamps');
+    await page.fill('[data-side="b"] textarea[data-field="timestamps"]', timestamps);
+    await page.locator('[data-side="b"] svg g.panel[data-algorithm="sliding-window-log"]').waitFor();
+    const drawn = await drawnOn(page, 'b');
+    expect(drawn).toEqual(expected(b));
+    expect([drawn.admitted, drawn.denied]).toEqual([6, 2]);
     expect(problems).toEqual([]);
   });
 
