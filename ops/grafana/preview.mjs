@@ -1,13 +1,17 @@
 // Renders a preview of the Grafana dashboard from its JSON (ops/grafana/nest-rate-limit.json) with sample data,
 // and screenshots it with Debian's chromium into docs/public/operations/dashboard-preview.png, for the docs'
 // operations page. Grafana itself is not run: the layout, titles, units, legends and value mappings come from
-// the JSON; the curves are made up. Run: node ops/grafana/preview.mjs
-import { mkdirSync, readFileSync } from 'node:fs';
+// the JSON; the curves are made up. Run: node ops/grafana/preview.mjs [--out file.png] [--html file.html]
+// (the test test/docs/operations-dashboard.spec.ts renders it elsewhere and reads the HTML back).
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { parseArgs } from 'node:util';
 
 import { chromium } from 'playwright-core';
 
 const dashboard = JSON.parse(readFileSync('ops/grafana/nest-rate-limit.json', 'utf8'));
-const OUT = 'docs/public/operations/dashboard-preview.png';
+const { values: flags } = parseArgs({ options: { out: { type: 'string' }, html: { type: 'string' } } });
+const OUT = flags.out ?? 'docs/public/operations/dashboard-preview.png';
 const WIDTH = 1600;
 const ROW_PX = 30;
 const COLOURS = ['#73bf69', '#f2495c', '#5794f2', '#ff9830', '#b877d9', '#fade2a'];
@@ -99,9 +103,9 @@ const bottom = Math.max(...dashboard.panels.map((p) => p.gridPos.y + p.gridPos.h
 const panels = dashboard.panels.map((p) => {
   const { x, y, w, h } = p.gridPos;
   const style = `left:${8 + x * colW}px;top:${56 + y * ROW_PX}px;width:${w * colW - 8}px;height:${h * ROW_PX - 8}px`;
-  if (p.type === 'row') return `<div class="row" style="${style}">${escape(p.title)}</div>`;
+  if (p.type === 'row') return `<div class="row" data-id="${p.id}" style="${style}">${escape(p.title)}</div>`;
   const body = p.type === 'stat' ? stat(p) : timeseries(p, w * colW - 8, h * ROW_PX - 8);
-  return `<div class="panel" style="${style}"><h3>${escape(p.title)}</h3>${body}</div>`;
+  return `<div class="panel" data-id="${p.id}" data-type="${p.type}" style="${style}"><h3>${escape(p.title)}</h3>${body}</div>`;
 });
 const variables = dashboard.templating.list.map(
   (v) => `<span class="var">${escape(v.label)} <b>${v.name === 'policy' ? 'All' : 'Prometheus'}</b></span>`,
@@ -140,7 +144,8 @@ try {
   page.on('pageerror', (error) => errors.push(error.message));
   await page.setContent(html);
   if (errors.length > 0) throw new Error(`the preview failed: ${errors.join('; ')}`);
-  mkdirSync('docs/public/operations', { recursive: true });
+  mkdirSync(dirname(OUT), { recursive: true });
+  if (flags.html !== undefined) writeFileSync(flags.html, html);
   await page.screenshot({ path: OUT, fullPage: true });
   console.log(`wrote ${OUT}`);
 } finally {

@@ -1,6 +1,9 @@
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 import { metrics } from '@opentelemetry/api';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
@@ -198,5 +201,35 @@ describe('the operators files query the metrics the module exports (real SDK, re
       labels: ['b', 'rate_limit_outcome', 'le', 'a'],
       outcomes: ['denied', 'deny-cache'],
     });
+  });
+});
+
+describe('the dashboard preview on the operations page (ops/grafana/preview.mjs, in chromium)', () => {
+  it('draws every panel of the JSON, in order, and says it is not Grafana', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dashboard-preview-'));
+    try {
+      const [png, html] = [join(dir, 'preview.png'), join(dir, 'preview.html')];
+      const run = spawnSync(process.execPath, ['ops/grafana/preview.mjs', '--out', png, '--html', html], {
+        encoding: 'utf8',
+        timeout: 120_000,
+      });
+      expect(run.stderr).toBe('');
+      expect(run.status).toBe(0);
+      const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as {
+        panels: { id: number; type: string; title: string; gridPos: { x: number; y: number; w: number; h: number } }[];
+      };
+      const page = readFileSync(html, 'utf8');
+      const drawn = [
+        ...page.matchAll(/<div class="(panel|row)" data-id="(\d+)"(?: data-type="(\w+)")?[^>]*>(?:<h3>)?([^<]*)/g),
+      ].map(([, kind, id, type, title]) => [Number(id), kind === 'row' ? 'row' : type, title]);
+      expect(drawn).toEqual(dashboard.panels.map((p) => [p.id, p.type, p.title]));
+      expect(page).toContain('Preview rendered from ops/grafana/nest-rate-limit.json with sample data, not Grafana');
+      // A PNG's width and height are the big-endian integers at bytes 16 and 20 of its IHDR chunk.
+      const image = readFileSync(png);
+      expect(image.subarray(1, 4).toString('latin1')).toBe('PNG');
+      expect(image.readUInt32BE(16)).toBe(1600);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
