@@ -164,6 +164,12 @@ describe('the playground gives the numbers of `nest-rate-limit simulate` (node d
       'your timestamps, element 2: atMs must be a whole number of ms >= 0 after the start, got -5',
     );
     expect(refused({ traffic: 'timestamps', timestamps: '0, 10,' })).toMatch(/^your timestamps: is not a JSON array: /);
+    // Past its own bound (the boundary attack lays out twice the limit) the page says so rather than freeze.
+    expect(refused({ limit: '50000' })).toBe('drawn');
+    expect(refused({ limit: '50001' })).toBe(
+      'Traffic: boundary-burst lays out 100002 requests; the playground draws at most 100000 (lower the rate, the ' +
+        'limit or the duration; the command line draws up to 2000000)',
+    );
     // The window algorithms take no burst: the form disables the field, and a value left in it is not used.
     expect(refused({ algorithm: 'fixed-window', burst: '500' })).toBe('drawn');
   });

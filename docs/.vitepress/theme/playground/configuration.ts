@@ -7,7 +7,13 @@ import {
   type SimulationRequest,
 } from '../../../../lib/simulator/request.js';
 import type { SimulationResult } from '../../../../lib/simulator/run.js';
-import { arrivalsTraffic, parseArrivals, type PatternName, SimulatorError } from '../../../../lib/simulator/traffic.js';
+import {
+  arrivalsTraffic,
+  MAX_ARRIVALS,
+  parseArrivals,
+  type PatternName,
+  SimulatorError,
+} from '../../../../lib/simulator/traffic.js';
 
 // What the playground computes for one configuration, kept out of the Vue component so that the parity test
 // (test/docs/playground-parity.spec.ts) runs exactly this against `nest-rate-limit simulate`.
@@ -36,6 +42,12 @@ export interface Configuration {
 export type Outcome =
   | { readonly ok: true; readonly svg: string; readonly results: readonly SimulationResult[] }
   | { readonly ok: false; readonly error: string };
+
+/**
+ * The most requests the playground simulates. It runs on every keystroke, in the page's own thread: a few hundred
+ * thousand arrivals take a moment there, the command line's two million would freeze the tab for many seconds.
+ */
+export const PLAYGROUND_MAX_ARRIVALS = 100_000;
 
 /** The name the timestamps typed into the page go by in the chart and in errors. */
 export const TIMESTAMPS_SOURCE = 'your timestamps';
@@ -110,9 +122,21 @@ export function runConfiguration(c: Configuration): Outcome {
   try {
     const request = requestOf(c);
     const { svg, results } = runRequest(request, (windowMs, limit) => {
-      if (isPattern(request.traffic)) return patternTraffic(request, windowMs, limit);
-      const arrivals = parseArrivals(timestampsJson(c.timestamps), TIMESTAMPS_SOURCE);
-      return arrivalsTraffic(TIMESTAMPS_SOURCE, arrivals, windowMs, request.durationMs);
+      const traffic = isPattern(request.traffic)
+        ? patternTraffic(request, windowMs, limit)
+        : arrivalsTraffic(
+            TIMESTAMPS_SOURCE,
+            parseArrivals(timestampsJson(c.timestamps), TIMESTAMPS_SOURCE),
+            windowMs,
+            request.durationMs,
+          );
+      if (traffic.arrivals.length > PLAYGROUND_MAX_ARRIVALS) {
+        throw new FieldError(
+          `Traffic: ${traffic.name} lays out ${traffic.arrivals.length} requests; the playground draws at most ` +
+            `${PLAYGROUND_MAX_ARRIVALS} (lower the rate, the limit or the duration; the command line draws up to ${MAX_ARRIVALS})`,
+        );
+      }
+      return traffic;
     });
     return { ok: true, svg, results };
   } catch (error) {
