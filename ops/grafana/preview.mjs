@@ -125,19 +125,9 @@ header h1{font-size:16px;margin:0;color:#fff} .var{background:#181b1f;border:1px
 <span class="note">Preview rendered from ops/grafana/nest-rate-limit.json with sample data, not Grafana</span></header>
 ${panels.join('\n')}</body></html>`;
 
-const browser = await chromium.launch({
-  executablePath: '/usr/bin/chromium',
-  args: [
-    '--headless',
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-quic',
-    '--no-first-run',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-  ],
-});
+// The browser tests' launch options (headless, no background connections).
+const launch = JSON.parse(readFileSync(new URL('../../test/support/chromium.json', import.meta.url), 'utf8'));
+const browser = await chromium.launch(launch);
 try {
   const page = await browser.newPage({ viewport: { width: WIDTH, height: 800 } });
   const errors = [];

@@ -1,9 +1,18 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 
 import { chromium, type Browser } from 'playwright-core';
 
-/** Debian's chromium, which the browser tests drive (installed by .ci/run when missing). */
-export const CHROMIUM = '/usr/bin/chromium';
+/**
+ * How the browser tests (and ops/grafana/preview.mjs) start Debian's chromium, installed by .ci/run when
+ * missing: headless, and without the background connections this machine's closed network refuses.
+ */
+const LAUNCH = JSON.parse(readFileSync(new URL('chromium.json', import.meta.url), 'utf8')) as {
+  executablePath: string;
+  args: string[];
+};
+
+/** Debian's chromium, which the browser tests drive. */
+export const CHROMIUM = LAUNCH.executablePath;
 
 /**
  * Launches Debian's chromium headless for a browser test. Fails, never skips, when it is not installed: a
@@ -16,17 +25,5 @@ export async function launchChromium(): Promise<Browser> {
       `${CHROMIUM} is missing: the browser tests need Debian's chromium (apt-get install chromium; .ci/run installs it)`,
     );
   }
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  return chromium.launch(LAUNCH);
 }

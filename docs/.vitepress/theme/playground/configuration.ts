@@ -169,25 +169,16 @@ export function cliArguments(c: Configuration, file = 'timestamps.json'): string
 }
 
 /** What the page opens with: the fixed window and GCRA on the boundary attack, the difference between them. */
+const BOUNDARY_ATTACK = {
+  limit: '100',
+  window: '1m',
+  burst: '',
+  traffic: 'boundary-burst',
+  rate: '',
+  duration: '',
+  timestamps: '0, 100, 200, 59000, 59500, 60000, 60500, {"atMs": 61000, "cost": 5}',
+} as const;
 export const DEFAULT_CONFIGURATIONS: readonly [Configuration, Configuration] = [
-  {
-    algorithm: 'fixed-window',
-    limit: '100',
-    window: '1m',
-    burst: '',
-    traffic: 'boundary-burst',
-    rate: '',
-    duration: '',
-    timestamps: '0, 100, 200, 59000, 59500, 60000, 60500, {"atMs": 61000, "cost": 5}',
-  },
-  {
-    algorithm: 'gcra',
-    limit: '100',
-    window: '1m',
-    burst: '',
-    traffic: 'boundary-burst',
-    rate: '',
-    duration: '',
-    timestamps: '0, 100, 200, 59000, 59500, 60000, 60500, {"atMs": 61000, "cost": 5}',
-  },
+  { ...BOUNDARY_ATTACK, algorithm: 'fixed-window' },
+  { ...BOUNDARY_ATTACK, algorithm: 'gcra' },
 ];
