@@ -8,10 +8,14 @@ import { cutSampleSetup } from './cut-sample.js';
  * The documentation site. `DOCS_BASE` sets the path it is served under (default `/`), for a deployment
  * under a sub-path such as `/nest-rate-limit/`. Dead links fail the build (VitePress's default, kept on).
  */
+const base = process.env.DOCS_BASE ?? '/';
+
 export default defineConfig({
   title: 'nest-rate-limit',
   description: 'Atomic, multi-policy rate limiting for NestJS',
-  base: process.env.DOCS_BASE ?? '/',
+  base,
+  // A favicon of the site's own: without one, browsers ask for /favicon.ico at the host's root, outside the base.
+  head: [['link', { rel: 'icon', type: 'image/svg+xml', href: `${base}favicon.svg` }]],
   cleanUrls: false,
   lastUpdated: false,
   // The playground page is built on another branch; until it is merged here, links to it are the only dead
