@@ -44,7 +44,7 @@ function samplesOf(page: string): Sample[] {
   return samples;
 }
 
-const pages = [...markdownFiles('docs')];
+const pages = ['README.md', ...markdownFiles('docs')];
 const samples = pages.flatMap(samplesOf);
 
 /** The file a sample is compiled as: named after its page and line, so an error points back at it. */
