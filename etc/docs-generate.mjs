@@ -61,5 +61,9 @@ if (!project) throw new Error('TypeDoc could not convert the sources (see the er
 for (const module of project.children ?? []) {
   module.name = module.name === 'index' ? pkg.name : `${pkg.name}/${module.name}`;
 }
+// In the order a reader meets them: the package, then its subpaths.
+const byName = (a, b) => a.name.localeCompare(b.name);
+project.children?.sort(byName);
+for (const group of project.groups ?? []) group.children.sort(byName);
 await app.generateOutputs(project);
 if (app.logger.hasErrors()) process.exit(1);
