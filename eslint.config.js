@@ -12,6 +12,8 @@ export default tseslint.config(
       'bench/results/',
       'docs/.vitepress/cache/',
       'docs/.vitepress/dist/',
+      'docs/api/',
+      'docs/bench/',
       // Compiled (strict) by each consumer app of test/consumers/consumers.spec.ts, on the packed package.
       'test/consumers/app/',
       'test/consumers/nest11-cjs/e2e/',

@@ -1,17 +1,81 @@
 import { defineConfig } from 'vitepress';
 
+import { cutSampleSetup } from './cut-sample.js';
+
 /**
  * The documentation site. `DOCS_BASE` sets the path it is served under (default `/`), for a deployment
- * under a sub-path such as `/nest-rate-limit/`.
+ * under a sub-path such as `/nest-rate-limit/`. Dead links fail the build (VitePress's default, kept on).
  */
+const base = process.env.DOCS_BASE ?? '/';
+
 export default defineConfig({
   title: 'nest-rate-limit',
   description: 'Atomic, multi-policy rate limiting for NestJS',
-  base: process.env.DOCS_BASE ?? '/',
+  base,
+  // A favicon of the site's own: without one, browsers ask for /favicon.ico at the host's root, outside the base.
+  head: [['link', { rel: 'icon', type: 'image/svg+xml', href: `${base}favicon.svg` }]],
   cleanUrls: false,
   lastUpdated: false,
+  ignoreDeadLinks: false,
+  markdown: {
+    config: (md) => cutSampleSetup(md),
+  },
   themeConfig: {
-    nav: [{ text: 'Guide', link: '/' }],
-    sidebar: [{ text: 'Guide', items: [{ text: 'Introduction', link: '/' }] }],
+    search: { provider: 'local' },
+    outline: { level: [2, 3] },
+    nav: [
+      { text: 'Guide', link: '/getting-started' },
+      { text: 'Playground', link: '/playground' },
+      { text: 'Operations', link: '/operations' },
+      { text: 'API', link: '/api/' },
+    ],
+    sidebar: [
+      {
+        text: 'Introduction',
+        items: [
+          { text: 'Getting started', link: '/getting-started' },
+          { text: 'Versions, formats and bundlers', link: '/compatibility' },
+          { text: 'Choosing an algorithm', link: '/algorithms' },
+          { text: 'Playground', link: '/playground' },
+        ],
+      },
+      {
+        text: 'Policies',
+        items: [
+          { text: 'Layering, scope, keys and costs', link: '/policies' },
+          { text: 'Keys and proxies', link: '/keys-and-proxies' },
+          { text: 'Limits per plan', link: '/plans' },
+          { text: 'Shadow mode', link: '/shadow' },
+          { text: 'Penalties (block)', link: '/block' },
+          { text: 'Allow and deny lists', link: '/lists' },
+          { text: 'Counting by outcome', link: '/counting-by-outcome' },
+          { text: 'Concurrency limits', link: '/concurrency' },
+          { text: 'Quotas', link: '/quotas' },
+        ],
+      },
+      {
+        text: 'Running it',
+        items: [
+          { text: 'Module options', link: '/options' },
+          { text: 'Stores', link: '/stores' },
+          { text: 'Every Nest context', link: '/contexts' },
+          { text: 'What clients see', link: '/responses' },
+          { text: 'Failure: timeouts, breaker, fail modes', link: '/failure' },
+          { text: 'RateLimitService and acquire()', link: '/service' },
+          { text: 'Testing', link: '/testing' },
+          { text: 'Operations', link: '/operations' },
+          { text: 'Dashboard and alerts', link: '/operations-dashboard' },
+        ],
+      },
+      {
+        text: 'Reference',
+        items: [
+          { text: 'Migrating from @nestjs/throttler', link: '/migration-from-throttler' },
+          { text: 'Benchmarks', link: '/benchmarks' },
+          { text: 'How it is tested', link: '/how-it-is-tested' },
+          { text: 'API reference', link: '/api/' },
+        ],
+      },
+    ],
   },
 });

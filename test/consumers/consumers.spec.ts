@@ -18,7 +18,7 @@ const INSTALL_MS = 300_000;
  * - Nest 12, ES modules, strict TypeScript without `skipLibCheck` (the `import` condition's types); plus its
  *   Jest e2e test in Jest's ESM mode, on the ES module build;
  * - Nest 12, ES modules, its e2e tests run by Vitest (the runner Nest 12's CLI sets up), compiled by SWC as in
- *   Nest's docs: the README's Testing example, on `nest-rate-limit/testing`, type-checked as the app is.
+ *   Nest's docs: the Testing example of docs/testing.md, on `nest-rate-limit/testing`, type-checked as the app is.
  * Node 20.19+ loads the ES module build for require() and import() alike (the `module-sync` condition); the
  * CommonJS build is what loaders without require(esm) take: Jest's CommonJS runtime (the Nest 11 app's e2e
  * test, as `nest new` sets it up), and Node with `--no-experimental-require-module`.
@@ -91,7 +91,7 @@ describe.each(CONSUMERS)('a $name app on the packed package', ({ name, nest, com
       await expect(run('npx', ['tsc', '-p', 'e2e/tsconfig.json'], { cwd: dir })).resolves.toBeDefined();
     }, 60_000);
 
-    it("passes its Vitest e2e tests (the README's Testing example, on the ES module build)", async () => {
+    it('passes its Vitest e2e tests (the Testing example of docs/testing.md, on the ES module build)', async () => {
       const { stdout } = await run('npm', ['run', '--silent', 'test:e2e'], { cwd: dir, timeout: 120_000 });
       const summary = stripVTControlCharacters(stdout);
       expect(summary).toMatch(/Test Files\s+2 passed \(2\)/);

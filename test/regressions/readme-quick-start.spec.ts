@@ -4,13 +4,20 @@ import { join } from 'node:path';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
-/** The first ```ts block under a heading of the README. */
-function codeUnder(heading: string): string {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf(`\n## ${heading}\n`));
+/** The first ```ts block under a heading of a Markdown file (the README, or a page of the docs site). */
+function codeUnder(heading: string, file = 'README.md'): string {
+  const text = readFileSync(join(ROOT, file), 'utf8');
+  const at = text.indexOf(`\n## ${heading}\n`);
+  if (at < 0) throw new Error(`${file} has no "## ${heading}" section`);
+  const section = text.slice(at);
   const start = section.indexOf('```ts\n') + '```ts\n'.length;
   return section.slice(start, section.indexOf('\n```', start));
 }
+
+// The docs site's getting-started page shows the same Quick start: what is compiled and run below is both.
+it("the docs site's Quick start is the README's", () => {
+  expect(codeUnder('Quick start', 'docs/getting-started.md')).toBe(codeUnder('Quick start'));
+});
 
 // Regression: the Quick start did not compile as one file (TS2449: Class 'AuthController' used before its
 // declaration, in @Module's metadata above it).

@@ -64,7 +64,7 @@ class OptionalAuthController {
   }
 }
 
-/** Authentication as a global guard registered before the limiter's, as the README says to. */
+/** Authentication as a global guard registered before the limiter's, as docs/keys-and-proxies.md says to. */
 @Module({ providers: [{ provide: APP_GUARD, useClass: OptionalUserGuard }] })
 class GlobalAuthModule {}
 

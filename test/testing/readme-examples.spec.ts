@@ -2,11 +2,12 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-// The README's Testing examples are tests: each `readme:start <name>` … `readme:end` region of the files here
-// must stand in the README exactly as it is here (so an example that no longer passes cannot stay there).
+// The Testing examples of the docs (docs/testing.md, once the README's Testing section) are tests: each
+// `readme:start <name>` … `readme:end` region of the files here must stand in that page exactly as it is here
+// (so an example that no longer passes cannot stay there).
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
-const README = readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8');
+const PAGE = readFileSync(fileURLToPath(new URL('../../docs/testing.md', import.meta.url)), 'utf8');
 
 function regions(): [string, string][] {
   const out: [string, string][] = [];
@@ -27,15 +28,15 @@ function regions(): [string, string][] {
   return out;
 }
 
-describe("the README's Testing examples", () => {
+describe('the Testing examples of docs/testing.md', () => {
   it('are there to be checked', () => {
     expect(regions().map(([name]) => name)).toEqual(
       expect.arrayContaining(['one-app-per-file.spec.ts one-app-per-file', 'redis-e2e.spec.ts redis-e2e']),
     );
   });
 
-  it.each(regions())('%s stands in the README as it is tested', (_name, code) => {
-    expect(README).toContain(code);
+  it.each(regions())('%s stands in docs/testing.md as it is tested', (_name, code) => {
+    expect(PAGE).toContain(code);
   });
 
   // The consumer app that runs the example under Vitest must run this example, not an older copy of it.

@@ -5,7 +5,7 @@ import request from 'supertest';
 
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 
-// The README's Redis-backed e2e test (Testing section): the part between the readme markers is the README's.
+// The Redis-backed e2e test of docs/testing.md: the part between the readme markers is the page's.
 
 @Controller()
 class HelloController {

@@ -71,7 +71,7 @@ describe('RateLimitTestingModule', () => {
     expect(new FakeClock(0).advance(-1).now()).toBe(-1);
   });
 
-  // The README says so: the module's default clock is Date.now(), which Jest's modern fake timers move.
+  // docs/testing.md says so: the module's default clock is Date.now(), which Jest's modern fake timers move.
   it("follows Jest's modern fake timers on its default clock", async () => {
     jest.useFakeTimers({ now: FAKE_CLOCK_START, doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
     try {

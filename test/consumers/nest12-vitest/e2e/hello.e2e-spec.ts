@@ -1,4 +1,4 @@
-// The README's Testing example (test/testing/one-app-per-file.spec.ts), run by Vitest: the same file, with
+// The Testing example of docs/testing.md (test/testing/one-app-per-file.spec.ts), run by Vitest: the same file, with
 // Vitest's functions imported.
 import { afterAll, afterEach, beforeAll, describe, it } from 'vitest';
 import { Controller, Get, type INestApplication } from '@nestjs/common';
