@@ -31,6 +31,7 @@ export {
   RateLimitExceededException,
   RateLimitExceptionFilter,
   RateLimitUnavailableException,
+  type RateLimitErrorBody,
   type RateLimitProblem,
 } from './rate-limit.exception.js';
 export { RateLimitGuard } from './rate-limit.guard.js';

@@ -30,10 +30,47 @@ export interface RateLimitProblem {
 }
 
 /**
- * 429 Too Many Requests. Body: `{ statusCode: 429, error: 'Too Many Requests', code: 'RATE_LIMITED', message,
- * policy, retryAfter }`, retryAfter in whole seconds (absent when the request's cost can never fit the policy);
- * with `errors: 'problem'`, the module's filter sends `problem()` instead. `decision` is the one that matters
- * most (the longest wait); `violatedPolicies` names every policy that denied, default `decision`'s alone.
+ * The JSON body of the limiter's HTTP refusals in Nest's HttpException shape: 429 and 503 with `errors: 'nest'`
+ * (the default; `errors: 'problem'` sends RateLimitProblem instead), and the 403 of a deny list always. `code`
+ * (or `statusCode`) tells them apart; `retryAfter` is whole seconds, as in `Retry-After`.
+ * @example if (body.code === 'RATE_LIMITED') setTimeout(retry, (body.retryAfter ?? 60) * 1000)
+ */
+export type RateLimitErrorBody =
+  | {
+      readonly statusCode: 429;
+      readonly error: 'Too Many Requests';
+      readonly code: 'RATE_LIMITED';
+      readonly message: string;
+      /** The name of the policy that denied (of several, the one with the longest wait). */
+      readonly policy: string;
+      /** Absent when the request's cost can never fit the policy: retrying cannot help. */
+      readonly retryAfter?: number;
+    }
+  | {
+      readonly statusCode: 503;
+      readonly error: 'Service Unavailable';
+      readonly code: 'RATE_LIMIT_UNAVAILABLE';
+      readonly message: string;
+      /** The fail-closed policy whose store failed. */
+      readonly policy: string;
+      readonly retryAfter: number;
+    }
+  | {
+      readonly statusCode: 403;
+      readonly error: 'Forbidden';
+      readonly code: 'RATE_LIMIT_DENY_LIST';
+      readonly message: string;
+    };
+
+/** The body of one of the limiter's refusals, by its `code`. */
+type ErrorBodyOf<C extends RateLimitErrorBody['code']> = Extract<RateLimitErrorBody, { code: C }>;
+
+/**
+ * 429 Too Many Requests. Body (a RateLimitErrorBody): `{ statusCode: 429, error: 'Too Many Requests',
+ * code: 'RATE_LIMITED', message, policy, retryAfter }`, retryAfter in whole seconds (absent when the request's
+ * cost can never fit the policy); with `errors: 'problem'`, the module's filter sends `problem()` instead.
+ * `decision` is the one that matters most (the longest wait); `violatedPolicies` names every policy that
+ * denied, default `decision`'s alone.
  * @example throw new RateLimitExceededException(decision)
  */
 export class RateLimitExceededException extends HttpException {
@@ -47,17 +84,15 @@ export class RateLimitExceededException extends HttpException {
     violatedPolicies: readonly string[] = [decision.policy],
   ) {
     const retryAfter = retryAfterSeconds(decision.retryAfterMs);
-    super(
-      {
-        statusCode: HttpStatus.TOO_MANY_REQUESTS,
-        error: 'Too Many Requests',
-        code: 'RATE_LIMITED',
-        message: deniedMessage(decision, retryAfter),
-        policy: decision.policy,
-        ...(retryAfter === null ? {} : { retryAfter }),
-      },
-      HttpStatus.TOO_MANY_REQUESTS,
-    );
+    const body: ErrorBodyOf<'RATE_LIMITED'> = {
+      statusCode: HttpStatus.TOO_MANY_REQUESTS,
+      error: 'Too Many Requests',
+      code: 'RATE_LIMITED',
+      message: deniedMessage(decision, retryAfter),
+      policy: decision.policy,
+      ...(retryAfter === null ? {} : { retryAfter }),
+    };
+    super(body, HttpStatus.TOO_MANY_REQUESTS);
     this.retryAfter = retryAfter;
     this.violatedPolicies = violatedPolicies.length > 0 ? violatedPolicies : [decision.policy];
   }
@@ -87,8 +122,8 @@ export function unavailableMessage(policy: string): string {
 
 /**
  * 503 Service Unavailable: the limiter's store failed and the policy fails closed.
- * Body: `{ statusCode: 503, error: 'Service Unavailable', code: 'RATE_LIMIT_UNAVAILABLE', message, policy, retryAfter }`;
- * with `errors: 'problem'`, the module's filter sends `problem()` instead.
+ * Body (a RateLimitErrorBody): `{ statusCode: 503, error: 'Service Unavailable', code: 'RATE_LIMIT_UNAVAILABLE',
+ * message, policy, retryAfter }`; with `errors: 'problem'`, the module's filter sends `problem()` instead.
  * @example throw new RateLimitUnavailableException('login', 1)
  */
 export class RateLimitUnavailableException extends HttpException {
@@ -96,17 +131,15 @@ export class RateLimitUnavailableException extends HttpException {
     readonly policy: string,
     readonly retryAfter: number,
   ) {
-    super(
-      {
-        statusCode: HttpStatus.SERVICE_UNAVAILABLE,
-        error: 'Service Unavailable',
-        code: 'RATE_LIMIT_UNAVAILABLE',
-        message: unavailableMessage(policy),
-        policy,
-        retryAfter,
-      },
-      HttpStatus.SERVICE_UNAVAILABLE,
-    );
+    const body: ErrorBodyOf<'RATE_LIMIT_UNAVAILABLE'> = {
+      statusCode: HttpStatus.SERVICE_UNAVAILABLE,
+      error: 'Service Unavailable',
+      code: 'RATE_LIMIT_UNAVAILABLE',
+      message: unavailableMessage(policy),
+      policy,
+      retryAfter,
+    };
+    super(body, HttpStatus.SERVICE_UNAVAILABLE);
   }
 
   /** The RFC 9457 body of this outage: problem type temporary-reduced-capacity, naming the fail-closed policy. */
@@ -129,15 +162,19 @@ export function denyListMessage(policy: string | undefined): string {
 
 /**
  * 403 Forbidden: a deny list (of the module or of a policy of the route) names the request; nothing was consumed.
- * Body: `{ statusCode: 403, error: 'Forbidden', code: 'RATE_LIMIT_DENY_LIST', message }`, no Retry-After.
+ * Body (a RateLimitErrorBody): `{ statusCode: 403, error: 'Forbidden', code: 'RATE_LIMIT_DENY_LIST', message }`,
+ * no Retry-After.
  * @example throw new RateLimitDenyListException()
  */
 export class RateLimitDenyListException extends HttpException {
   constructor(message = denyListMessage(undefined)) {
-    super(
-      { statusCode: HttpStatus.FORBIDDEN, error: 'Forbidden', code: 'RATE_LIMIT_DENY_LIST', message },
-      HttpStatus.FORBIDDEN,
-    );
+    const body: ErrorBodyOf<'RATE_LIMIT_DENY_LIST'> = {
+      statusCode: HttpStatus.FORBIDDEN,
+      error: 'Forbidden',
+      code: 'RATE_LIMIT_DENY_LIST',
+      message,
+    };
+    super(body, HttpStatus.FORBIDDEN);
   }
 }
 

@@ -11,12 +11,11 @@ import { DiscoveryService, HttpAdapterHost, MetadataScanner, ModuleRef, Reflecto
 import type { Clock } from './clock.js';
 import { AdapterRegistry } from './contexts/adapter-registry.js';
 import type { ContextAdapter, ContextType } from './contexts/context-adapter.js';
-import { DecisionEngine, denies, type Evaluation, NOTHING, StoreUnavailable } from './engine/decision-engine.js';
+import { DecisionEngine, denies, NOTHING } from './engine/decision-engine.js';
 import { DecisionEvents } from './request/decision-events.js';
-import { retryAfterSeconds } from './headers/rate-limit-headers.js';
 import { limiterSettings } from './limiter-settings.js';
 import { loadMetrics } from './metrics/otel-metrics.js';
-import { type ModuleLists, screen } from './lists/screening.js';
+import type { ModuleLists } from './lists/screening.js';
 import {
   attachEnhancers,
   attachOutcomeObserver,
@@ -31,34 +30,15 @@ import {
   STATE,
 } from './request/handler-enhancers.js';
 import { coveredGlobally, refuseUnguarded } from './planning/guard-coverage.js';
-import { type PlanEntry, type RoutePlan, RoutePlanner } from './planning/route-planner.js';
+import { type RoutePlan, RoutePlanner } from './planning/route-planner.js';
 import { RATE_LIMIT_CLOCK, RATE_LIMIT_STORES } from './rate-limit.constants.js';
-import { denyListMessage, unavailableMessage } from './rate-limit.exception.js';
 import { RATE_LIMIT_OPTIONS } from './rate-limit.module-definition.js';
 import type { RateLimitHeaders, RateLimitModuleOptions } from './rate-limit.options.js';
 import { conclude } from './request/conclusion.js';
 import { OutcomeRefunds } from './request/outcome.js';
 import { RequestResolver } from './request/request-items.js';
+import { StepEvaluator } from './request/step-evaluation.js';
 import type { RateLimitStores } from './stores/rate-limit-stores.js';
-
-/**
- * The evaluation of an invocation the module's allow list let through: no policy runs, so nothing is
- * consumed and no header is written; a later decision point only checks the remaining policies' deny lists.
- */
-const ALLOWED: Evaluation = Object.freeze({ items: [], decisions: [] });
-
-/**
- * One decision point's part of an invocation: the `entries` of its plan to decide, after `before` (what an
- * earlier decision point of the invocation decided); the module's lists are checked at the `first` one.
- */
-interface Step {
-  readonly ctx: ExecutionContext;
-  readonly adapter: ContextAdapter;
-  readonly plan: RoutePlan;
-  readonly entries: readonly PlanEntry[];
-  readonly before: Evaluation;
-  readonly first: boolean;
-}
 
 /**
  * The request path, in order: the plan of the handler (made at start), the items of this invocation
@@ -73,6 +53,8 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
   readonly events: DecisionEvents;
   private readonly logger = new Logger('RateLimit');
   private readonly resolver: RequestResolver;
+  /** Decides each step of an invocation: lists, items, one decision of the engine. */
+  private readonly steps: StepEvaluator;
   private readonly outcomes: OutcomeRefunds;
   private readonly headers: RateLimitHeaders;
   private readonly contexts: ReadonlySet<ContextType>;
@@ -101,6 +83,7 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
     this.events = new DecisionEvents(this.logger, options.onDecision);
     this.resolver = new RequestResolver(this.engine, options.user, this.logger);
     this.outcomes = new OutcomeRefunds(this.engine);
+    this.steps = new StepEvaluator(this.engine, this.resolver, this.lists);
     this.planner = new RoutePlanner(
       {
         defaults: options.defaults ?? [],
@@ -180,15 +163,7 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
     const state = invocation[STATE];
     if (state === DECIDED || (state === DEFERRED && point !== 'interceptor')) return;
     const plan = this.planner.planFor(ctx.getClass(), ctx.getHandler());
-    if (state === DEFERRED) {
-      invocation[STATE] = DECIDED;
-      const early = invocation[EARLY] ?? NOTHING;
-      const late = await this.evaluate({ ctx, adapter, plan, entries: plan.late, before: early, first: false });
-      if (denies(late)) await this.engine.compensate(early);
-      conclude(ctx, adapter, this.headers, this.events, [early, late]);
-      if (plan.counted) this.outcomes.track(ctx, adapter, invocation, late);
-      return;
-    }
+    if (state === DEFERRED) return this.decideLate(ctx, adapter, invocation, plan);
     if (plan.policies.length === 0) {
       invocation[STATE] = DECIDED;
       return;
@@ -197,20 +172,10 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
     // authentication may still be ahead. The other policies are decided now (so invocations your
     // authentication rejects still count against the IP), the user-keyed ones by the interceptor.
     if (point === 'global-guard' && plan.deferred && this.resolver.userOf(ctx, adapter) === undefined) {
-      invocation[STATE] = DEFERRED;
-      invocation[LIMITER] = this;
-      const early = await this.evaluate({ ctx, adapter, plan, entries: plan.early, before: NOTHING, first: true });
-      invocation[EARLY] = early;
-      if (denies(early)) {
-        invocation[STATE] = DECIDED;
-        conclude(ctx, adapter, this.headers, this.events, [early]);
-      }
-      // Watched from now on: a refusal of the route's own guards is an outcome too (HTTP sees its status).
-      if (plan.counted) this.outcomes.track(ctx, adapter, invocation, early);
-      return;
+      return this.decideEarly(ctx, adapter, invocation, plan);
     }
     invocation[STATE] = DECIDED;
-    const evaluation = await this.evaluate({
+    const evaluation = await this.steps.evaluate({
       ctx,
       adapter,
       plan,
@@ -223,58 +188,42 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
   }
 
   /**
-   * Applies the lists (when the handler has lists), resolves the items of the step's entries left and decides
-   * them; a deny list or an outage of a fail-closed policy stops here.
+   * The global guard's part of a deferred invocation: every policy but the user-keyed ones, which wait for the
+   * interceptor (decideLate). A denial here ends the invocation.
    */
-  private async evaluate(step: Step): Promise<Evaluation> {
-    const { ctx, adapter, plan, before } = step;
-    try {
-      let entries = step.entries;
-      if (plan.lists) {
-        const left = await this.screen(step);
-        if (left === undefined) return ALLOWED;
-        entries = left;
-      }
-      const { items, failures } = await this.resolver.resolve(entries, ctx, adapter, plan.where);
-      if (failures !== undefined) await this.engine.failed(failures, before);
-      return await this.engine.decide(items, before);
-    } catch (error) {
-      if (!(error instanceof StoreUnavailable)) throw error;
-      const retryAfter = retryAfterSeconds(error.retryAfterMs) ?? 1;
-      adapter.setHeaders(ctx, [['Retry-After', String(retryAfter)]]);
-      return adapter.unavailable(ctx, {
-        code: 'RATE_LIMIT_UNAVAILABLE',
-        message: unavailableMessage(error.policy),
-        policy: error.policy,
-        retryAfter,
-      });
+  private async decideEarly(
+    ctx: ExecutionContext,
+    adapter: ContextAdapter,
+    invocation: Invocation,
+    plan: RoutePlan,
+  ): Promise<void> {
+    invocation[STATE] = DEFERRED;
+    invocation[LIMITER] = this;
+    const early = await this.steps.evaluate({ ctx, adapter, plan, entries: plan.early, before: NOTHING, first: true });
+    invocation[EARLY] = early;
+    if (denies(early)) {
+      invocation[STATE] = DECIDED;
+      conclude(ctx, adapter, this.headers, this.events, [early]);
     }
+    // Watched from now on: a refusal of the route's own guards is an outcome too (HTTP sees its status).
+    if (plan.counted) this.outcomes.track(ctx, adapter, invocation, early);
   }
 
   /**
-   * The policies of `entries` left once the lists have spoken, or undefined when the module's allow list lets
-   * the invocation through. A deny list forbids (403 and its equivalents) after giving back what `before`
-   * consumed; failing list functions are reported, and a fail-closed policy's throws StoreUnavailable.
+   * The interceptor's part of a deferred invocation: the user-keyed policies, now that authentication has run;
+   * a denial gives back what the early part consumed.
    */
-  private async screen(step: Step): Promise<readonly PlanEntry[] | undefined> {
-    const { ctx, adapter, plan, entries, before, first } = step;
-    const screening = await screen(ctx, {
-      entries,
-      module: first ? this.lists : undefined,
-      scope: plan.policies,
-      denyOnly: before === ALLOWED,
-      address: () => adapter.clientAddress(ctx),
-    });
-    for (const { item, error } of screening.reported ?? []) this.engine.reporter.report(error, [item.policy.name]);
-    if (screening.outcome === 'deny') {
-      await this.engine.compensate(before);
-      adapter.forbid(ctx, {
-        code: 'RATE_LIMIT_DENY_LIST',
-        message: denyListMessage(screening.policy),
-        policy: screening.policy,
-      });
-    }
-    if (screening.failures !== undefined) await this.engine.failed(screening.failures, before);
-    return screening.outcome === 'allow' ? undefined : screening.entries;
+  private async decideLate(
+    ctx: ExecutionContext,
+    adapter: ContextAdapter,
+    invocation: Invocation,
+    plan: RoutePlan,
+  ): Promise<void> {
+    invocation[STATE] = DECIDED;
+    const early = invocation[EARLY] ?? NOTHING;
+    const late = await this.steps.evaluate({ ctx, adapter, plan, entries: plan.late, before: early, first: false });
+    if (denies(late)) await this.engine.compensate(early);
+    conclude(ctx, adapter, this.headers, this.events, [early, late]);
+    if (plan.counted) this.outcomes.track(ctx, adapter, invocation, late);
   }
 }

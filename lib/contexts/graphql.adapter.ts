@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 
 import type { ExecutionContext } from '@nestjs/common';
 import type * as NestGraphQL from '@nestjs/graphql';
@@ -10,52 +10,17 @@ import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.j
 import type * as Adapter from './context-adapter.js';
 import { RateLimitGraphQLError } from './graphql-error.js';
 import { GraphQLResponseFields } from './graphql-response-fields.js';
+import {
+  type FastifyReplyLike,
+  type GraphQLContextValue,
+  isNodeResponse,
+  isObject,
+  type NodeResponse,
+  requestIn,
+  responseIn,
+} from './graphql-context-value.js';
 import { userIdOf } from './http.adapter.js';
 import { handlerLabel } from '../handler-label.js';
-
-/** An Express response (`req.res`) or any Node ServerResponse. */
-type NodeResponse = Pick<ServerResponse, 'setHeader' | 'headersSent'>;
-
-/** A Fastify reply as Mercurius puts it on the context (`reply`); a subscription's stand-in has no `header`. */
-interface FastifyReplyLike {
-  header(name: string, value: string): unknown;
-  readonly sent?: boolean;
-  readonly raw?: { readonly headersSent?: boolean };
-}
-
-/**
- * The GraphQL context value as the Nest drivers build it. Apollo (Express): `{ req }`, the Express request,
- * whose `res` Express sets; Apollo subscriptions (graphql-ws): `req` is graphql-ws's context, whose
- * `extra.request` is the upgrade request. Mercurius: `{ req, reply, app }` with the Fastify request and reply;
- * Mercurius subscriptions: `{ request, reply: { request } }` with no `req`. Apps may add their own fields.
- */
-interface GraphQLContextValue {
-  req?: unknown;
-  request?: unknown;
-  reply?: unknown;
-  extra?: { request?: unknown };
-}
-
-const isObject = (value: unknown): value is Record<PropertyKey, unknown> => typeof value === 'object' && value !== null;
-
-/** A Node IncomingMessage, as opposed to a Fastify request (which wraps one as `raw`). */
-const isIncomingMessage = (value: unknown): value is IncomingMessage =>
-  isObject(value) && isObject(value.socket) && isObject(value.headers) && typeof value.method === 'string';
-
-const isNodeResponse = (value: unknown): value is NodeResponse =>
-  isObject(value) && typeof value.setHeader === 'function' && typeof value.headersSent === 'boolean';
-
-const isFastifyReply = (value: unknown): value is FastifyReplyLike =>
-  isObject(value) && typeof value.header === 'function';
-
-/** The Node request under an Express request (itself), a Fastify request (`raw`) or graphql-ws's context. */
-function incomingMessageOf(value: unknown): IncomingMessage | undefined {
-  if (!isObject(value)) return undefined;
-  if (isIncomingMessage(value.raw)) return value.raw;
-  if (isIncomingMessage(value)) return value;
-  if (isObject(value.extra)) return incomingMessageOf(value.extra.request);
-  return undefined;
-}
 
 /**
  * The GraphQL adapter (`ctx.getType() === 'graphql'`), for Nest's Apollo and Mercurius drivers and any driver
@@ -213,10 +178,7 @@ class GraphQLContextAdapter implements Adapter.ContextAdapter {
 
   /** The operation's HTTP response: Mercurius's `reply` (Fastify), else Express's `req.res`; undefined without one. */
   private responseOf(ctx: ExecutionContext): FastifyReplyLike | NodeResponse | undefined {
-    const gql = this.contextValue(ctx);
-    if (isFastifyReply(gql?.reply)) return gql.reply;
-    const res = isObject(gql?.req) ? gql.req.res : undefined;
-    return isNodeResponse(res) ? res : undefined;
+    return responseIn(this.contextValue(ctx));
   }
 
   private contextValue(ctx: ExecutionContext): GraphQLContextValue | undefined {
@@ -227,8 +189,7 @@ class GraphQLContextAdapter implements Adapter.ContextAdapter {
   /** The HTTP request under the operation: the context's `req`, `request` (Mercurius subscriptions) or graphql-ws's. */
   private incomingMessage(ctx: ExecutionContext): IncomingMessage | undefined {
     const gql = this.contextValue(ctx);
-    if (gql === undefined) return undefined;
-    return incomingMessageOf(gql.req) ?? incomingMessageOf(gql.request) ?? incomingMessageOf(gql);
+    return gql === undefined ? undefined : requestIn(gql);
   }
 
   private isSubscription(ctx: ExecutionContext): boolean {

@@ -9,7 +9,7 @@
  * has no one to answer, so it is dropped (not handled) and the drop is logged, at most once per policy per
  * minute.
  */
-import type { ExecutionContext, Logger } from '@nestjs/common';
+import type { ExecutionContext } from '@nestjs/common';
 import type * as Microservices from '@nestjs/microservices';
 
 import { importPeer } from '../optional-peer.js';
@@ -24,120 +24,14 @@ import {
   type RateLimitUnavailable,
 } from './context-adapter.js';
 import { handlerLabel } from '../handler-label.js';
-import { monotonicNow, ThrottledLog } from '../throttled-log.js';
-
-/**
- * The metadata key `@MessagePattern` and `@EventPattern` write on the handler function (Nest's
- * `PATTERN_HANDLER_METADATA`). Spelled out here because Nest exports it only from its internal
- * `constants.js`; a unit test applies the real decorators and checks it, so a change in Nest is caught.
- */
-export const RPC_HANDLER_TYPE_METADATA = 'microservices:handler_type';
-/** Nest's `PatternHandler.MESSAGE` (request-response) and `PatternHandler.EVENT`: not exported by Nest either. */
-export const RPC_MESSAGE_HANDLER = 1;
-export const RPC_EVENT_HANDLER = 2;
-
-/**
- * What the adapter takes from `@nestjs/microservices` (its own RpcException, which Nest's filters recognise),
- * spelled out so that the published types name no optional package.
- */
-export interface MicroservicesPackage {
-  readonly EventPattern: (pattern: string) => MethodDecorator;
-  readonly MessagePattern: (pattern: string) => MethodDecorator;
-  readonly RpcException: new (error: object) => Error;
-}
-
-/** How often, at most, the drops of one policy are logged. */
-export const DROP_LOG_INTERVAL_MS = 60_000;
-
-/** What the client of a denied request-response message receives as the error of `ClientProxy.send()`. */
-export interface RpcRateLimitedError extends RateLimitDenial {
-  /** As Nest's own RPC errors (`{ status: 'error', message }`), so clients that check it keep working. */
-  readonly status: 'error';
-}
-
-/** What the client of a request-response message receives when a deny list names it. */
-export interface RpcDenyListError {
-  readonly status: 'error';
-  readonly code: 'RATE_LIMIT_DENY_LIST';
-  readonly message: string;
-}
-
-/** What the client of a request-response message receives when a fail-closed policy's store is down. */
-export interface RpcUnavailableError extends RateLimitUnavailable {
-  readonly status: 'error';
-}
-
-export type RpcHandlerKind = 'message' | 'event';
-
-/**
- * The kind of each handler, read once from its metadata (handlers are the controllers' prototype methods, so
- * the cache holds a few entries and lets them go with their classes).
- */
-const kinds = new WeakMap<object, RpcHandlerKind>();
-
-/**
- * Whether `handler` is an `@EventPattern` handler (`'event'`) or a request-response one (`'message'`). A
- * handler without the metadata (called through some other path) is taken as a message: its denial is then an
- * RpcException, which some client can receive, rather than a silent drop.
- */
-export function rpcHandlerKind(handler: object): RpcHandlerKind {
-  let kind = kinds.get(handler);
-  if (kind === undefined) {
-    const type: unknown = Reflect.getMetadata(RPC_HANDLER_TYPE_METADATA, handler);
-    kind = type === RPC_EVENT_HANDLER ? 'event' : 'message';
-    kinds.set(handler, kind);
-  }
-  return kind;
-}
-
-/**
- * Checks, once per adapter, that Nest's decorators still write the metadata this file reads: applies the real
- * `@EventPattern` and `@MessagePattern` to two throw-away functions. Returns what is wrong, or undefined.
- */
-function checkNestMetadata({ EventPattern, MessagePattern }: MicroservicesPackage): string | undefined {
-  const read = (decorate: MethodDecorator): unknown => {
-    const descriptor: PropertyDescriptor = { value: function probe(): void {} };
-    decorate({}, 'probe', descriptor);
-    return Reflect.getMetadata(RPC_HANDLER_TYPE_METADATA, descriptor.value as object);
-  };
-  const event = read(EventPattern('nest-rate-limit:probe'));
-  const message = read(MessagePattern('nest-rate-limit:probe'));
-  if (event === RPC_EVENT_HANDLER && message === RPC_MESSAGE_HANDLER) return undefined;
-  return (
-    `@nestjs/microservices no longer marks handlers as expected (metadata "${RPC_HANDLER_TYPE_METADATA}": ` +
-    `@EventPattern wrote ${JSON.stringify(event)}, expected ${RPC_EVENT_HANDLER}; @MessagePattern wrote ` +
-    `${JSON.stringify(message)}, expected ${RPC_MESSAGE_HANDLER}). Denied events will be answered like messages ` +
-    '(an RpcException, which Nest logs for each of them) instead of being dropped quietly.'
-  );
-}
+import { monotonicNow } from '../throttled-log.js';
+import { DropLog } from './drop-log.js';
+import type { RpcDenyListError, RpcRateLimitedError, RpcUnavailableError } from './rpc-errors.js';
+import { checkNestMetadata, type MicroservicesPackage, rpcHandlerKind } from './rpc-handlers.js';
 
 /** `Class.method` of the handler of `ctx`, for log lines. */
 function handlerName(ctx: ExecutionContext): string {
   return handlerLabel(ctx.getClass(), ctx.getHandler());
-}
-
-/**
- * Logs dropped events at most once per policy and reason per DROP_LOG_INTERVAL_MS: a flood of events over the
- * limit would otherwise write one line per event. The next line says how many drops went unlogged meanwhile.
- * Entries are per policy name (a bounded set: policies are declared at start-up).
- */
-class DropLog {
-  private readonly log: ThrottledLog;
-
-  constructor(
-    private readonly logger: Logger,
-    now: () => number,
-  ) {
-    this.log = new ThrottledLog(DROP_LOG_INTERVAL_MS, now);
-  }
-
-  note(reason: string, line: () => string): void {
-    this.log.note(reason, (held) =>
-      this.logger.warn(
-        held === 0 ? line() : `${line()} (${held} more dropped for the same reason since the last report, not logged)`,
-      ),
-    );
-  }
 }
 
 /**

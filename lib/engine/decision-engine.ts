@@ -1,16 +1,17 @@
 import type { Logger } from '../logger.js';
 
 import type { Clock } from '../clock.js';
-import { elementAt } from '../element-at.js';
 import type { RateLimitMetrics, StoreName, StoreOperation } from '../metrics/otel-metrics.js';
 import type { FailMode, RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 import type { RateLimitStore, RateLimitStoreCall, RateLimitStoreItem } from '../stores/rate-limit-store.js';
 import type { RateLimitStores } from '../stores/rate-limit-stores.js';
-import { checkedDecisions, isDefect } from '../stores/store-defects.js';
+import { checkedDecisions } from '../stores/store-defects.js';
 import { CircuitBreaker } from './circuit-breaker.js';
 import { withConcurrencyWaits } from './concurrency-wait.js';
 import { DenyCache } from './deny-cache.js';
-import { DEFECT, failModesDoing, FailureReporter } from './failure-reporter.js';
+import { compensate } from './compensation.js';
+import { resolveFailures, storeFailure } from './fail-modes.js';
+import { FailureReporter } from './failure-reporter.js';
 import { LimitVariants } from './limit-variants.js';
 import { StoreCalls } from './store-calls.js';
 import { fromCache, rememberDenials } from './cached-denials.js';
@@ -133,37 +134,11 @@ export class DecisionEngine {
   }
 
   /**
-   * Gives back what an evaluation consumed (a later step of its request denied), and reports the keys as
-   * they then stand. Between the calls a concurrent request may find those units taken: that can
-   * under-admit, never over-admit. If the refund fails, the units stay taken until they expire.
+   * Gives back what an evaluation consumed (a later step of its request denied): see compensation.ts. That can
+   * under-admit, never over-admit.
    */
-  async compensate(evaluation: Evaluation): Promise<void> {
-    if (evaluation.items.length === 0 || denies(evaluation)) return;
-    evaluation.compensated = true;
-    // What the evaluation consumed: every item but the shadow ones that would have denied.
-    const consumed = evaluation.items.filter(
-      (_, i) => elementAt(evaluation.decisions, i, 'the decisions of an evaluation').allowed,
-    );
-    try {
-      const decisions = [...evaluation.decisions];
-      for (const store of new Set(consumed.map((i) => this.storeOf(i.policy)))) {
-        const part = consumed.filter((i) => this.storeOf(i.policy) === store);
-        const refunded = await this.run(store, 'refund', () => store.refund(part)).finally(() => {
-          if (store === this.store) void this.feed.changed(part);
-        });
-        this.released(part.filter((item) => item.count === 'release' && item.cost > 0));
-        part.forEach((item, j) => {
-          const decision = elementAt(refunded, j, "the store's reply to refund");
-          decisions[evaluation.items.indexOf(item)] = { ...decision, allowed: true, retryAfterMs: 0 };
-        });
-      }
-      evaluation.decisions = decisions;
-    } catch (error) {
-      this.reporter.report(
-        error,
-        evaluation.items.map((i) => i.policy.name),
-      );
-    }
+  compensate(evaluation: Evaluation): Promise<void> {
+    return compensate(this, evaluation);
   }
 
   /** Reports a failure to resolve a policy (a key or cost function threw) and applies its fail mode. */
@@ -171,12 +146,8 @@ export class DecisionEngine {
     failures: readonly { item: { policy: ResolvedPolicy; failMode: FailMode }; error: unknown }[],
     before: Evaluation,
   ): Promise<void> {
-    for (const { item, error } of failures) {
-      this.reporter.report(error, [item.policy.name]);
-      this.metrics?.decision(item.policy.name, item.failMode === 'closed' ? 'failed-closed' : 'failed-open');
-    }
-    const closed = failures.find((f) => f.item.failMode === 'closed');
-    if (closed !== undefined) await this.unavailable(closed.item.policy.name, before);
+    const closed = resolveFailures(this, failures);
+    if (closed !== undefined) await this.unavailable(closed, before);
   }
 
   /**
@@ -239,25 +210,8 @@ export class DecisionEngine {
       return { items, decisions };
     } catch (error) {
       if (onFailure === 'throw') throw error;
-      if (isDefect(error)) {
-        // Not an outage: the request fails, loudly, rather than be admitted or refused by a fail mode.
-        this.reporter.report(
-          error,
-          items.map((i) => i.policy.name),
-          DEFECT,
-        );
-        throw error;
-      }
-      this.reporter.report(
-        error,
-        items.map((i) => i.policy.name),
-        failModesDoing(items),
-      );
-      for (const item of items) {
-        this.metrics?.decision(item.policy.name, item.failMode === 'closed' ? 'failed-closed' : 'failed-open');
-      }
-      const failClosed = items.find((i) => i.failMode === 'closed');
-      if (failClosed !== undefined) await this.unavailable(failClosed.policy.name, before);
+      const closed = storeFailure(this, error, items);
+      if (closed !== undefined) await this.unavailable(closed, before);
       return NOTHING;
     } finally {
       cache?.end();

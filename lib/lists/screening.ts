@@ -56,41 +56,86 @@ const MODULE_OPTIONS = 'RateLimitModule options';
  * and the caller applies their fail modes. Knows no context: the client's address comes from `address`.
  */
 export async function screen(ctx: ExecutionContext, input: ScreenInput): Promise<Screening> {
-  let failures: ListFailure[] | undefined;
-  let reported: ListFailure[] | undefined;
-  let client: ListAddress | undefined | null = null;
-  const clientAddress = (): ListAddress | undefined => {
-    if (client === null) {
-      const address = input.address();
-      client = address === undefined ? undefined : listAddress(address);
-    }
-    return client;
-  };
+  const lists = new ListChecks(ctx, input);
+  const { entries, module } = input;
+  // `match === true || (match !== false && (await match))`: a list decided by its addresses awaits nothing.
+  let match = lists.names(module?.deny, 'deny', undefined);
+  if (match === true || (match !== false && (await match))) return lists.denied(undefined);
+  for (const { planned } of entries) {
+    match = lists.names(planned.deny, 'deny', planned);
+    if (match === true || (match !== false && (await match))) return lists.denied(planned.policy.name);
+  }
+  match = input.denyOnly || lists.names(module?.allow, 'allow', undefined);
+  if (match === true || (match !== false && (await match))) {
+    return { outcome: 'allow', entries: [], failures: lists.failures, reported: lists.reported };
+  }
+  let left = entries;
+  for (const entry of entries) {
+    match = lists.names(entry.planned.allow, 'allow', entry.planned);
+    if (match === true || (match !== false && (await match))) left = left.filter((e) => e !== entry);
+  }
+  return { outcome: 'policies', entries: left, failures: lists.failures, reported: lists.reported };
+}
+
+/**
+ * The lists of one screening, checked against one request: the client's address read once (and only when a
+ * list names addresses), and the failures of list functions gathered as they happen.
+ */
+class ListChecks {
+  failures: ListFailure[] | undefined;
+  reported: ListFailure[] | undefined;
+  /** null until read; undefined when the request has no address. */
+  private client: ListAddress | undefined | null = null;
+
+  constructor(
+    private readonly ctx: ExecutionContext,
+    private readonly input: ScreenInput,
+  ) {}
 
   /**
    * Whether `list` (absent: no) names the request: a boolean when its addresses decide or it has no function
    * (so lists of addresses cost no microtask), else a Promise. Failures of its functions go to `failures`,
    * or to `reported` when the list matches anyway. `of` is the list's policy; undefined for the module's.
    */
-  const named = (
+  names(
     list: AccessList | undefined,
     field: 'allow' | 'deny',
     of: PlannedPolicy | undefined,
-  ): boolean | Promise<boolean> => {
+  ): boolean | Promise<boolean> {
     if (list === undefined) return false;
     if (list.hasAddresses) {
-      const address = clientAddress();
+      const address = this.clientAddress();
       if (address !== undefined && list.hasAddress(address)) return true;
     }
-    return list.functions.length === 0 ? false : callFunctions(list, field, of);
-  };
+    return list.functions.length === 0 ? false : this.callFunctions(list, field, of);
+  }
 
-  const callFunctions = async (list: AccessList, field: 'allow' | 'deny', of: PlannedPolicy | undefined) => {
+  /** A denial by a deny list: every failure so far is only reported (the request is refused anyway). */
+  denied(policy: string | undefined): Screening {
+    const { failures, reported } = this;
+    return {
+      outcome: 'deny',
+      policy,
+      entries: [],
+      failures: undefined,
+      reported: failures === undefined ? reported : [...(reported ?? []), ...failures],
+    };
+  }
+
+  private clientAddress(): ListAddress | undefined {
+    if (this.client === null) {
+      const address = this.input.address();
+      this.client = address === undefined ? undefined : listAddress(address);
+    }
+    return this.client;
+  }
+
+  private async callFunctions(list: AccessList, field: 'allow' | 'deny', of: PlannedPolicy | undefined) {
     let failed: unknown[] | undefined;
     let matched = false;
     for (const check of list.functions) {
       try {
-        let value: unknown = check(ctx);
+        let value: unknown = check(this.ctx);
         if (isPromise(value)) value = await value;
         if (value === true) {
           matched = true;
@@ -108,36 +153,10 @@ export async function screen(ctx: ExecutionContext, input: ScreenInput): Promise
       }
     }
     if (failed !== undefined) {
-      const owners = of === undefined ? input.scope.map((e) => e.planned) : [of];
-      const into = matched ? (reported ??= []) : (failures ??= []);
+      const owners = of === undefined ? this.input.scope.map((e) => e.planned) : [of];
+      const into = matched ? (this.reported ??= []) : (this.failures ??= []);
       for (const error of failed) for (const item of owners) into.push({ item, error });
     }
     return matched;
-  };
-
-  const denied = (policy: string | undefined): Screening => ({
-    outcome: 'deny',
-    policy,
-    entries: [],
-    failures: undefined,
-    reported: failures === undefined ? reported : [...(reported ?? []), ...failures],
-  });
-
-  const { entries, module } = input;
-  let match = named(module?.deny, 'deny', undefined);
-  if (match === true || (match !== false && (await match))) return denied(undefined);
-  for (const { planned } of entries) {
-    match = named(planned.deny, 'deny', planned);
-    if (match === true || (match !== false && (await match))) return denied(planned.policy.name);
   }
-  match = input.denyOnly || named(module?.allow, 'allow', undefined);
-  if (match === true || (match !== false && (await match))) {
-    return { outcome: 'allow', entries: [], failures, reported };
-  }
-  let left = entries;
-  for (const entry of entries) {
-    match = named(entry.planned.allow, 'allow', entry.planned);
-    if (match === true || (match !== false && (await match))) left = left.filter((e) => e !== entry);
-  }
-  return { outcome: 'policies', entries: left, failures, reported };
 }

@@ -4,7 +4,7 @@ import type { ContextAdapter } from '../contexts/context-adapter.js';
 import type { DecisionEngine, EngineItem } from '../engine/decision-engine.js';
 import type { PlanEntry, PlannedPolicy } from '../planning/route-planner.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
-import { checkCost, checkQuotaLimit, checkRequestLimit } from '../policy/validate-policy.js';
+import { checkCost, checkQuotaLimit, checkRequestLimit } from '../policy/value-checks.js';
 import type { RateLimitIdentities } from '../policy/policy.types.js';
 
 type MaybePromise<T> = T | Promise<T>;

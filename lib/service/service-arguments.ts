@@ -1,7 +1,8 @@
 import type { RoutePlanner } from '../planning/route-planner.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import type { RateLimitPolicy, ResolvedPolicy } from '../policy/policy.types.js';
-import { checkCost, validatePolicy } from '../policy/validate-policy.js';
+import { validatePolicy } from '../policy/validate-policy.js';
+import { checkCost } from '../policy/value-checks.js';
 import type { RateLimitStore } from '../stores/rate-limit-store.js';
 
 /** The arguments of RateLimitService's methods, checked: a bad one is a RateLimitPolicyError that says what. */

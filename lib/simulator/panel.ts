@@ -66,6 +66,15 @@ export function trailingScale(results: readonly SimulationResult[]): number {
   return Math.ceil(peak / half) * half;
 }
 
+/** The panel's frame with its scales: x from ms, y of the bars from requests, y of the line from units. */
+interface Scales extends PanelFrame {
+  readonly durationMs: number;
+  readonly right: number;
+  readonly sx: (t: number) => number;
+  readonly sy: (n: number) => number;
+  readonly sz: (units: number) => number;
+}
+
 /**
  * One panel: bars of requests admitted (green) and denied (red) per bucket on the left axis; the units admitted
  * in the last window (blue line) against the limit (blue dashes) on the right axis; window edges dashed grey.
@@ -73,16 +82,30 @@ export function trailingScale(results: readonly SimulationResult[]): number {
 export function panel(r: SimulationResult, frame: PanelFrame, heading: string): string {
   const { x, y, width, height, barsMax, trailingMax } = frame;
   const d = r.traffic.durationMs;
-  const { algorithm, limit, windowMs } = r.policy;
-  const sx = (t: number) => r2(x + (Math.min(t, d) / d) * width);
-  const sy = (n: number) => r2(y + height - (n / barsMax) * height);
-  const sz = (units: number) => r2(y + height - (units / trailingMax) * height);
-  const right = x + width;
-  const out: string[] = [
-    `<g class="panel" data-algorithm="${algorithm}" data-admitted="${r.admitted}" data-denied="${r.denied}" ` +
+  const scales: Scales = {
+    ...frame,
+    durationMs: d,
+    right: x + width,
+    sx: (t) => r2(x + (Math.min(t, d) / d) * width),
+    sy: (n) => r2(y + height - (n / barsMax) * height),
+    sz: (units) => r2(y + height - (units / trailingMax) * height),
+  };
+  return [
+    `<g class="panel" data-algorithm="${r.policy.algorithm}" data-admitted="${r.admitted}" data-denied="${r.denied}" ` +
       `data-busiest-window-units="${r.busiestWindow.units}">`,
     `<text x="${x}" y="${y - 8}" font-size="13" fill="#222">${xml(heading)}</text>`,
-  ];
+    ...valueAxes(scales, r.policy.limit),
+    ...windowEdges(scales, r.policy.windowMs),
+    ...r.buckets.flatMap((b) => bucketBars(scales, b)),
+    ...trailingLine(scales, r),
+    ...timeAxis(scales),
+    '</g>',
+  ].join('\n');
+}
+
+/** The left axis's grid and labels (requests per bucket), and the right axis's labels (units, the limit named). */
+function valueAxes({ x, right, barsMax, trailingMax, sy, sz }: Scales, limit: number): string[] {
+  const out: string[] = [];
   const yStep = niceStep(barsMax / 4);
   for (let n = 0; n <= barsMax; n += yStep) {
     out.push(`<line x1="${x}" x2="${right}" y1="${sy(n)}" y2="${sy(n)}" stroke="#e8e8e8"/>`);
@@ -93,43 +116,62 @@ export function panel(r: SimulationResult, frame: PanelFrame, heading: string): 
       `<text x="${right + 6}" y="${sz(units) + 4}" font-size="11" fill="${TRAILING}">${units === limit ? `${units} limit` : units}</text>`,
     );
   }
+  return out;
+}
+
+/** The edges of the windows, dashed grey. */
+function windowEdges({ y, height, durationMs: d, sx }: Scales, windowMs: number): string[] {
+  const out: string[] = [];
   // Past 200 windows the edges would fill the panel with grey; the bars and the line still tell the story.
   for (let edge = windowMs; edge < d && d / windowMs <= 200; edge += windowMs) {
     out.push(
       `<line class="window-edge" x1="${sx(edge)}" x2="${sx(edge)}" y1="${y}" y2="${y + height}" stroke="#777" stroke-dasharray="4 3"/>`,
     );
   }
-  for (const b of r.buckets) {
-    const left = sx(b.startMs);
-    const full = sx(b.endMs) - left;
-    const barWidth = r2(Math.max(0.5, full > 3 ? full - 1 : full));
+  return out;
+}
+
+/** One bucket's bars: admitted (green) below denied (red), with a tooltip when it saw requests. */
+function bucketBars({ sx, sy }: Scales, b: SimulationResult['buckets'][number]): string[] {
+  const left = sx(b.startMs);
+  const full = sx(b.endMs) - left;
+  const barWidth = r2(Math.max(0.5, full > 3 ? full - 1 : full));
+  const out = [
+    `<g class="bucket" data-start-ms="${b.startMs}" data-end-ms="${b.endMs}" data-admitted="${b.admitted}" data-denied="${b.denied}">`,
+  ];
+  if (b.admitted + b.denied > 0) {
     out.push(
-      `<g class="bucket" data-start-ms="${b.startMs}" data-end-ms="${b.endMs}" data-admitted="${b.admitted}" data-denied="${b.denied}">`,
+      `<title>${formatMs(b.startMs)} to ${formatMs(b.endMs)}: ${b.admitted} admitted, ${b.denied} denied</title>`,
     );
-    if (b.admitted + b.denied > 0) {
-      out.push(
-        `<title>${formatMs(b.startMs)} to ${formatMs(b.endMs)}: ${b.admitted} admitted, ${b.denied} denied</title>`,
-      );
-    }
-    const top = sy(b.admitted);
-    if (b.admitted > 0) {
-      out.push(`<rect x="${left}" y="${top}" width="${barWidth}" height="${r2(sy(0) - top)}" fill="${ADMITTED}"/>`);
-    }
-    if (b.denied > 0) {
-      const deniedTop = sy(b.admitted + b.denied);
-      out.push(
-        `<rect x="${left}" y="${deniedTop}" width="${barWidth}" height="${r2(top - deniedTop)}" fill="${DENIED}"/>`,
-      );
-    }
-    out.push('</g>');
   }
-  out.push(
-    `<line x1="${x}" x2="${right}" y1="${sz(limit)}" y2="${sz(limit)}" stroke="${TRAILING}" stroke-dasharray="2 3"/>`,
-  );
+  const top = sy(b.admitted);
+  if (b.admitted > 0) {
+    out.push(`<rect x="${left}" y="${top}" width="${barWidth}" height="${r2(sy(0) - top)}" fill="${ADMITTED}"/>`);
+  }
+  if (b.denied > 0) {
+    const deniedTop = sy(b.admitted + b.denied);
+    out.push(
+      `<rect x="${left}" y="${deniedTop}" width="${barWidth}" height="${r2(top - deniedTop)}" fill="${DENIED}"/>`,
+    );
+  }
+  out.push('</g>');
+  return out;
+}
+
+/** The limit (blue dashes) and the units admitted in the last window (blue line). */
+function trailingLine({ x, right, width, durationMs, sx, sz }: Scales, r: SimulationResult): string[] {
+  const { limit } = r.policy;
   let path = `M${x} ${sz(0)}`;
-  for (const p of lineOf(r.trailing, d, width)) path += `H${sx(p.atMs)}V${sz(p.units)}`;
-  out.push(`<path class="trailing" d="${path}H${right}" fill="none" stroke="${TRAILING}" stroke-width="1.5"/>`);
-  out.push(`<line x1="${x}" x2="${right}" y1="${sy(0)}" y2="${sy(0)}" stroke="#333"/>`);
+  for (const p of lineOf(r.trailing, durationMs, width)) path += `H${sx(p.atMs)}V${sz(p.units)}`;
+  return [
+    `<line x1="${x}" x2="${right}" y1="${sz(limit)}" y2="${sz(limit)}" stroke="${TRAILING}" stroke-dasharray="2 3"/>`,
+    `<path class="trailing" d="${path}H${right}" fill="none" stroke="${TRAILING}" stroke-width="1.5"/>`,
+  ];
+}
+
+/** The baseline and the time axis's ticks and labels. */
+function timeAxis({ x, right, durationMs: d, sx, sy }: Scales): string[] {
+  const out = [`<line x1="${x}" x2="${right}" y1="${sy(0)}" y2="${sy(0)}" stroke="#333"/>`];
   const step = timeStep(d);
   for (let t = 0; t <= d; t += step) {
     out.push(
@@ -137,6 +179,5 @@ export function panel(r: SimulationResult, frame: PanelFrame, heading: string): 
       `<text x="${sx(t)}" y="${sy(0) + 16}" font-size="11" fill="#555" text-anchor="middle">${t === 0 ? '0' : formatMs(t)}</text>`,
     );
   }
-  out.push('</g>');
-  return out.join('\n');
+  return out;
 }

@@ -10,7 +10,7 @@ import {
 } from '../../lib/index.js';
 import type { Clock } from '../../lib/clock.js';
 import { MAX_LEAD_US } from '../../lib/algorithms/gcra/gcra.js';
-import { MAX_UNITS } from '../../lib/policy/validate-policy.js';
+import { MAX_UNITS } from '../../lib/policy/value-checks.js';
 import type { RateLimitAlgorithm } from '../../lib/policy/policy.types.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { nth } from '../support/harness.js';

@@ -15,14 +15,14 @@ import { Test } from '@nestjs/testing';
 // What users import: the class the adapter throws must be this one, or their `instanceof` checks fail.
 import { RateLimitDroppedEvent } from 'nest-rate-limit/microservices';
 
+import { DROP_LOG_INTERVAL_MS } from '../../lib/contexts/drop-log.js';
+import { RpcAdapter } from '../../lib/contexts/rpc.adapter.js';
 import {
-  DROP_LOG_INTERVAL_MS,
   RPC_EVENT_HANDLER,
   RPC_HANDLER_TYPE_METADATA,
   RPC_MESSAGE_HANDLER,
-  RpcAdapter,
   rpcHandlerKind,
-} from '../../lib/contexts/rpc.adapter.js';
+} from '../../lib/contexts/rpc-handlers.js';
 import type { RateLimitDecision } from '../../lib/index.js';
 import { waitFor } from '../support/wait.js';
 import { CapturingNestLogger } from '../support/log-lines.js';

@@ -85,7 +85,7 @@ describe('RedisRateLimitStore', () => {
     expect(decision.map((args) => args[0]?.toLowerCase())).toEqual(['fcall']);
   });
 
-  it('uses the script on a Redis without functions (FCALL renamed away, as before Redis 7)', async () => {
+  it('uses the script on a Redis without functions (FCALL renamed away, as before Redis 7), reloaded after SCRIPT FLUSH', async () => {
     const old = await startRedis({ args: ['--rename-command', 'FCALL', '', '--rename-command', 'FUNCTION', ''] });
     try {
       const store = new RedisRateLimitStore({ client: old.client(), clock: new FakeClock(), keyPrefix: nextPrefix() });
@@ -93,6 +93,10 @@ describe('RedisRateLimitStore', () => {
       await store.load();
       for (let i = 9; i >= 7; i--) expect((await store.consume([{ policy, key: 'u', cost: 1 }]))[0]?.remaining).toBe(i);
       expect(await callsOf(old.client(), 'evalsha')).toBe(3);
+      // SCRIPT FLUSH (or a restart): EVALSHA answers NOSCRIPT, and one EVAL sends the script again.
+      await old.client().script('FLUSH');
+      expect((await store.consume([{ policy, key: 'u', cost: 1 }]))[0]?.remaining).toBe(6);
+      expect(await callsOf(old.client(), 'eval')).toBe(1);
     } finally {
       await old.stop();
     }

@@ -9,6 +9,7 @@ import {
   type RateLimitDecision,
   type RateLimitDecisionEvent,
   type RateLimitDuration,
+  type RateLimitErrorBody,
   RateLimitExceededException,
   type RateLimitIdentities,
   type RateLimitKey,
@@ -173,6 +174,35 @@ expectTypeOf(new RateLimitExceededException(decision).problem()).toEqualTypeOf<R
 expectTypeOf(new RateLimitUnavailableException('login', 1).problem()).toEqualTypeOf<RateLimitProblem>();
 expectTypeOf<RateLimitProblem['status']>().toEqualTypeOf<429 | 503>();
 expectTypeOf<RateLimitProblem['violated-policies']>().toEqualTypeOf<readonly string[]>();
+// The body of a 429, 503 or 403 as a client parses it: `code` narrows it to one refusal and its fields.
+declare const body: RateLimitErrorBody;
+expectTypeOf(body.code).toEqualTypeOf<'RATE_LIMITED' | 'RATE_LIMIT_UNAVAILABLE' | 'RATE_LIMIT_DENY_LIST'>();
+expectTypeOf(body.statusCode).toEqualTypeOf<429 | 503 | 403>();
+if (body.code === 'RATE_LIMITED') {
+  expectTypeOf(body).toEqualTypeOf<{
+    readonly statusCode: 429;
+    readonly error: 'Too Many Requests';
+    readonly code: 'RATE_LIMITED';
+    readonly message: string;
+    readonly policy: string;
+    readonly retryAfter?: number;
+  }>();
+}
+if (body.code === 'RATE_LIMIT_UNAVAILABLE') {
+  expectTypeOf(body.retryAfter).toEqualTypeOf<number>();
+  expectTypeOf(body.policy).toEqualTypeOf<string>();
+  expectTypeOf(body.error).toEqualTypeOf<'Service Unavailable'>();
+}
+if (body.statusCode === 403) {
+  expectTypeOf(body).toEqualTypeOf<{
+    readonly statusCode: 403;
+    readonly error: 'Forbidden';
+    readonly code: 'RATE_LIMIT_DENY_LIST';
+    readonly message: string;
+  }>();
+  // @ts-expect-error a deny list's refusal names no policy and has no retryAfter
+  void body.policy;
+}
 expectTypeOf<RateLimitDecisionEvent>().toEqualTypeOf<{
   readonly policy: string;
   readonly key: string;

@@ -59,6 +59,17 @@ describe('simulator: the boundary attack, 100 per 1m (100 in the second before t
     );
   });
 
+  it('marks the edge between the two windows in every panel, and none where they would be past 200', () => {
+    const edges = (chart: string) =>
+      chart
+        .split('<g class="panel"')
+        .slice(1)
+        .map((chunk) => chunk.match(/class="window-edge"/g)?.length ?? 0);
+    expect(edges(svg)).toEqual(SIMULATED_ALGORITHMS.map(() => 1));
+    const dense = runSimulation({ algorithm: 'gcra', limit: 10, window: '100ms', traffic: 'steady', durationMs: W });
+    expect(edges(dense.svg)).toEqual([0]);
+  });
+
   it('the fixed window admits 2 × limit = 200 within 2 seconds: the limit in each of the two windows', () => {
     const fixed = panelOf('fixed-window');
     expect(sum(fixed.buckets, 'admitted', attack.fromMs, W)).toBe(LIMIT);

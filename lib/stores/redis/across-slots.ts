@@ -1,6 +1,9 @@
+import calculateSlot from 'cluster-key-slot';
+
 import { elementAt } from '../../element-at.js';
 import type { RateLimitDecision } from '../../policy/policy.types.js';
 import type { StoreCallItem } from '../rate-limit-store.js';
+import { storageKey } from '../storage-key.js';
 
 /** One call of the script on the items of one slot ('check' decides as 'consume' would, writing nothing). */
 export type RunInSlot = (
@@ -11,6 +14,22 @@ export type RunInSlot = (
 /** Whether a slot's decisions deny the request: one of its enforced items was denied. */
 export const denied = (part: readonly StoreCallItem[], decisions: readonly RateLimitDecision[]): boolean =>
   decisions.some((d, j) => !d.allowed && elementAt(part, j, 'the items of a slot').shadow !== true);
+
+/**
+ * Indexes of the items grouped by the Cluster slot of their keys (one script may touch one slot only); on a
+ * standalone Redis, one group of every item.
+ */
+export function slotGroups(items: readonly StoreCallItem[], keyPrefix: string, isCluster: boolean): number[][] {
+  if (!isCluster) return [items.map((_, i) => i)];
+  const groups = new Map<number, number[]>();
+  items.forEach(({ policy, key }, i) => {
+    const slot = calculateSlot(storageKey(keyPrefix, policy.id, key));
+    const group = groups.get(slot);
+    if (group === undefined) groups.set(slot, [i]);
+    else group.push(i);
+  });
+  return [...groups.values()];
+}
 
 /** The items at the indices of `group` (one slot's indices into `items`, from the store's grouping by slot). */
 export const slotItems = <T>(items: readonly T[], group: readonly number[]): T[] =>

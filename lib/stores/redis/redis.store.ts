@@ -1,18 +1,16 @@
-import calculateSlot from 'cluster-key-slot';
-
 import { type Clock, systemClock } from '../../clock.js';
 import type { RateLimitDecision } from '../../policy/policy.types.js';
 import { decisionsFromReply } from '../decisions.js';
 import { checkRedisClient, type RedisClient, type RedisConnection } from '../client-types.js';
 import type { RateLimitStore, RateLimitStoreChanges, RateLimitStoreItem, StoreCallItem } from '../rate-limit-store.js';
-import { checkKeyPrefix, storageKey } from '../storage-key.js';
+import { checkKeyPrefix } from '../storage-key.js';
 import { redisAddress } from '../store-description.js';
-import { acrossSlots, consumeAcrossSlots, type RunInSlot, slotItems } from './across-slots.js';
+import { acrossSlots, consumeAcrossSlots, type RunInSlot, slotGroups, slotItems } from './across-slots.js';
 import { batchArgs, callFields, type RequestArgs, requestArgs, splitReply } from './call-args.js';
 import { CallBatcher } from './call-batcher.js';
 import { canFeed, RedisChangeFeed } from './change-feed.js';
 import { type ResettableClient, unlinkUnder } from './reset-all.js';
-import { RATE_LIMIT_FUNCTION, RATE_LIMIT_LIBRARY, RATE_LIMIT_SCRIPT, RATE_LIMIT_SCRIPT_SHA } from './rate-limit.lua.js';
+import { isReplyError, RedisLuaProgram } from './lua-program.js';
 
 /** Options of the Redis store. */
 export interface RedisRateLimitStoreOptions {
@@ -45,16 +43,9 @@ export class RedisRateLimitStore implements RateLimitStore {
   private readonly clock: Clock | undefined;
   private readonly keyPrefix: string;
   private readonly ttlSlack: string;
-  /**
-   * Whether decisions go through the Redis 7 function (FCALL: the twins built once, not at every call) or
-   * the script (EVALSHA): a Cluster, a Redis before 7, or one that refuses FUNCTION LOAD (ACLs) takes the
-   * script. Decided at the first call (or load()).
-   */
-  private functions: 'unknown' | 'yes' | 'no';
-  private loadingFunction: Promise<void> | undefined;
+  /** FCALL of the Redis 7 function or EVALSHA of the script (lua-program.ts). */
+  private readonly program: RedisLuaProgram;
   private readonly batcher: CallBatcher<RequestArgs>;
-  /** Where the client connects, for errors in the module's words (never a password). */
-  private readonly where: string;
 
   constructor(options: RedisRateLimitStoreOptions) {
     if (options?.client === undefined) {
@@ -71,9 +62,9 @@ export class RedisRateLimitStore implements RateLimitStore {
     this.ttlSlack = String(slack);
     this.batcher = new CallBatcher(this.sendBatch);
     this.changes = canFeed(this.client) ? new RedisChangeFeed(this.client, `${this.keyPrefix}changes`) : undefined;
-    this.where = 'options' in this.client ? redisAddress(this.client as RedisConnection) : 'Redis';
-    // Every master of a Cluster would need the library: the script, which travels with the call, is simpler.
-    this.functions = this.client.isCluster ? 'no' : 'unknown';
+    // Where the client connects, for errors in the module's words (never a password).
+    const where = 'options' in this.client ? redisAddress(this.client as RedisConnection) : 'Redis';
+    this.program = new RedisLuaProgram(this.client, where);
   }
 
   consume(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
@@ -102,29 +93,8 @@ export class RedisRateLimitStore implements RateLimitStore {
   }
 
   /** Loads the function (or the script) into Redis ahead of the first request (both also load on demand). */
-  async load(): Promise<void> {
-    if (this.functions !== 'no') await this.loadFunction();
-    if (this.functions === 'no') await this.client.script('LOAD', RATE_LIMIT_SCRIPT);
-  }
-
-  /**
-   * FUNCTION LOAD of the library, once for all the calls that found it missing; a Redis that answers with an
-   * error (before 7, ACLs) gets the script from then on.
-   */
-  private loadFunction(): Promise<void> {
-    this.loadingFunction ??= this.client
-      .call('FUNCTION', 'LOAD', 'REPLACE', RATE_LIMIT_LIBRARY)
-      .then(
-        () => {
-          this.functions = 'yes';
-        },
-        (error: unknown) => {
-          if (!isReplyError(error)) throw error;
-          this.functions = 'no';
-        },
-      )
-      .finally(() => (this.loadingFunction = undefined));
-    return this.loadingFunction;
+  load(): Promise<void> {
+    return this.program.load();
   }
 
   private async decide(
@@ -132,7 +102,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     items: readonly StoreCallItem[],
   ): Promise<RateLimitDecision[]> {
     if (items.length === 0) return [];
-    const groups = this.client.isCluster ? this.bySlot(items) : [items.map((_, i) => i)];
+    const groups = slotGroups(items, this.keyPrefix, this.client.isCluster);
     if (groups.length === 1) return this.inSlot(op, items);
     return op === 'consume'
       ? consumeAcrossSlots(items, groups, this.inSlot)
@@ -142,18 +112,6 @@ export class RedisRateLimitStore implements RateLimitStore {
   /** The decisions of one call on items of one slot ('check' replies as a denied consume would). */
   private readonly inSlot: RunInSlot = async (op, part) =>
     decisionsFromReply(op === 'check' ? 'consume' : op, part, await this.run(op, part), 'the Redis script');
-
-  /** Indexes of the items grouped by the Cluster slot of their keys (one script may touch one slot only). */
-  private bySlot(items: readonly StoreCallItem[]): number[][] {
-    const groups = new Map<number, number[]>();
-    items.forEach(({ policy, key }, i) => {
-      const slot = calculateSlot(storageKey(this.keyPrefix, policy.id, key));
-      const group = groups.get(slot);
-      if (group === undefined) groups.set(slot, [i]);
-      else group.push(i);
-    });
-    return [...groups.values()];
-  }
 
   async block(items: readonly Omit<RateLimitStoreItem, 'cost'>[], durationMs: number): Promise<void> {
     await this.eachSlot(
@@ -169,7 +127,7 @@ export class RedisRateLimitStore implements RateLimitStore {
   /** One call per Cluster slot of the items (one call on a standalone Redis). */
   private async eachSlot(op: Operation, items: readonly StoreCallItem[]): Promise<void> {
     if (items.length === 0) return;
-    const groups = this.client.isCluster ? this.bySlot(items) : [items.map((_, i) => i)];
+    const groups = slotGroups(items, this.keyPrefix, this.client.isCluster);
     await Promise.all(groups.map((group) => this.run(op, slotItems(items, group))));
   }
 
@@ -177,7 +135,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     const request = requestArgs(op, items, this.keyPrefix, this.clock ?? systemClock);
     // The consumes on one connection are gathered per turn of the event loop.
     if (op === 'consume' && !this.client.isCluster) return this.batcher.consume(request);
-    return this.execute(request.keys, [op, this.now(), this.ttlSlack, ...callFields(request)]);
+    return this.program.call(request.keys, [op, this.now(), this.ttlSlack, ...callFields(request)]);
   }
 
   private now(): string {
@@ -192,69 +150,14 @@ export class RedisRateLimitStore implements RateLimitStore {
   private readonly sendBatch = async (requests: readonly RequestArgs[]): Promise<unknown[]> => {
     const now = this.now();
     const alone = (request: RequestArgs) =>
-      this.execute(request.keys, ['consume', now, this.ttlSlack, ...callFields(request)]);
+      this.program.call(request.keys, ['consume', now, this.ttlSlack, ...callFields(request)]);
     if (requests.length === 1) return [await alone(requests[0] as RequestArgs)];
     const { keys, args } = batchArgs(requests, now, this.ttlSlack);
     try {
-      return splitReply(await this.execute(keys, args), requests);
+      return splitReply(await this.program.call(keys, args), requests);
     } catch (error) {
       if (!isReplyError(error)) throw error;
       return requests.map(alone);
     }
   };
-
-  /** One call, its connection errors said in the module's words (ioredis speaks of streams and queues). */
-  private async execute(keys: readonly string[], args: readonly string[]): Promise<unknown> {
-    try {
-      return await this.send(keys, args);
-    } catch (error) {
-      throw connectionError(error, this.where);
-    }
-  }
-
-  /** FCALL while the function is there (loading it when it is missing), else EVALSHA or EVAL. */
-  private async send(keys: readonly string[], args: readonly string[]): Promise<unknown> {
-    if (this.functions !== 'no') {
-      try {
-        const reply = await this.client.call('FCALL', RATE_LIMIT_FUNCTION, keys.length, ...keys, ...args);
-        // loaded by another instance, or by this one before
-        this.functions = 'yes';
-        return reply;
-      } catch (error) {
-        if (!isReplyError(error)) throw error;
-        // Not there yet, or flushed (FUNCTION FLUSH): load it and call again; no FCALL at all: the script.
-        if (!error.message.includes('Function not found') && !/unknown command/i.test(error.message)) throw error;
-        await this.loadFunction();
-        if (this.functions === 'yes')
-          return this.client.call('FCALL', RATE_LIMIT_FUNCTION, keys.length, ...keys, ...args);
-      }
-    }
-    try {
-      return await this.client.evalsha(RATE_LIMIT_SCRIPT_SHA, keys.length, ...keys, ...args);
-    } catch (error) {
-      // Redis restarted or its script cache was flushed: EVAL sends the script and caches it again.
-      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-      return this.client.eval(RATE_LIMIT_SCRIPT, keys.length, ...keys, ...args);
-    }
-  }
-}
-
-/**
- * A client's connection error as an outage log should read it: where the store is and what is wrong. Errors
- * Redis answered with and programming errors pass as they are.
- */
-function connectionError(error: unknown, where: string): unknown {
-  if (!(error instanceof Error) || error.name === 'ReplyError' || error instanceof TypeError) return error;
-  const { message } = error;
-  const problem = message.includes("Stream isn't writeable")
-    ? 'is not connected (the limiter queues no command while its connection is down)'
-    : message.includes('Connection is closed')
-      ? 'closed the connection'
-      : `failed: ${message}`;
-  return new Error(`${where} ${problem}`, { cause: error });
-}
-
-/** An error Redis answered with (as opposed to a connection that failed). */
-function isReplyError(error: unknown): error is Error {
-  return error instanceof Error && error.name === 'ReplyError';
 }

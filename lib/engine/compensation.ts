@@ -1,0 +1,58 @@
+import { elementAt } from '../element-at.js';
+import type { StoreOperation } from '../metrics/otel-metrics.js';
+import type { ResolvedPolicy } from '../policy/policy.types.js';
+import type { RateLimitStore, RateLimitStoreCall } from '../stores/rate-limit-store.js';
+import type { ChangeFeed } from './change-feed.js';
+import { denies, type EngineItem, type Evaluation } from './evaluation.js';
+import type { FailureReporter } from './failure-reporter.js';
+
+/** What giving units back needs of the engine (DecisionEngine is one). */
+export interface RefundSide {
+  /** The store of rate limits, whose changes the feed announces to the other instances' deny caches. */
+  readonly store: RateLimitStore;
+  readonly feed: Pick<ChangeFeed, 'changed'>;
+  readonly reporter: FailureReporter;
+  storeOf(policy: ResolvedPolicy): RateLimitStore;
+  run<T>(
+    store: RateLimitStore,
+    operation: StoreOperation,
+    call: (timing: RateLimitStoreCall) => Promise<T>,
+  ): Promise<T>;
+  released(items: readonly EngineItem[]): void;
+}
+
+/**
+ * Gives back what an evaluation consumed (a later step of its request denied), and reports the keys as
+ * they then stand. Between the calls a concurrent request may find those units taken: that can
+ * under-admit, never over-admit. If the refund fails, the units stay taken until they expire.
+ */
+export async function compensate(side: RefundSide, evaluation: Evaluation): Promise<void> {
+  if (evaluation.items.length === 0 || denies(evaluation)) return;
+  evaluation.compensated = true;
+  // What the evaluation consumed: every item but the shadow ones that would have denied.
+  const consumed = evaluation.items.filter(
+    (_, i) => elementAt(evaluation.decisions, i, 'the decisions of an evaluation').allowed,
+  );
+  try {
+    const decisions = [...evaluation.decisions];
+    for (const store of new Set(consumed.map((i) => side.storeOf(i.policy)))) {
+      const part = consumed.filter((i) => side.storeOf(i.policy) === store);
+      const refunded = await side
+        .run(store, 'refund', () => store.refund(part))
+        .finally(() => {
+          if (store === side.store) void side.feed.changed(part);
+        });
+      side.released(part.filter((item) => item.count === 'release' && item.cost > 0));
+      part.forEach((item, j) => {
+        const decision = elementAt(refunded, j, "the store's reply to refund");
+        decisions[evaluation.items.indexOf(item)] = { ...decision, allowed: true, retryAfterMs: 0 };
+      });
+    }
+    evaluation.decisions = decisions;
+  } catch (error) {
+    side.reporter.report(
+      error,
+      evaluation.items.map((i) => i.policy.name),
+    );
+  }
+}

@@ -1,0 +1,54 @@
+import type { RateLimitMetrics } from '../metrics/otel-metrics.js';
+import type { FailMode, ResolvedPolicy } from '../policy/policy.types.js';
+import { isDefect } from '../stores/store-defects.js';
+import { DEFECT, failModesDoing, type FailureReporter } from './failure-reporter.js';
+
+/** What applying fail modes needs of the engine: its reporter and, when on, its metrics. */
+export interface FailureSide {
+  readonly reporter: FailureReporter;
+  readonly metrics: RateLimitMetrics | undefined;
+}
+
+/** A policy of a request as far as its fail mode is concerned. */
+interface FailingItem {
+  readonly policy: Pick<ResolvedPolicy, 'name'>;
+  readonly failMode: FailMode;
+}
+
+/** Counts each item's failed decision, and names the first fail-closed policy (undefined when all fail open). */
+function failClosed(side: FailureSide, items: readonly FailingItem[]): string | undefined {
+  for (const item of items) {
+    side.metrics?.decision(item.policy.name, item.failMode === 'closed' ? 'failed-closed' : 'failed-open');
+  }
+  return items.find((i) => i.failMode === 'closed')?.policy.name;
+}
+
+/**
+ * Reports failures to resolve policies (a key or cost function threw) and returns the first fail-closed
+ * policy among them, whose request must then be refused; undefined when every one fails open.
+ */
+export function resolveFailures(
+  side: FailureSide,
+  failures: readonly { item: FailingItem; error: unknown }[],
+): string | undefined {
+  for (const { item, error } of failures) side.reporter.report(error, [item.policy.name]);
+  return failClosed(
+    side,
+    failures.map((f) => f.item),
+  );
+}
+
+/**
+ * Reports the failure of a store call for `items` and returns the first fail-closed policy, or undefined when
+ * every one fails open. A defect (not an outage) is rethrown: the request fails, loudly, rather than be
+ * admitted or refused by a fail mode.
+ */
+export function storeFailure(side: FailureSide, error: unknown, items: readonly FailingItem[]): string | undefined {
+  const policies = items.map((i) => i.policy.name);
+  if (isDefect(error)) {
+    side.reporter.report(error, policies, DEFECT);
+    throw error;
+  }
+  side.reporter.report(error, policies, failModesDoing(items));
+  return failClosed(side, items);
+}

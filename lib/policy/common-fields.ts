@@ -1,0 +1,76 @@
+import { compileList } from '../lists/address-list.js';
+import type { RateLimitPolicy } from './policy.types.js';
+import { checkCost, describeValue } from './value-checks.js';
+import { parseWindow } from './window.js';
+
+/**
+ * The fields every kind of policy has (window policies and quotas alike), and their checks. `fail` throws the
+ * RateLimitPolicyError that names the policy, where it is declared and the field.
+ */
+export type Fail = (field: string, problem: string) => never;
+
+/** The field names both kinds of policy accept. */
+export const COMMON_FIELDS = {
+  name: true,
+  algorithm: true,
+  limit: true,
+  key: true,
+  cost: true,
+  failMode: true,
+  mode: true,
+  block: true,
+  allow: true,
+  deny: true,
+  count: true,
+  scope: true,
+} as const;
+
+const COUNTS: readonly unknown[] = ['all', 'failed', 'succeeded'];
+
+/** A static limit is an integer >= 1; a function of the request is checked on each of its results. */
+export function checkLimitField(limit: unknown, fail: Fail): void {
+  if (typeof limit !== 'function' && (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1)) {
+    fail('limit', `must be an integer >= 1 or a function of the request, got ${describeValue(limit)}`);
+  }
+}
+
+/** Checks scope, cost, key, failMode, mode, the lists and count. */
+export function checkCommonFields(policy: RateLimitPolicy, fail: Fail): void {
+  if (policy.scope !== undefined && policy.scope !== 'shared' && policy.scope !== 'route') {
+    fail('scope', `must be 'shared' or 'route', got ${describeValue(policy.scope)}`);
+  }
+  if (policy.cost !== undefined && typeof policy.cost !== 'function') {
+    checkCost(policy.cost, (problem) => fail('cost', problem));
+  }
+  if (policy.key !== undefined && policy.key !== 'ip' && policy.key !== 'user' && typeof policy.key !== 'function') {
+    fail('key', `must be 'ip', 'user' or a function, got ${describeValue(policy.key)}`);
+  }
+  if (policy.failMode !== undefined && policy.failMode !== 'open' && policy.failMode !== 'closed') {
+    fail('failMode', `must be 'open' or 'closed', got ${describeValue(policy.failMode)}`);
+  }
+  if (policy.mode !== undefined && policy.mode !== 'enforce' && policy.mode !== 'shadow') {
+    fail('mode', `must be 'enforce' or 'shadow', got ${describeValue(policy.mode)}`);
+  }
+  compileList(policy.allow, (problem) => fail('allow', problem));
+  compileList(policy.deny, (problem) => fail('deny', problem));
+  const { count } = policy;
+  if (count !== undefined && policy.algorithm === 'concurrency') {
+    fail('count', 'does not apply to concurrency: a lease is given back at the end of every request');
+  }
+  if (count !== undefined && typeof count !== 'function' && !COUNTS.includes(count)) {
+    fail('count', `must be 'all', 'failed', 'succeeded' or a function of the outcome, got ${describeValue(count)}`);
+  }
+}
+
+/** The policy's `block` in milliseconds, as a field to spread into the resolved policy. */
+export function blockOf(policy: RateLimitPolicy, fail: Fail): { blockMs?: number } {
+  if (policy.block === undefined) return {};
+  const blockMs = parseWindow(policy.block);
+  if (blockMs === undefined) {
+    fail(
+      'block',
+      `must be a whole number of milliseconds >= 1 or a duration like '30s', '15m', '1h', got ${describeValue(policy.block)}`,
+    );
+  }
+  return { blockMs };
+}

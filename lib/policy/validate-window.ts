@@ -1,0 +1,88 @@
+import { emissionUs, MAX_LEAD_US } from '../algorithms/gcra/gcra.js';
+import { fieldNames } from '../unknown-fields.js';
+import { blockOf, checkCommonFields, checkLimitField, COMMON_FIELDS, type Fail } from './common-fields.js';
+import type { RateLimitWindowPolicy, ResolvedPolicy } from './policy.types.js';
+import { checkUnits, describeValue } from './value-checks.js';
+import { parseWindow } from './window.js';
+
+/** The fields of a policy of a window-based algorithm (every algorithm but quota). */
+export const WINDOW_FIELDS = fieldNames<RateLimitWindowPolicy>({
+  ...COMMON_FIELDS,
+  window: true,
+  burst: true,
+  anchor: true,
+});
+
+/** Checks a policy of a window-based algorithm (its name and algorithm already checked) and resolves it. */
+export function validateWindowPolicy(policy: RateLimitWindowPolicy, name: string, fail: Fail): ResolvedPolicy {
+  const { limit, burst } = policy;
+  checkLimitField(limit, fail);
+  const windowMs = parseWindow(policy.window);
+  if (windowMs === undefined) {
+    fail(
+      'window',
+      `must be a whole number of milliseconds >= 1 or a duration like '500ms', '10s', '1m', '1h', '1d', got ${describeValue(policy.window)}`,
+    );
+  }
+  const { anchor } = policy;
+  checkAnchor(policy, fail);
+  const bucket = policy.algorithm === 'token-bucket' || policy.algorithm === 'gcra';
+  if (burst !== undefined) {
+    if (!bucket) fail('burst', `applies only to token-bucket and gcra, not to ${policy.algorithm}`);
+    if (typeof burst !== 'function' && (!Number.isSafeInteger(burst) || burst < 1)) {
+      fail('burst', `must be an integer >= 1 or a function of the request, got ${describeValue(burst)}`);
+    }
+  }
+  // A limit or burst that is a function is decided per request (RequestResolver); NaN stands for it here.
+  const staticLimit = typeof limit === 'number' ? limit : NaN;
+  const staticBurst = typeof burst === 'function' ? NaN : burst;
+  const capacity = bucket ? (staticBurst ?? staticLimit) : staticLimit;
+  // The algorithms count in units of 1/windowMs of a request so that every step is exact integer math. Their
+  // intermediate values reach a few times capacity × windowMs (two windows of a sliding counter seen from a
+  // clock that stepped back, a GCRA key seen from behind), and must stay below 2^53 in Lua and TypeScript.
+  const problem = checkUnits(Math.max(capacity, staticLimit), windowMs as number);
+  if (problem !== undefined) fail('limit', problem);
+  if (policy.algorithm === 'gcra') checkGcra(staticLimit, capacity, windowMs as number, fail);
+  checkCommonFields(policy, fail);
+  return Object.freeze({
+    name,
+    id: name,
+    algorithm: policy.algorithm,
+    limit: staticLimit,
+    windowMs: windowMs as number,
+    capacity,
+    failMode: policy.failMode,
+    mode: policy.mode,
+    ...blockOf(policy, fail),
+    ...(anchor === 'first-request' ? { anchor } : {}),
+    source: policy,
+  });
+}
+
+/** `anchor` is 'clock' or 'first-request', and only fixed windows have one. */
+function checkAnchor({ anchor, algorithm }: RateLimitWindowPolicy, fail: Fail): void {
+  if (anchor === undefined) return;
+  if (anchor !== 'clock' && anchor !== 'first-request') {
+    fail('anchor', `must be 'clock' or 'first-request', got ${describeValue(anchor)}`);
+  }
+  if (algorithm !== 'fixed-window') fail('anchor', `applies only to fixed-window, not to ${algorithm}`);
+}
+
+/**
+ * GCRA counts in µs (gcra.ts): its window, and its burst × emission interval when both are static, must stay
+ * within MAX_LEAD_US (about 71 years) for its integers to stay exact.
+ */
+function checkGcra(limit: number, burst: number, windowMs: number, fail: Fail): void {
+  if (1000 * windowMs > MAX_LEAD_US) {
+    fail('window', `must not exceed ${MAX_LEAD_US / 1000} ms (about 71 years) for gcra, got ${windowMs}`);
+  }
+  if (Number.isNaN(limit) || Number.isNaN(burst)) return;
+  const leadUs = burst * emissionUs(limit, windowMs);
+  if (leadUs > MAX_LEAD_US) {
+    fail(
+      'burst',
+      `burst × emission interval (window / limit) must not exceed 2^51 µs (about 71 years) for gcra; got ${burst} × ` +
+        `${emissionUs(limit, windowMs)} µs: lower burst or window, or raise limit`,
+    );
+  }
+}

@@ -1,0 +1,104 @@
+import type { RedisClient } from '../client-types.js';
+import { RATE_LIMIT_FUNCTION, RATE_LIMIT_LIBRARY, RATE_LIMIT_SCRIPT, RATE_LIMIT_SCRIPT_SHA } from './rate-limit.lua.js';
+
+/**
+ * How one call of the store's Lua program reaches Redis: FCALL of the Redis 7 function (the twins built once,
+ * not at every call) while Redis has it, loading it when it is missing; else EVALSHA of the same code, EVAL on
+ * NOSCRIPT. A Cluster, a Redis before 7, or one that refuses FUNCTION LOAD (ACLs) takes the script. Connection
+ * errors are said in the module's words (ioredis speaks of streams and queues).
+ */
+export class RedisLuaProgram {
+  /** Whether calls go through the function; decided at the first call (or load()). */
+  private functions: 'unknown' | 'yes' | 'no';
+  private loadingFunction: Promise<void> | undefined;
+
+  /** @param where where the client connects, for errors in the module's words (never a password). */
+  constructor(
+    private readonly client: RedisClient,
+    private readonly where: string,
+  ) {
+    // Every master of a Cluster would need the library: the script, which travels with the call, is simpler.
+    this.functions = client.isCluster ? 'no' : 'unknown';
+  }
+
+  /** Loads the function (or the script) into Redis ahead of the first request (both also load on demand). */
+  async load(): Promise<void> {
+    if (this.functions !== 'no') await this.loadFunction();
+    if (this.functions === 'no') await this.client.script('LOAD', RATE_LIMIT_SCRIPT);
+  }
+
+  /** One call, its connection errors said in the module's words. */
+  async call(keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    try {
+      return await this.send(keys, args);
+    } catch (error) {
+      throw connectionError(error, this.where);
+    }
+  }
+
+  /**
+   * FUNCTION LOAD of the library, once for all the calls that found it missing; a Redis that answers with an
+   * error (before 7, ACLs) gets the script from then on.
+   */
+  private loadFunction(): Promise<void> {
+    this.loadingFunction ??= this.client
+      .call('FUNCTION', 'LOAD', 'REPLACE', RATE_LIMIT_LIBRARY)
+      .then(
+        () => {
+          this.functions = 'yes';
+        },
+        (error: unknown) => {
+          if (!isReplyError(error)) throw error;
+          this.functions = 'no';
+        },
+      )
+      .finally(() => (this.loadingFunction = undefined));
+    return this.loadingFunction;
+  }
+
+  /** FCALL while the function is there (loading it when it is missing), else EVALSHA or EVAL. */
+  private async send(keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    if (this.functions !== 'no') {
+      try {
+        const reply = await this.client.call('FCALL', RATE_LIMIT_FUNCTION, keys.length, ...keys, ...args);
+        // loaded by another instance, or by this one before
+        this.functions = 'yes';
+        return reply;
+      } catch (error) {
+        if (!isReplyError(error)) throw error;
+        // Not there yet, or flushed (FUNCTION FLUSH): load it and call again; no FCALL at all: the script.
+        if (!error.message.includes('Function not found') && !/unknown command/i.test(error.message)) throw error;
+        await this.loadFunction();
+        if (this.functions === 'yes')
+          return this.client.call('FCALL', RATE_LIMIT_FUNCTION, keys.length, ...keys, ...args);
+      }
+    }
+    try {
+      return await this.client.evalsha(RATE_LIMIT_SCRIPT_SHA, keys.length, ...keys, ...args);
+    } catch (error) {
+      // Redis restarted or its script cache was flushed: EVAL sends the script and caches it again.
+      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
+      return this.client.eval(RATE_LIMIT_SCRIPT, keys.length, ...keys, ...args);
+    }
+  }
+}
+
+/**
+ * A client's connection error as an outage log should read it: where the store is and what is wrong. Errors
+ * Redis answered with and programming errors pass as they are.
+ */
+function connectionError(error: unknown, where: string): unknown {
+  if (!(error instanceof Error) || error.name === 'ReplyError' || error instanceof TypeError) return error;
+  const { message } = error;
+  const problem = message.includes("Stream isn't writeable")
+    ? 'is not connected (the limiter queues no command while its connection is down)'
+    : message.includes('Connection is closed')
+      ? 'closed the connection'
+      : `failed: ${message}`;
+  return new Error(`${where} ${problem}`, { cause: error });
+}
+
+/** An error Redis answered with (as opposed to a connection that failed). */
+export function isReplyError(error: unknown): error is Error {
+  return error instanceof Error && error.name === 'ReplyError';
+}
