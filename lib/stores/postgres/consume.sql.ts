@@ -24,7 +24,8 @@ const ONE_ITEM = `(SELECT 1::bigint AS i, 1 AS req, p_key AS k, p_algo AS a, p_l
  * rl_consume_item_v4: a call of one item, as when the store is not busy: the rounds' consume statement for one
  * item, without the arrays to unnest, the round to filter, the loop of rounds nor the sort of the keys to lock.
  * Arguments as the items' of rate_limit_consume_v4 (p_shadow and p_block never NULL). It pays, a little: about
- * 100 against 120 µs of server time per call through a round (bench/RESULTS-postgres.md, "The single-item path").
+ * 100 against 120 µs of server time per call through a round (bench/RESULTS-postgres.md, "The single-item
+ * path generated from the rounds' template").
  */
 const consumeItemSql = (S: string): string => `
 CREATE OR REPLACE FUNCTION ${S}.rl_consume_item_v4(p_slack bigint, p_algo int, p_now bigint, p_key text, p_lim bigint,
