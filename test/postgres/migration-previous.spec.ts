@@ -1,8 +1,6 @@
-import { PostgresRateLimitStore, validatePolicy } from '../../lib/index.js';
-import { ALGORITHM_CODES } from '../../lib/algorithms/index.js';
+import { validatePolicy } from '../../lib/index.js';
 import { FakeClock } from '../support/fake-clock.js';
-import { nth } from '../support/harness.js';
-import { decideAlike, earlierSchema, schemaFunctions } from '../support/migrations.js';
+import { consumeThrough, decideAlike, earlierSchema, schemaFunctions, storeOn } from '../support/migrations.js';
 import { ReferenceStore } from '../support/reference-store.js';
 
 /** The schema of the first set-based statements (git 35896cc): no blocks, tokens left in a token bucket's state. */
@@ -16,23 +14,9 @@ const banned = validatePolicy({ name: 'banned', algorithm: 'fixed-window', limit
 const key = (policy: { id: string }) => `rl:{${policy.id}:u}`;
 
 /** A consume of one item through rate_limit_consume(), as an application of the previous version sends it. */
-async function consumeAsBefore(policy: typeof bucket): Promise<string> {
-  const { rows } = await db.pool.query<{ r: string }>(
-    `SELECT ${db.schema}.rate_limit_consume(1000, true, $1, $2, '{1}', '{1}', $3, $4, $5, $6, $7, '{1}') AS r`,
-    [
-      ALGORITHM_CODES[policy.algorithm],
-      [clock.now()],
-      [key(policy)],
-      [ALGORITHM_CODES[policy.algorithm]],
-      [policy.limit],
-      [policy.windowMs],
-      [policy.capacity],
-    ],
-  );
-  return nth(rows, 0).r;
-}
-
-const store = () => new PostgresRateLimitStore({ pool: db.pool, schema: db.schema, clock, pruneIntervalMs: 0 });
+const consumeAsBefore = (policy: typeof bucket) =>
+  consumeThrough(db, 'rate_limit_consume', policy, key(policy), clock.now());
+const store = () => storeOn(db, clock);
 
 describe('migrating a schema of the previous version (35896cc)', () => {
   it('adds the block columns, reads its token bucket states as units taken, and leaves none of its functions', async () => {

@@ -1,8 +1,14 @@
-import { PostgresRateLimitStore, validatePolicy } from '../../lib/index.js';
-import { ALGORITHM_CODES } from '../../lib/algorithms/index.js';
+import { validatePolicy } from '../../lib/index.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { nth } from '../support/harness.js';
-import { decideAlike, earlierSchema, schemaFunctions } from '../support/migrations.js';
+import {
+  consumeThrough,
+  decideAlike,
+  earlierSchema,
+  schemaFunctions,
+  stateOf,
+  storeOn,
+} from '../support/migrations.js';
 import { ReferenceStore } from '../support/reference-store.js';
 
 /** The schema of git 1216cd4 (entry points _v2): token bucket states without the limit they drain at. */
@@ -15,24 +21,9 @@ const bucket = validatePolicy({ name: 'bucket', algorithm: 'token-bucket', limit
 const key = `rl:{${bucket.id}:u}`;
 
 /** A consume of one item through rate_limit_consume_v2(), as an application of that version sends it. */
-async function consumeAsBefore(): Promise<string> {
-  const code = ALGORITHM_CODES[bucket.algorithm];
-  const { rows } = await db.pool.query<{ r: string }>(
-    `SELECT ${db.schema}.rate_limit_consume_v2(1000, true, $1, $2, '{1}', '{1}', $3, $4, $5, $6, $7, '{1}', NULL, NULL) AS r`,
-    [code, [clock.now()], [key], [code], [bucket.limit], [bucket.windowMs], [bucket.capacity]],
-  );
-  return nth(rows, 0).r;
-}
-
-async function state(): Promise<string | undefined> {
-  const { rows } = await db.pool.query<{ state: string }>(
-    `SELECT state FROM ${db.schema}.rate_limit_state WHERE key = $1`,
-    [key],
-  );
-  return rows[0]?.state;
-}
-
-const store = () => new PostgresRateLimitStore({ pool: db.pool, schema: db.schema, clock, pruneIntervalMs: 0 });
+const consumeAsBefore = () => consumeThrough(db, 'rate_limit_consume_v2', bucket, key, clock.now());
+const state = () => stateOf(db, key);
+const store = () => storeOn(db, clock);
 
 const OBSOLETE = /^rl_bucket_(taken|decision|refunded)$|^rl_algo_(decision|refunded)$|^rl_standing$|^rl_consume_item$/;
 

@@ -1,8 +1,7 @@
-import { PostgresRateLimitStore, validatePolicy } from '../../lib/index.js';
-import { ALGORITHM_CODES } from '../../lib/algorithms/index.js';
+import { type PostgresRateLimitStore, validatePolicy } from '../../lib/index.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { nth } from '../support/harness.js';
-import { earlierSchema, schemaFunctions } from '../support/migrations.js';
+import { consumeThrough, earlierSchema, schemaFunctions, stateOf, storeOn } from '../support/migrations.js';
 import { ReferenceStore } from '../support/reference-store.js';
 
 /** The schema of git 53dd862 (entry points _v3): GCRA decided as a token bucket, "<taken>@<at>@<limit>". */
@@ -19,22 +18,8 @@ const bucket = validatePolicy({ ...source, algorithm: 'token-bucket' });
 const key = `rl:{${gcra.id}:u}`;
 
 /** A consume of one item through rate_limit_consume_v3(), as an application of that version sends it. */
-async function consumeAsBefore(): Promise<string> {
-  const code = ALGORITHM_CODES.gcra;
-  const { rows } = await db.pool.query<{ r: string }>(
-    `SELECT ${db.schema}.rate_limit_consume_v3(1000, true, $1, $2, '{1}', '{1}', $3, $4, $5, $6, $7, '{1}', NULL, NULL) AS r`,
-    [code, [clock.now()], [key], [code], [gcra.limit], [gcra.windowMs], [gcra.capacity]],
-  );
-  return nth(rows, 0).r;
-}
-
-async function state(): Promise<string | undefined> {
-  const { rows } = await db.pool.query<{ state: string }>(
-    `SELECT state FROM ${db.schema}.rate_limit_state WHERE key = $1`,
-    [key],
-  );
-  return rows[0]?.state;
-}
+const consumeAsBefore = () => consumeThrough(db, 'rate_limit_consume_v3', gcra, key, clock.now());
+const state = () => stateOf(db, key);
 
 /** `count` consumes of `cost` on key 'u': GCRA in `s`, the token bucket in the reference, which decide alike. */
 async function alike(s: PostgresRateLimitStore, count: number, cost = 1): Promise<void> {
@@ -45,7 +30,7 @@ async function alike(s: PostgresRateLimitStore, count: number, cost = 1): Promis
   }
 }
 
-const store = () => new PostgresRateLimitStore({ pool: db.pool, schema: db.schema, clock, pruneIntervalMs: 0 });
+const store = () => storeOn(db, clock);
 
 const OBSOLETE = /^rl_algo_(decision|refunded)_v3$|^rl_standing_v3$|^rl_consume_item_v3$/;
 

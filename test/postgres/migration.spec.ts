@@ -1,22 +1,12 @@
-import { readFileSync } from 'node:fs';
-
-import { PostgresRateLimitStore, validatePolicy, type RateLimitDecision } from '../../lib/index.js';
+import { validatePolicy, type RateLimitDecision } from '../../lib/index.js';
 import { ALGORITHM_CODES } from '../../lib/algorithms/index.js';
 import { periodOf } from '../../lib/algorithms/quota/quota.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { nth } from '../support/harness.js';
-import { schemaFunctions } from '../support/migrations.js';
-import { createTestSchema, type TestSchema } from '../support/postgres.js';
+import { earlierSchema, schemaFunctions, storeOn } from '../support/migrations.js';
 import { ReferenceStore } from '../support/reference-store.js';
 
-const PREVIOUS = readFileSync(new URL('../support/schema-0.1.0.sql', import.meta.url), 'utf8');
-
-let db: TestSchema;
-beforeAll(async () => {
-  db = await createTestSchema();
-  await db.pool.query(PREVIOUS.replaceAll('"__SCHEMA__"', `"${db.schema}"`));
-});
-afterAll(() => db.drop());
+const db = earlierSchema('./schema-0.1.0.sql');
 
 const clock = new FakeClock(Date.parse('2026-05-10T10:00:00Z'));
 const perMinute = validatePolicy({ name: 'per-minute', algorithm: 'fixed-window', limit: 5, window: '1m' });
@@ -62,7 +52,7 @@ describe('migrating a schema of 0.1.0', () => {
     expect(rows.map((row) => row.state)).toEqual([`60000:${clock.now()}`, `${clock.now() + 30_000}:0`]);
     expect((await schemaFunctions(db)).map((f) => f.proname)).toContain('rl_fw_step');
 
-    const store = new PostgresRateLimitStore({ pool: db.pool, schema: db.schema, clock, pruneIntervalMs: 0 });
+    const store = storeOn(db, clock);
     await store.migrate();
     const after = await schemaFunctions(db);
     expect(after.filter((f) => f.n !== 1)).toEqual([]); // no overloads
@@ -83,7 +73,7 @@ describe('migrating a schema of 0.1.0', () => {
 
   it("reads the token bucket's and GCRA's states of 0.1.0 as the units they had taken: it decides as 0.1.0 would have", async () => {
     later.advance(5_000); // half a token back
-    const store = new PostgresRateLimitStore({ pool: db.pool, schema: db.schema, clock: later, pruneIntervalMs: 0 });
+    const store = storeOn(db, later);
     for (const policy of [bucket, cell]) {
       const decisions: RateLimitDecision[][] = [];
       for (let i = 0; i < 3; i++) decisions.push(await store.consume([{ policy, key: 'u', cost: 1 }]));
@@ -114,8 +104,8 @@ describe('migrating a schema of 0.1.0', () => {
   });
 
   it('lets an instance of 0.1.0 migrate again meanwhile (it restarts during the deploy), and then cleans up again', async () => {
-    await db.pool.query(PREVIOUS.replaceAll('"__SCHEMA__"', `"${db.schema}"`));
-    const store = new PostgresRateLimitStore({ pool: db.pool, schema: db.schema, clock, pruneIntervalMs: 0 });
+    await db.migrate();
+    const store = storeOn(db, clock);
     clock.advance(60_000); // the next window
     expect(await store.consume([{ policy: perMinute, key: 'u', cost: 1 }])).toMatchObject([{ remaining: 4 }]);
     expect((await consumeAsBefore(perMinute)).slice(0, 2)).toEqual(['1', '3']);
@@ -126,7 +116,7 @@ describe('migrating a schema of 0.1.0', () => {
 
   it('is run again without a change (every start migrates)', async () => {
     const before = await schemaFunctions(db);
-    const store = new PostgresRateLimitStore({ pool: db.pool, schema: db.schema, clock, pruneIntervalMs: 0 });
+    const store = storeOn(db, clock);
     await store.migrate();
     expect(await schemaFunctions(db)).toEqual(before);
     await store.close();

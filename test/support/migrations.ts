@@ -1,6 +1,14 @@
 import { readFileSync } from 'node:fs';
 
-import type { RateLimitDecision, RateLimitStore, ResolvedPolicy } from '../../lib/index.js';
+import { ALGORITHM_CODES } from '../../lib/algorithms/index.js';
+import type { Clock } from '../../lib/clock.js';
+import {
+  PostgresRateLimitStore,
+  type RateLimitDecision,
+  type RateLimitStore,
+  type ResolvedPolicy,
+} from '../../lib/index.js';
+import { nth } from './harness.js';
 import { createTestSchema, type TestSchema } from './postgres.js';
 
 /** The part of a test schema the migration specs use. */
@@ -33,6 +41,42 @@ export function earlierSchema(dump: string): SchemaRef & { migrate(): Promise<un
     },
     migrate,
   };
+}
+
+/** This version's store on the test's schema, deciding on `clock`, without pruning. */
+export const storeOn = (db: SchemaRef, clock: Clock): PostgresRateLimitStore =>
+  new PostgresRateLimitStore({ pool: db.pool, schema: db.schema, clock, pruneIntervalMs: 0 });
+
+/** The consume entry points of earlier schemas (rate_limit_consume: without the arrays of shadows and blocks). */
+type EarlierConsume = 'rate_limit_consume' | 'rate_limit_consume_v2' | 'rate_limit_consume_v3';
+
+/**
+ * A consume of one unit of `policy` on storage key `key` at `nowMs`, through an earlier schema's entry point, as
+ * an application of that version sends it; the reply as the function returns it ("allowed,remaining,...").
+ */
+export async function consumeThrough(
+  db: SchemaRef,
+  entryPoint: EarlierConsume,
+  policy: ResolvedPolicy,
+  key: string,
+  nowMs: number,
+): Promise<string> {
+  const code = ALGORITHM_CODES[policy.algorithm];
+  const shadowsAndBlocks = entryPoint === 'rate_limit_consume' ? '' : ', NULL, NULL';
+  const { rows } = await db.pool.query<{ r: string }>(
+    `SELECT ${db.schema}.${entryPoint}(1000, true, $1, $2, '{1}', '{1}', $3, $4, $5, $6, $7, '{1}'${shadowsAndBlocks}) AS r`,
+    [code, [nowMs], [key], [code], [policy.limit], [policy.windowMs], [policy.capacity]],
+  );
+  return nth(rows, 0).r;
+}
+
+/** The state string of a rate limit's storage key, undefined when it has no row. */
+export async function stateOf(db: SchemaRef, key: string): Promise<string | undefined> {
+  const { rows } = await db.pool.query<{ state: string }>(
+    `SELECT state FROM ${db.schema}.rate_limit_state WHERE key = $1`,
+    [key],
+  );
+  return rows[0]?.state;
 }
 
 /** The functions of the test's schema: each name with how many functions have it. */

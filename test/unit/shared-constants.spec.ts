@@ -44,7 +44,10 @@ describe('constants shared with Lua and SQL are interpolated, never copied', () 
       expect.arrayContaining([join('stores/redis/dispatcher.lua.ts'), join('stores/redis/requests.lua.ts')]),
     );
     expect(sql.map(({ file }) => file)).toEqual(
-      expect.arrayContaining([join('stores/postgres/round.sql.ts'), join('stores/postgres/operations.sql.ts')]),
+      expect.arrayContaining([
+        join('stores/postgres/consume-statement.sql.ts'),
+        join('stores/postgres/consume-items.sql.ts'),
+      ]),
     );
   });
 

@@ -1,23 +1,15 @@
 import { ALGORITHM_CODES } from '../../algorithms/index.js';
 import { NEVER_FITS, REPLY_WIDTH as W } from '../protocol.js';
-import {
-  ALLOWED,
-  BLOCKED,
-  DENIED,
-  blockedReply,
-  blockingReply,
-  decisionReply,
-  replyArray,
-  standingReply,
-} from './reply.sql.js';
+import { CONSUME_ITEMS_VARIABLES, consumeItemsSql } from './consume-items.sql.js';
+import { ALLOWED, BLOCKED, DENIED } from './reply.sql.js';
 
 /**
  * The general entry point, rate_limit_v4(op, ...): peek, refund, reset, block and unblock, and the consumes
  * that rate_limit_consume_v4 does not take (a request with two items on one key, which decide one after the
- * other). Item by item in PL/pgSQL, through the algorithms' SQL twins and state-rows.sql.ts. rate_limit_v3(...),
- * rate_limit_v2(...) and rate_limit(...), the entry points of the earlier schemas (same signatures), stay as its
- * wrappers: an instance of an earlier
- * version goes on deciding through it, with this version's twins.
+ * other; consume-items.sql.ts). Item by item in PL/pgSQL, through the algorithms' SQL twins and
+ * state-rows.sql.ts. rate_limit_v3(...), rate_limit_v2(...) and rate_limit(...), the entry points of the earlier
+ * schemas (same signatures), stay as its wrappers: an instance of an earlier version goes on deciding through
+ * it, with this version's twins.
  */
 export const operationsSql = (S: string): string => `
 -- The Postgres twin of the Redis script's dispatcher: one call decides every item of a request.
@@ -40,16 +32,12 @@ DECLARE
   original text[];
   untils bigint[];
   working text[];
-  known boolean[];
   st text;
   r record;
   l record;
   first int;
-  block_ms bigint;
   res bigint[] := '{}';
-  results bigint[] := '{}';
-  new_states text[];
-  all_allowed boolean := true;
+  ${CONSUME_ITEMS_VARIABLES}
 BEGIN
   IF op = 'reset' THEN
     PERFORM ${S}.rl_forget(keys, algos, ws);
@@ -107,56 +95,7 @@ BEGIN
     RETURN res;
   END IF;
 
-  -- consume, as consumeAll (consume-all.ts): decide every item; write only when every enforced item is allowed,
-  -- and then the allowed items; a denial of an enforced item with a block writes the block at once
-  working := original;
-  known := array_fill(false, ARRAY[n]);
-  new_states := array_fill(NULL::text, ARRAY[n]);
-  FOR i IN 1..n LOOP
-    IF untils[i] > now_ms THEN
-      -- blocked: denied without a step, and without extending the block
-      results := results || ${replyArray(blockedReply('untils[i]', 'now_ms'))};
-      all_allowed := all_allowed AND coalesce(shadows[i], false);
-      CONTINUE;
-    END IF;
-    st := original[i];
-    FOR j IN 1..i - 1 LOOP IF keys[j] = keys[i] AND known[j] THEN st := working[j]; END IF; END LOOP;
-    SELECT * INTO r FROM ${S}.rl_algo_decision_v4(algos[i], st, lims[i], ws[i], caps[i], now_ms, costs[i]);
-    new_states[i] := r.new_st;
-    block_ms := CASE WHEN r.allowed = ${DENIED} AND NOT coalesce(shadows[i], false) THEN coalesce(blocks[i], 0) ELSE 0 END;
-    IF block_ms > 0 THEN
-      PERFORM ${S}.rl_save_state(algos[i], keys[i], original[i], r.reset_ms, slack, now_ms, lims[i], ws[i], caps[i],
-        now_ms + block_ms);
-      results := results || ${replyArray(blockingReply('r', 'block_ms'))};
-    ELSE
-      results := results || ${replyArray(decisionReply('r'))};
-    END IF;
-    IF r.allowed = ${DENIED} THEN
-      all_allowed := all_allowed AND coalesce(shadows[i], false);
-    ELSIF r.allowed = ${ALLOWED} AND costs[i] > 0 THEN
-      working[i] := r.new_st; known[i] := true;
-      FOR j IN 1..i - 1 LOOP IF keys[j] = keys[i] THEN known[j] := false; END IF; END LOOP;
-    END IF;
-  END LOOP;
-  IF all_allowed THEN
-    FOR i IN 1..n LOOP
-      IF known[i] THEN
-        PERFORM ${S}.rl_save_state(algos[i], keys[i], new_states[i], results[(i - 1) * ${W} + 3], slack, now_ms, lims[i],
-          ws[i], caps[i], 0);
-      END IF;
-    END LOOP;
-    RETURN results;
-  END IF;
-  -- denied: the items that would have passed report their key as it stands
-  FOR i IN 1..n LOOP
-    IF results[(i - 1) * ${W} + 1] = ${ALLOWED} THEN
-      SELECT * INTO r FROM ${S}.rl_algo_decision_v4(algos[i], original[i], lims[i], ws[i], caps[i], now_ms, 0);
-      res := res || ${replyArray(standingReply('r.remaining', 'r.reset_ms'))};
-    ELSE
-      res := res || results[(i - 1) * ${W} + 1:i * ${W}];
-    END IF;
-  END LOOP;
-  RETURN res;
+  -- consume${consumeItemsSql(S)}
 END $fn$;
 
 -- The entry points of the earlier schemas, for their instances during a rolling deploy.

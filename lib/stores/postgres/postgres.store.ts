@@ -3,7 +3,6 @@ import type { Pool } from 'pg';
 import { type Clock, systemClock } from '../../clock.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../../policy/policy.types.js';
 import { decisionsFromReply } from '../decisions.js';
-import type { PgPool } from '../client-types.js';
 import type {
   RateLimitStore,
   RateLimitStoreCall,
@@ -14,40 +13,14 @@ import type {
 import { checkKeyPrefix, storageKey } from '../storage-key.js';
 import { feedChannel, PostgresChangeFeed } from './change-feed.js';
 import { ConsumeBatcher } from './consume-batcher.js';
-import { columnArrays, itemColumns } from './item-columns.js';
-import { postgresSchemaSql, quoteSchema } from './rate-limit.sql.js';
+import { itemColumns } from './item-columns.js';
+import { PostgresMaintenance } from './maintenance.js';
+import { quoteSchema } from './rate-limit.sql.js';
+import { migrateSchema } from './schema-migration.js';
+import { type Operation, PostgresStatements } from './statements.js';
+import { type PostgresRateLimitStoreOptions, storeSettings } from './store-options.js';
 
-/** Options of the PostgreSQL store. */
-export interface PostgresRateLimitStoreOptions {
-  /** A `pg` Pool. The store never closes it. */
-  pool: PgPool;
-  /** Schema of the table and functions; default 'public'. */
-  schema?: string;
-  /** Time source, or 'store' to take the database's clock (one clock for every instance). */
-  clock?: Clock | 'store';
-  /** Default 'rl:'. */
-  keyPrefix?: string;
-  /** Milliseconds added to every row's expiry; default 1000. */
-  ttlSlackMs?: number;
-  /** How often expired rows are deleted, in small batches; default 60,000 ms; 0 turns pruning off. */
-  pruneIntervalMs?: number;
-  /** Rows deleted per statement when pruning; default 1000. */
-  pruneBatch?: number;
-  /**
-   * A consume waits in the store while its statements are busy (or one holds its key); the module's timeout
-   * counts from when it is sent. It is refused, and never sent, once it has waited `queueTimeoutMs`, or when the
-   * statements it waits for have been out for longer than the module's timeout (this, without a module).
-   * Default 1000; RateLimitModule's own store: 10 × its `timeout`.
-   */
-  queueTimeoutMs?: number;
-  /**
-   * Most consumes that wait for a statement at once; one more is refused at once (the database has fallen
-   * behind what this instance asks of it). Default 10,000.
-   */
-  maxQueued?: number;
-}
-
-type Operation = 'consume' | 'peek' | 'refund' | 'reset' | 'block' | 'unblock';
+export type { PostgresRateLimitStoreOptions } from './store-options.js';
 
 /** A pool smaller than this has no connection to spare for the feed's LISTEN: the store then has no feed. */
 const FEED_MIN_POOL = 3;
@@ -81,10 +54,8 @@ export class PostgresRateLimitStore implements RateLimitStore {
   private readonly schema: string;
   private readonly clock: Clock | undefined;
   private readonly keyPrefix: string;
-  private readonly ttlSlack: number;
-  private readonly pruneBatch: number;
-  private readonly decideSql: string;
-  private readonly statementName: string;
+  private readonly statements: PostgresStatements;
+  private readonly maintenance: PostgresMaintenance;
   private readonly batcher: ConsumeBatcher;
   private pruner: NodeJS.Timeout | undefined;
 
@@ -102,71 +73,29 @@ export class PostgresRateLimitStore implements RateLimitStore {
       poolSize >= FEED_MIN_POOL
         ? new PostgresChangeFeed(this.pool, feedChannel(this.schema, this.keyPrefix))
         : undefined;
-    const integer = (name: string, value: number, min: number, max = Number.MAX_SAFE_INTEGER): number => {
-      if (!Number.isSafeInteger(value) || value < min || value > max) {
-        const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`;
-        const got = typeof value === 'number' ? String(value) : JSON.stringify(value);
-        throw new TypeError(`nest-rate-limit: ${name} must be an integer ${range}, got ${got}`);
-      }
-      return value;
-    };
-    this.ttlSlack = integer('ttlSlackMs', options.ttlSlackMs ?? 1000, 0);
-    // 0 would make prune() delete nothing per statement, and loop for ever.
-    this.pruneBatch = integer('pruneBatch', options.pruneBatch ?? 1000, 1);
-    this.decideSql = `SELECT ${S}.rate_limit_v4($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) AS r`;
-    this.statementName = `nest-rate-limit:v2:${this.schema}`;
-    // A named statement is parsed and planned once per connection, not at every decision.
-    const consume = {
-      name: `nest-rate-limit:consume:v2:${this.schema}`,
-      text: `SELECT ${S}.rate_limit_consume_v4($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) AS r`,
-    };
+    const settings = storeSettings(options);
+    this.statements = new PostgresStatements(this.pool, S, this.schema, settings.ttlSlackMs);
+    this.maintenance = new PostgresMaintenance(this.pool, S, this.keyPrefix, settings.pruneBatch);
     this.batcher = new ConsumeBatcher(
-      async (values) => {
-        const [row] = (await this.pool.query<{ r: string | null }>({ ...consume, values })).rows;
-        if (row === undefined) throw new Error('nest-rate-limit: rate_limit_consume_v4 returned no row');
-        return row.r;
-      },
-      this.ttlSlack,
+      (values) => this.statements.consume(values),
+      settings.ttlSlackMs,
       CONSUMES_IN_FLIGHT,
-      integer('queueTimeoutMs', options.queueTimeoutMs ?? 1000, 1),
-      integer('maxQueued', options.maxQueued ?? 10_000, 1),
+      settings.queueTimeoutMs,
+      settings.maxQueued,
     );
-    // 0 turns pruning off; setInterval takes at most 2^31 - 1 ms (beyond, it would fire every millisecond).
-    const interval = integer('pruneIntervalMs', options.pruneIntervalMs ?? 60_000, 0, 2 ** 31 - 1);
-    if (interval > 0) {
-      this.pruner = setInterval(() => void this.prune().catch(() => undefined), interval);
+    if (settings.pruneIntervalMs > 0) {
+      this.pruner = setInterval(() => void this.prune().catch(() => undefined), settings.pruneIntervalMs);
       this.pruner.unref();
     }
   }
 
   /**
-   * Creates the schema, tables and functions (CREATE ... IF NOT EXISTS / OR REPLACE), adds the columns that
-   * the tables of an earlier version lack, and drops the functions it left: safe to run at every start, from
-   * many processes at once, and beside instances of earlier versions (see OBSOLETE_FUNCTIONS in
-   * rate-limit.sql.ts). It runs in one transaction, on one connection of the pool, under a transaction-level
-   * advisory lock of the schema's name, so concurrent migrations of a schema wait for each other instead of
-   * racing (CREATE SCHEMA IF NOT EXISTS, CREATE OR REPLACE FUNCTION and ALTER TABLE are not safe against
-   * themselves); on error it rolls back and rethrows.
+   * Creates the schema, tables and functions, or brings an earlier version's up to date: safe to run at every
+   * start, from many processes at once, and beside instances of earlier versions (migrateSchema in
+   * schema-migration.ts says how).
    */
-  async migrate(): Promise<void> {
-    const client = await this.pool.connect();
-    let broken: Error | undefined;
-    try {
-      await client.query('BEGIN');
-      // A statement of its own: the schema SQL then runs on a snapshot taken after the lock was granted. The
-      // lock keeps the package's first name, so that instances of earlier versions wait for it too.
-      await client.query("SELECT pg_advisory_xact_lock(hashtextextended('nestjs-rate-limit:migrate:' || $1, 0))", [
-        this.schema,
-      ]);
-      await client.query(postgresSchemaSql(this.schema));
-      await client.query('COMMIT');
-    } catch (error) {
-      // A connection that cannot even roll back is released with its error: the pool discards it.
-      await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
-      throw error;
-    } finally {
-      client.release(broken);
-    }
+  migrate(): Promise<void> {
+    return migrateSchema(this.pool, this.schema);
   }
 
   async consume(items: readonly RateLimitStoreItem[], call?: RateLimitStoreCall): Promise<RateLimitDecision[]> {
@@ -203,18 +132,8 @@ export class PostgresRateLimitStore implements RateLimitStore {
     if (items.length > 0) await this.run('unblock', items);
   }
 
-  async quotaUsage(
-    policy: ResolvedPolicy,
-    key: string,
-    periodStartMs: number,
-  ): Promise<{ used: number; limit?: number }> {
-    const S = quoteSchema(this.schema);
-    const { rows } = await this.pool.query<{ used: string; quota_limit: string }>(
-      `SELECT used, quota_limit FROM ${S}.rate_limit_quota_usage WHERE key = $1 AND period_start = $2`,
-      [storageKey(this.keyPrefix, policy.id, key), periodStartMs],
-    );
-    const [row] = rows;
-    return row === undefined ? { used: 0 } : { used: Number(row.used), limit: Number(row.quota_limit) };
+  quotaUsage(policy: ResolvedPolicy, key: string, periodStartMs: number): Promise<{ used: number; limit?: number }> {
+    return this.maintenance.quotaUsage(storageKey(this.keyPrefix, policy.id, key), periodStartMs);
   }
 
   async ping(): Promise<unknown> {
@@ -222,31 +141,13 @@ export class PostgresRateLimitStore implements RateLimitStore {
   }
 
   /** Deletes every row under the store's prefix, quota usage included; resolves with how many went. */
-  async resetAll(): Promise<number> {
-    const S = quoteSchema(this.schema);
-    const like = `${this.keyPrefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-    let removed = 0;
-    for (const table of ['rate_limit_state', 'rate_limit_quota_usage']) {
-      const result = await this.pool.query(`DELETE FROM ${S}.${table} WHERE key LIKE $1`, [like]);
-      removed += result.rowCount ?? 0;
-    }
-    return removed;
+  resetAll(): Promise<number> {
+    return this.maintenance.resetAll();
   }
 
   /** Deletes expired rows, a batch at a time, until none is left; returns how many went. */
-  async prune(): Promise<number> {
-    const S = quoteSchema(this.schema);
-    const now = this.now();
-    let removed = 0;
-    for (;;) {
-      const result = await this.pool.query(
-        `DELETE FROM ${S}.rate_limit_state WHERE key IN (SELECT key FROM ${S}.rate_limit_state
-           WHERE expires_at <= coalesce($1, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint) LIMIT $2)`,
-        [now, this.pruneBatch],
-      );
-      removed += result.rowCount ?? 0;
-      if ((result.rowCount ?? 0) < this.pruneBatch) return removed;
-    }
+  prune(): Promise<number> {
+    return this.maintenance.prune(this.now());
   }
 
   /** Stops the background pruning. The pool is the caller's and stays open. */
@@ -263,23 +164,9 @@ export class PostgresRateLimitStore implements RateLimitStore {
     return decisionsFromReply(op, items, await this.run(op, items), 'PostgreSQL');
   }
 
-  private async run(op: Operation, items: readonly StoreCallItem[]): Promise<unknown> {
+  private run(op: Operation, items: readonly StoreCallItem[]): Promise<unknown> {
     const now = this.now();
-    const columns = itemColumns(items, this.keyPrefix, now);
-    const consume = op === 'consume';
-    const result = await this.pool.query<{ r: string[] }>({
-      name: this.statementName,
-      text: this.decideSql,
-      values: [
-        op,
-        now,
-        this.ttlSlack,
-        ...columnArrays(columns),
-        consume ? columns.shadows : null,
-        consume ? columns.blocks : null,
-      ],
-    });
-    return result.rows[0]?.r;
+    return this.statements.operation(op, itemColumns(items, this.keyPrefix, now), now);
   }
 
   /** The time of a decision: the store's clock, or null for the database's. */

@@ -6,7 +6,7 @@ export const { allowed: ALLOWED, denied: DENIED, blocked: BLOCKED } = REPLY;
 /**
  * One item's reply as SQL expressions, in the order of the Redis script's: allowed (protocol.ts' REPLY),
  * remaining, reset_ms, retry_ms. Every function that answers an item builds it here and writes it with
- * replyText or replyArray, so the replies of the single-item call, the rounds and rate_limit_v3 are one.
+ * replyText or replyArray, so the replies of the consume statement (the rounds and the single-item call), rate_limit_v4 and peek are one.
  */
 export type ReplySql = readonly [allowed: string, remaining: string, resetMs: string, retryMs: string];
 
@@ -27,14 +27,14 @@ export const blockedReply = (until: string, now: string): ReplySql => [
 ];
 
 /**
- * The reply of a denial (the step's, row `d`) that starts a block of `block` ms: the longer of the two waits,
- * and a cost that can never fit stays one (NEVER_FITS).
+ * The reply of a denial (`decision`, the step's reply) that starts a block of `block` ms: the longer of the two
+ * waits, and a cost that can never fit stays one (NEVER_FITS).
  */
-export const blockingReply = (d: string, block: string): ReplySql => [
+export const blockingReply = ([, remaining, resetMs, retryMs]: ReplySql, block: string): ReplySql => [
   `${BLOCKED}`,
-  `${d}.remaining`,
-  `greatest(${d}.reset_ms, ${block})`,
-  `CASE WHEN ${d}.retry_ms = ${NEVER_FITS} THEN ${NEVER_FITS} ELSE greatest(${d}.retry_ms, ${block}) END`,
+  remaining,
+  `greatest(${resetMs}, ${block})`,
+  `CASE WHEN ${retryMs} = ${NEVER_FITS} THEN ${NEVER_FITS} ELSE greatest(${retryMs}, ${block}) END`,
 ];
 
 /** The reply of an item that passed in a request that another item denied: how its key stands, no wait. */

@@ -1,25 +1,49 @@
 import { ALGORITHM_CODES } from '../../algorithms/index.js';
 
-import { ALLOWED, DENIED, blockedReply, blockingReply, decisionReply, replyText, standingReply } from './reply.sql.js';
+import {
+  consumesSql,
+  itemReplySql,
+  letsThroughSql,
+  passesSql,
+  startsBlockSql,
+  type ConsumedItem,
+} from './all-or-nothing.sql.js';
+import { decisionReply, replyText, standingReply } from './reply.sql.js';
 import { newestPeriodSql } from './state-rows.sql.js';
 
 const QUOTA = ALGORITHM_CODES.quota;
 
+/** How one consume statement is built. */
+export interface ConsumeStatement {
+  /** The code of every item's algorithm (ALGORITHM_CODES), or null when the items' algorithms differ. */
+  readonly algo: number | null;
+  /** Whether every request has one item: no window tells whether all of a request's items are allowed. */
+  readonly single: boolean;
+  /**
+   * A subquery of the items, aliased `it`, with the columns i (its number: the order of the reply), req (its
+   * request's number), k (key), a (algorithm code), lim, w, cap, cost, now_ms, sh (shadow, never NULL) and bl
+   * (block in ms, 0: none). A key appears once in it.
+   */
+  readonly items: string;
+  /** The PL/pgSQL variable that receives the reply. */
+  readonly into: string;
+}
+
 /**
- * One round of rate_limit_consume_v4: a set-based statement that reads every key of the round's items (a key
- * appears once in a round), decides each item through the algorithms' inlined SQL twins, and writes what the
- * requests allowed consumed, as consumeAll (consume-all.ts) does: a request is allowed when every enforced item
- * is (a shadow item never denies the others), and then writes its allowed items; a denied request writes
- * nothing, and reports its other items as their keys stand — but for a denial that starts a block, written in
- * the same statement, the state as it was. A key under a block is denied without a decision.
+ * The consume statement, one template for the rounds of rate_limit_consume_v4 and for its single-item call
+ * (consume.sql.ts): a set-based statement that reads every key of its items (a key appears once in them), decides each item through the algorithms' inlined SQL twins, and writes what the requests allowed consumed, by the all-or-nothing rule
+ * (all-or-nothing.sql.ts): a request is allowed when every enforced item is (a shadow item never denies the
+ * others), and then writes its allowed items; a denied request writes nothing, and reports its other items as
+ * their keys stand — but for a denial that starts a block, written in the same statement, the state as it was.
+ * A key under a block is denied without a decision.
  * A statement is set up at every execution, which costs more than deciding a few items: so there is one for
  * each algorithm (`algo`, its code; null when the items' algorithms differ), leaving out the other algorithms
- * and the other table, and one for rounds whose requests have one item each (`single`), without the window
+ * and the other table, and one for items whose requests have one item each (`single`), without the window
  * that tells whether every item of a request is allowed.
  * An allowed consume of a cost above 0 always leaves a state to keep, with a positive reset: every item written
  * has one.
  */
-export function roundSql(S: string, algo: number | null, single: boolean): string {
+export function consumeStatementSql(S: string, { algo, single, items, into }: ConsumeStatement): string {
   const mixed = algo === null;
   const rates = algo !== QUOTA; // the round may hold items of rate limits, in rate_limit_state
   const quotas = mixed || algo === QUOTA; // and of quotas, in rate_limit_quota_usage
@@ -60,35 +84,38 @@ export function roundSql(S: string, algo: number | null, single: boolean): strin
         period_end = excluded.period_end, updated_at = now(), blocked_until = excluded.blocked_until
     )`,
   ];
-  // passes: the item itself is allowed; all_ok: its request is (every enforced item passes)
-  const passes = `c.until_ms <= c.now_ms AND x.allowed = ${ALLOWED}`;
+  // the item in the row `c` (before its decision `x` is joined) and in `r` (after)
+  const item = (row: string, decision: string): ConsumedItem => ({
+    allowed: `${decision}.allowed`,
+    until: `${row}.until_ms`,
+    now: `${row}.now_ms`,
+    shadow: `${row}.sh`,
+    block: `${row}.bl`,
+  });
+  const d = item('d', 'd');
   return `
     WITH decided AS MATERIALIZED (
-      SELECT r.*, r.all_ok AND r.passes AND r.cost > 0 AS consumes,
-        CASE WHEN r.until_ms <= r.now_ms AND r.allowed = ${DENIED} AND NOT r.sh THEN r.bl ELSE 0 END AS blocks
+      SELECT r.*, ${consumesSql('r.all_ok', 'r.passes', 'r.cost')} AS consumes, ${startsBlockSql(item('r', 'r'))} AS blocks
       FROM (SELECT c.*, x.new_st, x.allowed, x.remaining, x.reset_ms, x.retry_ms, x.remaining_now, x.reset_now,
-          ${passes} AS passes,
-          ${single ? `${passes} OR c.sh` : `bool_and(${passes} OR c.sh) OVER (PARTITION BY c.req)`} AS all_ok
+          ${passesSql(item('c', 'x'))} AS passes,
+          ${single ? letsThroughSql(item('c', 'x')) : `bool_and(${letsThroughSql(item('c', 'x'))}) OVER (PARTITION BY c.req)`} AS all_ok
         FROM (SELECT it.i, it.req, it.k, it.a, it.lim, it.cost, it.now_ms, it.sh, it.bl, ${state} AS st,
             coalesce(${until}, 0) AS until_ms,
             ${quotas ? `CASE WHEN ${newer} THEN q.period_start ELSE it.w END` : 'it.w'} AS w,
             ${quotas ? `CASE WHEN ${newer} THEN q.period_end ELSE it.cap END` : 'it.cap'} AS cap
-          FROM (SELECT u.i, u.req, u.k, u.a, u.lim, u.w, u.cap, u.cost, coalesce(u.nw, db_now) AS now_ms,
-              coalesce(u.sh, false) AS sh, coalesce(u.bl, 0) AS bl
-            FROM unnest(p_keys, p_algos, p_lims, p_ws, p_caps, p_costs, p_nows, p_reqs, p_shadows, p_blocks)
-              WITH ORDINALITY AS u(k, a, lim, w, cap, cost, nw, req, sh, bl, i)
-            WHERE u.req >= p_rounds[rnd] AND u.req < coalesce(p_rounds[rnd + 1], 2147483647)) it
+          FROM ${items}
           ${reads.filter(Boolean).join('\n          ')}) c
         CROSS JOIN LATERAL ${S}.rl_algo_decision_v4(${algo ?? 'c.a'}, c.st, c.lim, c.w, c.cap, c.now_ms, c.cost) x) r
     )${written
       .filter(Boolean)
       .map((write) => `, ${write}`)
       .join('')}
-    SELECT string_agg(CASE
-        WHEN d.until_ms > d.now_ms
-          THEN ${replyText(blockedReply('d.until_ms', 'd.now_ms'))}
-        WHEN d.blocks > 0 THEN ${replyText(blockingReply('d', 'd.blocks'))}
-        WHEN d.all_ok OR NOT d.passes THEN ${replyText(decisionReply('d'))}
-        ELSE ${replyText(standingReply('d.remaining_now', 'd.reset_now'))} END, ',' ORDER BY d.i)
-    INTO part FROM decided d;`;
+    SELECT string_agg(${itemReplySql(
+      d,
+      { blocks: 'd.blocks', requestAllowed: 'd.all_ok', passes: 'd.passes' },
+      decisionReply('d'),
+      standingReply('d.remaining_now', 'd.reset_now'),
+      replyText,
+    )}, ',' ORDER BY d.i)
+    INTO ${into} FROM decided d;`;
 }

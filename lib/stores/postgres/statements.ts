@@ -1,0 +1,56 @@
+import type { Pool } from 'pg';
+
+import { columnArrays, type ItemColumns } from './item-columns.js';
+
+/** The operations of rate_limit_v4. */
+export type Operation = 'consume' | 'peek' | 'refund' | 'reset' | 'block' | 'unblock';
+
+/**
+ * The store's two decision statements on its schema (`S`, quoted), each a named statement, parsed and planned
+ * once per connection rather than at every decision: rate_limit_consume_v4 for the batcher's consumes, and
+ * rate_limit_v4 for everything else.
+ */
+export class PostgresStatements {
+  private readonly consumeStatement: { name: string; text: string };
+  private readonly operationStatement: { name: string; text: string };
+
+  constructor(
+    private readonly pool: Pool,
+    S: string,
+    schema: string,
+    private readonly ttlSlackMs: number,
+  ) {
+    this.consumeStatement = {
+      name: `nest-rate-limit:consume:v2:${schema}`,
+      text: `SELECT ${S}.rate_limit_consume_v4($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) AS r`,
+    };
+    this.operationStatement = {
+      name: `nest-rate-limit:v2:${schema}`,
+      text: `SELECT ${S}.rate_limit_v4($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) AS r`,
+    };
+  }
+
+  /** One rate_limit_consume_v4 call with the batcher's values: its reply text. */
+  async consume(values: unknown[]): Promise<string | null> {
+    const [row] = (await this.pool.query<{ r: string | null }>({ ...this.consumeStatement, values })).rows;
+    if (row === undefined) throw new Error('nest-rate-limit: rate_limit_consume_v4 returned no row');
+    return row.r;
+  }
+
+  /** One rate_limit_v4 call of `op` on the items' columns at `now` (null: the database's clock): its reply. */
+  async operation(op: Operation, columns: ItemColumns, now: number | null): Promise<unknown> {
+    const consume = op === 'consume';
+    const result = await this.pool.query<{ r: string[] }>({
+      ...this.operationStatement,
+      values: [
+        op,
+        now,
+        this.ttlSlackMs,
+        ...columnArrays(columns),
+        consume ? columns.shadows : null,
+        consume ? columns.blocks : null,
+      ],
+    });
+    return result.rows[0]?.r;
+  }
+}
