@@ -1,16 +1,23 @@
 import type { Pool } from 'pg';
 
+import type { PgPool } from '../client-types.js';
+
 /**
  * The store's statements outside decisions, on its schema (`S`, quoted) and key prefix: quota usage for
  * billing, deleting every row of the prefix, and pruning expired rows.
  */
 export class PostgresMaintenance {
+  // pg's own types inside; the constructor names only the structural PgPool (the published types name no peer).
+  private readonly pool: Pool;
+
   constructor(
-    private readonly pool: Pool,
+    pool: PgPool,
     private readonly S: string,
     private readonly keyPrefix: string,
     private readonly pruneBatch: number,
-  ) {}
+  ) {
+    this.pool = pool as unknown as Pool;
+  }
 
   /** The usage of a quota's storage key in the period that starts at `periodStartMs`. */
   async quotaUsage(storageKey: string, periodStartMs: number): Promise<{ used: number; limit?: number }> {

@@ -1,5 +1,4 @@
-import type { Pool } from 'pg';
-
+import type { PgPool } from '../client-types.js';
 import { postgresSchemaSql } from './rate-limit.sql.js';
 
 /**
@@ -11,7 +10,7 @@ import { postgresSchemaSql } from './rate-limit.sql.js';
  * CREATE OR REPLACE FUNCTION and ALTER TABLE are not safe against themselves); on error it rolls back and
  * rethrows.
  */
-export async function migrateSchema(pool: Pool, schema: string): Promise<void> {
+export async function migrateSchema(pool: PgPool, schema: string): Promise<void> {
   const client = await pool.connect();
   let broken: Error | undefined;
   try {

@@ -1,5 +1,7 @@
 import type { Pool } from 'pg';
 
+import type { PgPool } from '../client-types.js';
+
 import { columnArrays, type ItemColumns } from './item-columns.js';
 
 /** The operations of rate_limit_v4. */
@@ -13,13 +15,17 @@ export type Operation = 'consume' | 'peek' | 'refund' | 'reset' | 'block' | 'unb
 export class PostgresStatements {
   private readonly consumeStatement: { name: string; text: string };
   private readonly operationStatement: { name: string; text: string };
+  // pg's own types inside (a devDependency); the constructor names only the structural PgPool, so that the
+  // published types name no optional peer.
+  private readonly pool: Pool;
 
   constructor(
-    private readonly pool: Pool,
+    pool: PgPool,
     S: string,
     schema: string,
     private readonly ttlSlackMs: number,
   ) {
+    this.pool = pool as unknown as Pool;
     this.consumeStatement = {
       name: `nest-rate-limit:consume:v2:${schema}`,
       text: `SELECT ${S}.rate_limit_consume_v4($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) AS r`,
