@@ -4,6 +4,7 @@ import type { ResolvedPolicy } from '../policy/policy.types.js';
 import type { RateLimitStoreChange, RateLimitStoreChanges } from '../stores/rate-limit-store.js';
 import { withTimeout } from '../stores/store-timeout.js';
 import type { DenyCache } from './deny-cache.js';
+import type { LeaseBook } from './lease-book.js';
 
 /** Waits (ms) before each new try of an announcement that failed; then it is given up, and logged. */
 const ANNOUNCE_RETRY_MS = [50, 200] as const;
@@ -28,23 +29,36 @@ export class ChangeFeed {
     private readonly cache: DenyCache | undefined,
     private readonly timeoutMs: number,
     private readonly logger: Logger,
+    /** Leases lapse as cached denials are forgotten: a reset or block elsewhere must reach them too. */
+    private readonly leases?: LeaseBook,
   ) {}
 
   /** Listens to the feed (when the store has one and there is a cache to keep true); once the first try is done. */
   async start(): Promise<void> {
     const { cache, changes } = this;
     if (changes === undefined || cache === undefined || this.stopListening !== undefined) return;
+    const leases = this.leases;
     this.stopListening = await changes.listen({
-      changed: (list) =>
-        list === 'everything' ? cache.forgetAll() : cache.changed(list.map(({ policy, key }) => `${policy}\n${key}`)),
+      changed: (list) => {
+        if (list === 'everything') {
+          cache.forgetAll();
+          leases?.forgetAll();
+          return;
+        }
+        const ids = list.map(({ policy, key }) => `${policy}\n${key}`);
+        cache.changed(ids);
+        for (const id of ids) leases?.forget(id);
+      },
       confirmed: (sentAt) => cache.confirmed(sentAt),
       live: (since) => {
         cache.live(since);
+        leases?.forgetAll();
         if (!this.down) return;
         this.down = false;
         this.logger.log('The feed of changes is back: cached denials answer until they end again');
       },
       lost: (reason) => {
+        leases?.forgetAll();
         if (this.down) return;
         this.down = true;
         this.logger.warn(
@@ -60,7 +74,10 @@ export class ChangeFeed {
    * instances. Resolves once announced (or given up, logged); never rejects.
    */
   changed(items: readonly { policy: ResolvedPolicy; key: string }[]): Promise<void> {
-    for (const item of items) this.cache?.forget(item.policy, item.key);
+    for (const item of items) {
+      this.cache?.forget(item.policy, item.key);
+      this.leases?.forget(`${item.policy.id}\n${item.key}`);
+    }
     if (this.changes === undefined || items.length === 0) return Promise.resolve();
     for (const { policy, key } of items) this.queued.push({ policy: policy.id, key });
     this.announcing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.announce());
@@ -70,6 +87,7 @@ export class ChangeFeed {
   /** Every key changed (RateLimitService.resetAll): forgets every cached denial here, and announces it. */
   async everything(): Promise<void> {
     this.cache?.forgetAll();
+    this.leases?.forgetAll();
     if (this.changes !== undefined) await this.send('everything');
   }
 

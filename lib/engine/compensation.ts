@@ -5,6 +5,8 @@ import type { RateLimitStore, RateLimitStoreCall } from '../stores/rate-limit-st
 import type { ChangeFeed } from './change-feed.js';
 import { denies, type EngineItem, type Evaluation } from './evaluation.js';
 import type { FailureReporter } from './failure-reporter.js';
+import type { LeaseBook } from './lease-book.js';
+import { isFromLease } from './leased-items.js';
 
 /** What giving units back needs of the engine (DecisionEngine is one). */
 export interface RefundSide {
@@ -12,6 +14,8 @@ export interface RefundSide {
   readonly store: RateLimitStore;
   readonly feed: Pick<ChangeFeed, 'changed'>;
   readonly reporter: FailureReporter;
+  /** Where units spent from this instance's leases go back (they never reached the store). */
+  readonly leases: LeaseBook | undefined;
   storeOf(policy: ResolvedPolicy): RateLimitStore;
   run<T>(
     store: RateLimitStore,
@@ -29,10 +33,13 @@ export interface RefundSide {
 export async function compensate(side: RefundSide, evaluation: Evaluation): Promise<void> {
   if (evaluation.items.length === 0 || denies(evaluation)) return;
   evaluation.compensated = true;
-  // What the evaluation consumed: every item but the shadow ones that would have denied.
-  const consumed = evaluation.items.filter(
-    (_, i) => elementAt(evaluation.decisions, i, 'the decisions of an evaluation').allowed,
-  );
+  // What the evaluation consumed: every item but the shadow ones that would have denied; what it spent of
+  // this instance's leases goes back to them.
+  const consumed = evaluation.items.filter((item, i) => {
+    const decision = elementAt(evaluation.decisions, i, 'the decisions of an evaluation');
+    if (decision.allowed && isFromLease(decision)) side.leases?.unspend(item.policy, item.key, item.cost);
+    return decision.allowed && !isFromLease(decision);
+  });
   try {
     const decisions = [...evaluation.decisions];
     for (const store of new Set(consumed.map((i) => side.storeOf(i.policy)))) {

@@ -17,6 +17,8 @@ import { StoreCalls } from './store-calls.js';
 import { fromCache, rememberDenials } from './cached-denials.js';
 import { ChangeFeed } from './change-feed.js';
 import { denies, type EngineItem, type Evaluation, merge, NOTHING, StoreUnavailable } from './evaluation.js';
+import { LeaseBook } from './lease-book.js';
+import { rejoin, splitByLeases, unspend } from './leased-items.js';
 
 export { isFromDenyCache } from './cached-denials.js';
 export { denies, type EngineItem, type Evaluation, NOTHING, StoreUnavailable } from './evaluation.js';
@@ -49,7 +51,9 @@ export class DecisionEngine {
   readonly reporter: FailureReporter;
   /** Denials of a remote store, answered locally until they end (pointless for the in-process store). */
   readonly denyCache: DenyCache | undefined;
-  /** Changes outside decisions, between this cache of denials and the other instances'. */
+  /** Units this instance took ahead for leased policies (RateLimitPolicy.lease), where a store grants them. */
+  readonly leases: LeaseBook | undefined;
+  /** Changes outside decisions, between this cache of denials (and leases) and the other instances'. */
   readonly feed: ChangeFeed;
   private readonly calls: StoreCalls;
   private readonly variants = new LimitVariants();
@@ -62,7 +66,9 @@ export class DecisionEngine {
     this.reporter = new FailureReporter(options.logger, options.onError);
     this.denyCache = this.store.inProcess === true ? undefined : new DenyCache();
     this.calls = new StoreCalls(options.timeoutMs, options.logger, () => this.metrics);
-    this.feed = new ChangeFeed(this.store.changes, this.denyCache, options.timeoutMs, options.logger);
+    const leasing = (store: RateLimitStore) => store.grantsUpTo === true && store.inProcess !== true;
+    this.leases = leasing(this.store) || leasing(this.quotaStore) ? new LeaseBook() : undefined;
+    this.feed = new ChangeFeed(this.store.changes, this.denyCache, options.timeoutMs, options.logger, this.leases);
   }
 
   /** The module's clock. */
@@ -183,8 +189,37 @@ export class DecisionEngine {
     return { items, decisions: items.map((item) => byItem.get(item) as RateLimitDecision) };
   }
 
-  /** One store call for `items`, through the store's breaker and the deny cache. */
+  /**
+   * The items of a request on one store: those this instance's leases cover are admitted here, the others go
+   * to the store in one call (leased ones taking ahead); when the request is refused, the leases get back what
+   * it spent of them.
+   */
   private async consumeOn(
+    store: RateLimitStore,
+    items: readonly EngineItem[],
+    before: Evaluation,
+    onFailure: OnFailure,
+  ): Promise<Evaluation> {
+    const book = onFailure === 'fail-modes' && store.grantsUpTo === true ? this.leases : undefined;
+    if (book === undefined || !items.some((item) => item.policy.lease !== undefined)) {
+      return this.consumeStored(store, items, before, onFailure);
+    }
+    const nowMs = this.options.clock.now();
+    const split = splitByLeases(book, items, nowMs);
+    let stored: Evaluation;
+    try {
+      stored = await this.consumeStored(store, split.forStore, before, onFailure);
+    } catch (error) {
+      unspend(book, split.spent);
+      throw error;
+    }
+    const admitted = !denies(stored);
+    if (!admitted) unspend(book, split.spent);
+    return rejoin(book, items, split, stored, nowMs, admitted);
+  }
+
+  /** One store call for `items`, through the store's breaker and the deny cache. */
+  private async consumeStored(
     store: RateLimitStore,
     items: readonly EngineItem[],
     before: Evaluation,

@@ -23,6 +23,7 @@ export const COMMON_FIELDS = {
   deny: true,
   count: true,
   scope: true,
+  lease: true,
 } as const;
 
 const COUNTS: readonly unknown[] = ['all', 'failed', 'succeeded'];
@@ -73,4 +74,32 @@ export function blockOf(policy: RateLimitPolicy, fail: Fail): { blockMs?: number
     );
   }
   return { blockMs };
+}
+
+/** The algorithms whose units an instance can take ahead and spend locally (RateLimitPolicy.lease). */
+const LEASABLE: readonly unknown[] = ['fixed-window', 'sliding-window-counter', 'token-bucket', 'gcra', 'quota'];
+
+/** The policy's `lease`, as a field to spread into the resolved policy. */
+export function leaseOf(policy: RateLimitPolicy, fail: Fail): { lease?: number } {
+  const { lease } = policy;
+  if (lease === undefined) return {};
+  if (typeof lease !== 'number' || !Number.isSafeInteger(lease) || lease < 2) {
+    fail('lease', `must be an integer >= 2 (units taken from the store at once), got ${describeValue(lease)}`);
+  }
+  if (!LEASABLE.includes(policy.algorithm)) {
+    fail(
+      'lease',
+      `does not apply to ${policy.algorithm}: only fixed-window, sliding-window-counter, token-bucket, gcra and quota policies take units ahead`,
+    );
+  }
+  if (policy.count !== undefined && policy.count !== 'all') {
+    fail(
+      'lease',
+      "does not combine with count: leased units are spent locally, and an outcome's refund would not reach them",
+    );
+  }
+  if (policy.block !== undefined) {
+    fail('lease', 'does not combine with block: an instance would go on spending its units while the key is blocked');
+  }
+  return { lease };
 }

@@ -129,6 +129,16 @@ interface PolicyBase {
    * @example { name: 'login', algorithm: 'sliding-window-log', limit: 5, window: '15m', key: accountOf, count: 'failed' }
    */
   count?: RateLimitCount;
+  /**
+   * For a hot key (a tenant-wide or global limit): this instance takes up to `lease` units of a key from the
+   * store in one call and admits from them locally until they are spent or lapse (at the end of their window
+   * or period; for token-bucket and GCRA once the bucket would have refilled them). Units are taken before they
+   * are spent, so the fleet never admits more than the limit; it may admit less, by at most instances × lease
+   * per window. An integer >= 2, for fixed-window, sliding-window-counter, token-bucket, gcra and quota
+   * policies with `count: 'all'`; store calls on a hot key fall to about one per `lease` requests.
+   * @example { name: 'tenant', algorithm: 'fixed-window', limit: 50_000, window: '1s', key: tenantOf, lease: 100 }
+   */
+  lease?: number;
 }
 
 /**
@@ -215,6 +225,8 @@ export interface ResolvedPolicy {
   readonly mode?: RateLimitMode;
   /** The block after a denial, in milliseconds; undefined: none. */
   readonly blockMs?: number;
+  /** The most units an instance takes from the store for local use (RateLimitPolicy.lease); undefined: none. */
+  readonly lease?: number;
   /** For quotas: the calendar period and its time zone; `windowMs` is then a nominal period length. */
   readonly quota?: { readonly period: QuotaPeriod; readonly timeZone: string };
   readonly source: RateLimitPolicy;
@@ -237,4 +249,6 @@ export interface RateLimitDecision {
   message?: string;
   /** True when the key is blocked: by this denial (the policy's `block`), before it, or by RateLimitService.block. */
   blocked?: boolean;
+  /** The units a consume took when its item asked for up to more than its cost (a lease), set when allowed. */
+  granted?: number;
 }

@@ -1,6 +1,6 @@
 import { checkTimeZone } from '../algorithms/quota/quota-period.js';
 import { fieldNames } from '../unknown-fields.js';
-import { blockOf, checkCommonFields, checkLimitField, COMMON_FIELDS, type Fail } from './common-fields.js';
+import { blockOf, checkCommonFields, leaseOf, checkLimitField, COMMON_FIELDS, type Fail } from './common-fields.js';
 import type { RateLimitQuotaPolicy, ResolvedPolicy } from './policy.types.js';
 import { describeValue } from './value-checks.js';
 
@@ -41,6 +41,7 @@ export function validateQuota(policy: RateLimitQuotaPolicy, name: string, fail: 
     failMode: policy.failMode,
     mode: policy.mode,
     ...blockOf(policy, fail),
+    ...leaseOf(policy, fail),
     quota: Object.freeze({ period: policy.period, timeZone }),
     source: policy,
   });

@@ -1,6 +1,6 @@
 import { emissionUs, MAX_LEAD_US } from '../algorithms/gcra/gcra.js';
 import { fieldNames } from '../unknown-fields.js';
-import { blockOf, checkCommonFields, checkLimitField, COMMON_FIELDS, type Fail } from './common-fields.js';
+import { blockOf, checkCommonFields, leaseOf, checkLimitField, COMMON_FIELDS, type Fail } from './common-fields.js';
 import type { RateLimitWindowPolicy, ResolvedPolicy } from './policy.types.js';
 import { checkUnits, describeValue } from './value-checks.js';
 import { parseWindow } from './window.js';
@@ -54,6 +54,7 @@ export function validateWindowPolicy(policy: RateLimitWindowPolicy, name: string
     failMode: policy.failMode,
     mode: policy.mode,
     ...blockOf(policy, fail),
+    ...leaseOf(policy, fail),
     ...(anchor === 'first-request' ? { anchor } : {}),
     source: policy,
   });

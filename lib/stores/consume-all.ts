@@ -31,7 +31,8 @@ export function consumeAll(
   const original = new Map<string, [unknown, number]>();
   const steps: (StepResult<unknown> | RateLimitDecision)[] = [];
   let allAllowed = true;
-  for (const item of items) {
+  const granted = new Map<number, number>();
+  for (const [i, item] of items.entries()) {
     const { policy, key, cost } = item;
     if (!original.has(key)) original.set(key, unwrapBlock(table.get(key, policy.algorithm)));
     const [stored, untilMs] = original.get(key) as [unknown, number];
@@ -42,8 +43,9 @@ export function consumeAll(
       continue;
     }
     const state = working.has(key) ? working.get(key) : stored;
-    const step = ALGORITHM_STEPS[kernelOf(policy)].step(state, policy, nowMs, cost);
+    const [step, taken] = stepUpTo(item, state, nowMs);
     steps.push(step);
+    if (taken !== cost) granted.set(i, taken);
     if (!step.allowed) {
       allAllowed &&= item.shadow === true;
       const blockMs = item.shadow === true ? undefined : policy.blockMs;
@@ -57,7 +59,11 @@ export function consumeAll(
   }
   const decided = (item: RateLimitStoreItem, i: number): RateLimitDecision => {
     const step = elementAt(steps, i, STEPS);
-    return 'policy' in step ? step : toDecision(item.policy, step, item.cost);
+    if ('policy' in step) return step;
+    const decision = toDecision(item.policy, step, item.cost);
+    const taken = granted.get(i);
+    if (taken !== undefined) decision.granted = taken;
+    return decision;
   };
   if (allAllowed) {
     const written = new Map<string, number>();
@@ -76,6 +82,22 @@ export function consumeAll(
     const unchanged = ALGORITHM_STEPS[kernelOf(item.policy)].step(state, item.policy, nowMs, 0);
     return toDecision(item.policy, unchanged, 0);
   });
+}
+
+/**
+ * One item's step, and the units it takes: its cost, or for an item that asks for up to more (a lease), as
+ * many as fit up to `upTo` — the cost plus what the step at the cost leaves (`remaining` is exact), stepped
+ * again from the same state; the Lua and SQL twins do the same.
+ */
+function stepUpTo(item: RateLimitStoreItem, state: unknown, nowMs: number): [StepResult<unknown>, number] {
+  const { policy, cost, upTo } = item;
+  const algorithm = ALGORITHM_STEPS[kernelOf(policy)];
+  const step = algorithm.step(state, policy, nowMs, cost);
+  if (!step.allowed || upTo === undefined || upTo <= cost || cost < 1) return [step, cost];
+  const more = Math.min(upTo, cost + step.remaining);
+  if (more <= cost) return [step, cost];
+  const wider = algorithm.step(state, policy, nowMs, more);
+  return wider.allowed ? [wider, more] : [step, cost];
 }
 
 /**

@@ -9,8 +9,17 @@ export { NEVER_FITS } from '../algorithms/algorithm.js';
 /** The first integer of an item's decision in a reply: denied, allowed, or denied because the key is blocked. */
 export const REPLY = { denied: 0, allowed: 1, blocked: 2 } as const;
 
-/** The integers of one item's decision in a reply: allowed (REPLY), remaining, reset_ms, retry_ms. */
+/**
+ * The integers of one item's decision in a reply: allowed (REPLY), remaining, reset_ms, retry_ms. An allowed
+ * item's retry_ms is 0, or, when it asked for up to more than its cost (a lease), the units it took.
+ */
 export const REPLY_WIDTH = 4;
+
+/**
+ * Between an item's cost and the most it takes (`upTo`, a lease) in its cost field of a Redis call:
+ * `<cost>~<up to>`; the cost alone otherwise.
+ */
+export const UP_TO_SEPARATOR = '~';
 
 /** Added to an item's algorithm code when its policy has a block (the block's length is then its last field). */
 export const BLOCK_FLAG = 16;

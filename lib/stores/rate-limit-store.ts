@@ -14,6 +14,11 @@ export interface RateLimitStoreItem {
    * whether it would have denied.
    */
   readonly shadow?: boolean;
+  /**
+   * A lease (RateLimitPolicy.lease): consume at least `cost` and, when more fits, up to `upTo` units; the
+   * decision's `granted` says how many were consumed. Only stores with `grantsUpTo` read it.
+   */
+  readonly upTo?: number;
 }
 
 /** An item of any store call: `cost` is absent for peek and reset. */
@@ -82,6 +87,11 @@ export interface RateLimitStore {
    * slow, so its calls get no timeout and no circuit breaker, and it needs no cache of denials.
    */
   readonly inProcess?: boolean;
+  /**
+   * True for a store whose consume honours an item's `upTo` (takes what fits, up to it, and says so in the
+   * decision's `granted`): only such a store serves leases; with another, a policy's `lease` has no effect.
+   */
+  readonly grantsUpTo?: boolean;
   /** Releases what the store owns (connections it opened itself; never a client it was given). */
   close?(): Promise<void>;
 }

@@ -121,6 +121,8 @@ const opArb = fc.record({
   pick: fc.array(fc.nat(), { minLength: 1, maxLength: 3 }),
   /** The key's plan for this op: its limits as declared, tripled (an upgrade) or halved (a downgrade). */
   plan: fc.constantFrom(1, 1, 1, 3, 0.5),
+  /** A lease's take, for stores that grant one: up to this many units more than the cost. */
+  upTo: fc.option(fc.integer({ min: 0, max: 12 }), { nil: undefined, freq: 2 }),
 });
 
 /**
@@ -167,13 +169,20 @@ function planned(policy: ResolvedPolicy, plan: number): ResolvedPolicy {
   return Object.freeze({ ...policy, limit: scale(policy.limit), capacity: scale(policy.capacity) });
 }
 
-async function play(store: RateLimitStore, policies: ResolvedPolicy[], op: Op): Promise<RateLimitDecision[]> {
+async function play(
+  store: RateLimitStore,
+  policies: ResolvedPolicy[],
+  op: Op,
+  grants: boolean,
+): Promise<RateLimitDecision[]> {
   const chosen = [...new Set(op.pick.map((i) => nth(policies, i % policies.length)))].map((p) => planned(p, op.plan));
   const cost = costOf(op, nth(chosen, 0));
   const items = chosen.map((policy) => ({ policy, key: op.key, cost }));
   switch (op.kind) {
     case 'consume':
-      return store.consume(items);
+      // a store that grants leases takes up to op.upTo more (a store that does not is left to decide the cost)
+      if (op.upTo === undefined || store.grantsUpTo !== true || !grants) return store.consume(items);
+      return store.consume(items.map((item) => ({ ...item, upTo: cost + (op.upTo as number) })));
     case 'peek':
       return store.peek(items);
     case 'refund':
@@ -216,8 +225,9 @@ export function conformanceSuite(target: StoreTarget, { runs = 150 }: { runs?: n
             for (const op of ops) {
               clock.base.advance(op.dt);
               clock.use(op.instance);
-              const expected = await play(reference, policies, op);
-              const actual = await play(store, policies, op);
+              const grants = store.grantsUpTo === true;
+              const expected = await play(reference, policies, op, grants);
+              const actual = await play(store, policies, op, grants);
               expect(actual).toEqual(expected);
             }
           },
@@ -364,7 +374,8 @@ export function conformanceSuite(target: StoreTarget, { runs = 150 }: { runs?: n
             clock.advance(op.dt);
             // now and then a call with a numeric limit under the same name (RateLimitService)
             const chosen = op.instance === 1 ? fixed : policy;
-            expect(await play(store, [chosen], op)).toEqual(await play(reference, [chosen], op));
+            const grants = store.grantsUpTo === true;
+            expect(await play(store, [chosen], op, grants)).toEqual(await play(reference, [chosen], op, grants));
           }
         }),
         { numRuns: runs, ...replay },
@@ -388,7 +399,7 @@ export function conformanceSuite(target: StoreTarget, { runs = 150 }: { runs?: n
             // one limit throughout: when it changes, the bucket keeps the units taken, GCRA its TAT
             for (const op of ops.map((o): Op => ({ ...o, plan: 1 }))) {
               clock.advance(Math.max(0, op.dt));
-              expect(await play(b, [cell], op)).toEqual(await play(a, [bucket], op));
+              expect(await play(b, [cell], op, true)).toEqual(await play(a, [bucket], op, true));
             }
           },
         ),

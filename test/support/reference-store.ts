@@ -49,6 +49,24 @@ function blockedDecision(policy: ResolvedPolicy, untilMs: number, nowMs: number)
   };
 }
 
+/**
+ * An item's step and the units it takes: for one that asks for up to more than its cost (a lease), the most
+ * units in [cost, upTo] that the step allows, found by trying each in turn (not from `remaining`, as the stores
+ * compute it: the two agree only if every algorithm's `remaining` is exact).
+ */
+function stepUpTo(item: RateLimitStoreItem, state: unknown, nowMs: number): [StepResult<unknown>, number] {
+  const { policy, cost, upTo } = item;
+  let step = stepOf(policy).step(state, policy, nowMs, cost);
+  let taken = cost;
+  if (!step.allowed || upTo === undefined || cost < 1) return [step, taken];
+  for (let more = cost + 1; more <= upTo; more++) {
+    const wider = stepOf(policy).step(state, policy, nowMs, more);
+    if (!wider.allowed) break;
+    [step, taken] = [wider, more];
+  }
+  return [step, taken];
+}
+
 /** One item of a consume, decided: its step (undefined when a block denied it) and its decision. */
 interface Decided {
   readonly item: RateLimitStoreItem;
@@ -62,6 +80,7 @@ interface Decided {
  * decision.
  */
 export class ReferenceStore implements RateLimitStore {
+  readonly grantsUpTo = true;
   private readonly entries = new Map<string, Entry>();
 
   constructor(private readonly clock: Clock) {}
@@ -87,9 +106,11 @@ export class ReferenceStore implements RateLimitStore {
         return { item, step: undefined, decision: blockedDecision(item.policy, entry.blockedUntilMs, nowMs) };
       }
       const state = after.has(id) ? after.get(id) : entry?.state;
-      const step = stepOf(item.policy).step(state, item.policy, nowMs, item.cost);
+      const [step, taken] = stepUpTo(item, state, nowMs);
       if (step.allowed && item.cost > 0) after.set(id, step.state);
-      return { item, step, decision: decisionOf(item.policy, step, item.cost) };
+      const decision = decisionOf(item.policy, step, item.cost);
+      if (taken !== item.cost) decision.granted = taken;
+      return { item, step, decision };
     });
     const denying = decided.filter(({ item, decision }) => !decision.allowed && item.shadow !== true);
     if (denying.length === 0) {

@@ -168,6 +168,7 @@ expectTypeOf<RateLimitDecision>().toEqualTypeOf<{
   retryAfterMs: number;
   message?: string;
   blocked?: boolean;
+  granted?: number;
 }>();
 declare const decision: RateLimitDecision;
 expectTypeOf(new RateLimitExceededException(decision).problem()).toEqualTypeOf<RateLimitProblem>();
@@ -239,6 +240,7 @@ expectTypeOf<RateLimitStoreItem>().toEqualTypeOf<{
   readonly key: string;
   readonly cost: number;
   readonly shadow?: boolean;
+  readonly upTo?: number;
 }>();
 expectTypeOf(validatePolicy).returns.toEqualTypeOf<ResolvedPolicy>();
 // The DI token of the module's store is the interface's name.

@@ -40,6 +40,7 @@ const SWEEP_PER_WRITE = 4;
  */
 export class MemoryRateLimitStore implements RateLimitStore {
   readonly inProcess = true;
+  readonly grantsUpTo = true;
   private readonly entries = new Map<string, Entry>();
   private readonly clock: Clock;
   private readonly maxKeys: number;
@@ -157,6 +158,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
       key: this.storageKey(item.policy.id, item.key),
       cost: item.cost,
       shadow: item.shadow,
+      upTo: item.upTo,
     }));
   }
 

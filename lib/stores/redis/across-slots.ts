@@ -93,7 +93,13 @@ export async function consumeAcrossSlots(
       );
       let refunded: RateLimitDecision[];
       try {
-        refunded = await run('refund', slotItems(items, taken));
+        refunded = await run(
+          'refund',
+          tookBack(
+            slotItems(items, taken),
+            decisions.filter((d) => d.allowed),
+          ),
+        );
       } catch {
         return; // the request stays denied; the units stay taken until they expire (under-admission only)
       }
@@ -129,9 +135,20 @@ async function startBlocks(
       else
         await run(
           'refund',
-          part.filter((_, j) => elementAt(decided, j, "a slot's reply").allowed),
+          tookBack(
+            part.filter((_, j) => elementAt(decided, j, "a slot's reply").allowed),
+            decided.filter((d) => d.allowed),
+          ),
         );
     }),
   );
   return checked;
+}
+
+/** Items to refund what their allowed decisions took: the cost, or the units a lease was granted. */
+function tookBack(items: readonly StoreCallItem[], allowed: readonly RateLimitDecision[]): StoreCallItem[] {
+  return items.map((item, j) => {
+    const granted = elementAt(allowed, j, 'the allowed decisions').granted;
+    return granted === undefined ? item : { ...item, cost: granted, upTo: undefined };
+  });
 }

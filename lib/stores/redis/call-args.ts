@@ -3,12 +3,12 @@ import { periodOf } from '../../algorithms/quota/quota.js';
 import type { Clock } from '../../clock.js';
 import type { ResolvedPolicy } from '../../policy/policy.types.js';
 import { storageKey } from '../storage-key.js';
-import { BLOCK_FLAG, POLICY_FIELDS, REPLY_WIDTH } from '../protocol.js';
+import { BLOCK_FLAG, POLICY_FIELDS, REPLY_WIDTH, UP_TO_SEPARATOR } from '../protocol.js';
 import type { StoreCallItem } from '../rate-limit-store.js';
 
 /**
  * One item's arguments: its policy's fields (algorithm code, limit, window, capacity, then a quota's next end
- * and a block's length: see the script's ARGV) and its cost.
+ * and a block's length: see the script's ARGV) and its cost field (the cost, with its up-to for a lease).
  */
 interface ItemArgs {
   readonly policy: readonly string[];
@@ -26,9 +26,10 @@ export function requestArgs(op: string, items: readonly StoreCallItem[], keyPref
   const keys: string[] = [];
   const args: ItemArgs[] = [];
   const shadowing = op === 'consume' || op === 'check';
-  for (const { policy, key, cost = 0, shadow } of items) {
+  for (const { policy, key, cost = 0, shadow, upTo } of items) {
     keys.push(storageKey(keyPrefix, policy.id, key));
-    args.push({ policy: policyArgs(policy, shadowing && shadow === true, clock), cost: String(cost) });
+    const costField = upTo !== undefined && upTo > cost ? `${cost}${UP_TO_SEPARATOR}${upTo}` : String(cost);
+    args.push({ policy: policyArgs(policy, shadowing && shadow === true, clock), cost: costField });
   }
   return { keys, items: args };
 }

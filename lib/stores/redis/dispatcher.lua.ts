@@ -1,5 +1,13 @@
 import { ALGORITHM_CODES } from '../../algorithms/index.js';
-import { BLOCK_FLAG, NEVER_FITS, POLICY_FIELD, POLICY_FIELDS, REPLY, REPLY_WIDTH } from '../protocol.js';
+import {
+  BLOCK_FLAG,
+  NEVER_FITS,
+  POLICY_FIELD,
+  POLICY_FIELDS,
+  REPLY,
+  REPLY_WIDTH,
+  UP_TO_SEPARATOR,
+} from '../protocol.js';
 
 const { allowed: ALLOWED, denied: DENIED, blocked: BLOCKED } = REPLY;
 const CODES = Object.entries(ALGORITHM_CODES)
@@ -28,12 +36,13 @@ export const dispatcherSetup = `
 --   limit          units per window
 --   window         milliseconds
 --   capacity       burst for token bucket and gcra, else the limit
---   cost           units to consume, or to give back for 'refund'
+--   cost           units to consume, or to give back for 'refund'; '<cost>${UP_TO_SEPARATOR}<up to>' for a lease: at least
+--                  the cost and, when more fits, up to that many units
 --   next end       quotas only: the end of the period after the current one, in ms since the epoch
 --   block          items whose code has ${BLOCK_FLAG} added only: the block after a denial, in ms
 -- ARGV[1] 'block' and 'unblock' take the items as consume does, the block's length in ms as their cost.
 -- Returns ${REPLY_WIDTH} integers per item: allowed (${DENIED}/${ALLOWED}, ${BLOCKED}: denied and blocked), remaining, reset_ms,
--- retry_ms (${NEVER_FITS}: the cost can never fit).
+-- retry_ms (${NEVER_FITS}: the cost can never fit; for an allowed lease, the units it took).
 local built = {}
 local function algorithm(code)
   local a = built[code]
@@ -100,9 +109,16 @@ local function emit(out, r)
   local n = #out
   ${appended.map((j) => `out[n + ${j}]`).join(', ')} = ${appended.map((j) => `r[${j}]`).join(', ')}
 end
+-- An item's cost field: its cost, and the most it takes (a lease) or nil.
+local function cost_of(field)
+  local cost = tonumber(field)
+  if cost then return cost, nil end
+  local c, u = string.match(field, '^(%d+)${UP_TO_SEPARATOR}(%d+)$')
+  return tonumber(c), tonumber(u)
+end
 -- An item's policy from its fields at ARGV[b + 1...]: algorithm code, limit, window, capacity, then (with_cost)
--- the cost, then a quota's next end and a block's length. Returns the policy, the cost (nil without) and the
--- index of the last field read.
+-- the cost, then a quota's next end and a block's length. Returns the policy, the cost (nil without), the index
+-- of the last field read and the most the item takes (a lease; nil for others).
 local function policy_at(ARGV, b, with_cost)
   local code = tonumber(ARGV[b + ${POLICY_FIELD.code}])
   local shadow = code < 0
@@ -115,9 +131,9 @@ local function policy_at(ARGV, b, with_cost)
     shadow = shadow,
   }
   b = b + ${POLICY_FIELDS}
-  local cost = nil
+  local cost, up = nil, nil
   if with_cost then
-    cost = tonumber(ARGV[b + 1])
+    cost, up = cost_of(ARGV[b + 1])
     b = b + 1
   end
   if code == ${ALGORITHM_CODES.quota} then
@@ -128,32 +144,41 @@ local function policy_at(ARGV, b, with_cost)
     p.block = tonumber(ARGV[b + 1])
     b = b + 1
   end
-  return p, cost, b
+  return p, cost, b, up
 end
 -- One item's decision on \`st\`, the state its key has at this point of the call (\`old\`: as stored, blocked
 -- until \`untl\`): the reply of a blocked key; else the step's, with its new state; a consume's denial of an
--- enforced item with a block writes the block (the state kept as it was) and replies as blocked.
-local function decide_one(op, key, p, cost, old, st, untl, now, slack)
+-- enforced item with a block writes the block (the state kept as it was) and replies as blocked. An item that
+-- takes up to \`up\` units (a lease) takes as many as fit, its cost plus what the step at its cost leaves, stepped
+-- again from the same state (as consume-all.ts does), and replies with the units taken in place of retry_ms.
+local function decide_one(op, key, p, cost, old, st, untl, now, slack, up)
   if untl > now then return blocked(untl, now) end
   local new_st, allowed, remaining, reset, retry = p.algo.step(st, p.limit, p.window, p.cap, now, cost, p.nxt)
   if allowed == ${DENIED} and p.block and not p.shadow and op == 'consume' then
     save(key, p.algo, old, reset, slack, now + p.block, now)
     return blocking(p.block, remaining, reset, retry)
   end
+  if allowed == ${ALLOWED} and up and up > cost and cost >= 1 then
+    local more = min(up, cost + remaining)
+    if more > cost then
+      local w_st, w_allowed, w_remaining, w_reset = p.algo.step(st, p.limit, p.window, p.cap, now, more, p.nxt)
+      if w_allowed == ${ALLOWED} then return { ${ALLOWED}, w_remaining, w_reset, more }, w_st end
+    end
+  end
   return { allowed, remaining, reset, retry }, new_st
 end
 -- The consume of one item (most requests), without the tables that several items need.
-local function consume_one(key, p, cost, now, slack)
+local function consume_one(key, p, cost, now, slack, up)
   local old, untl = decode(p.algo, redis.call('GET', key))
-  local r, st = decide_one('consume', key, p, cost, old, old, untl, now, slack)
+  local r, st = decide_one('consume', key, p, cost, old, old, untl, now, slack, up)
   if r[1] == ${ALLOWED} and cost > 0 then save(key, p.algo, st, r[3], slack, 0, now) end
   return r
 end
 -- An item: its key, cost and policy's fields in one table (several items may share a policy).
-local function item_of(key, p, cost)
+local function item_of(key, p, cost, up)
   return {
     key = key, algo = p.algo, limit = p.limit, window = p.window, cap = p.cap, cost = cost, shadow = p.shadow,
-    nxt = p.nxt, block = p.block,
+    nxt = p.nxt, block = p.block, up = up,
   }
 end
 `;
@@ -167,8 +192,8 @@ export const dispatcherCall = `
 local op = ARGV[1]
 if op == 'batch' then return batch(KEYS, ARGV) end
 if op == 'consume' and #KEYS == 1 then
-  local p, cost = policy_at(ARGV, 3, true)
-  return consume_one(KEYS[1], p, cost, clock(ARGV[2]), tonumber(ARGV[3]))
+  local p, cost, _, up = policy_at(ARGV, 3, true)
+  return consume_one(KEYS[1], p, cost, clock(ARGV[2]), tonumber(ARGV[3]), up)
 end
 if op == 'reset' then
   for i = 1, #KEYS do redis.call('DEL', KEYS[i]) end
@@ -177,9 +202,9 @@ end
 local items = {}
 local b = 3
 for i = 1, #KEYS do
-  local p, cost
-  p, cost, b = policy_at(ARGV, b, true)
-  items[i] = item_of(KEYS[i], p, cost)
+  local p, cost, up
+  p, cost, b, up = policy_at(ARGV, b, true)
+  items[i] = item_of(KEYS[i], p, cost, up)
 end
 local out = {}
 decide_items(op, items, clock(ARGV[2]), tonumber(ARGV[3]), out)

@@ -40,6 +40,8 @@ export class RedisRateLimitStore implements RateLimitStore {
    * connection is made from the client only while the module listens.
    */
   readonly changes: RateLimitStoreChanges | undefined;
+  /** A consume takes up to an item's `upTo` (leases): the script's decide_one. */
+  readonly grantsUpTo = true;
   private readonly clock: Clock | undefined;
   private readonly keyPrefix: string;
   private readonly ttlSlack: string;

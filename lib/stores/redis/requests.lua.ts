@@ -11,7 +11,7 @@ const { allowed: ALLOWED } = REPLY;
  *
  * batch(KEYS, ARGV): several consumes in one call. ARGV: 'batch', the time (or ''), the TTL slack, the number of
  * policies, each policy's fields as an item's without the cost, then per request its number of items and, per
- * item, the number of its policy (1-based) and its cost; KEYS: the items' keys, in order. Each request is
+ * item, the number of its policy (1-based) and its cost field (with its up-to for a lease); KEYS: the items' keys, in order. Each request is
  * decided as its own consume, all-or-nothing, after the ones before it; returns their replies one after the
  * other.
  */
@@ -63,7 +63,7 @@ local function decide_items(op, items, now, slack, out)
     local old, untl = load(original, blocks, it)
     local st = working[it.key]
     if st == nil then st = old end
-    local r, new_st = decide_one(op, it.key, it, it.cost, old, st, untl, now, slack)
+    local r, new_st = decide_one(op, it.key, it, it.cost, old, st, untl, now, slack, it.up)
     results[i] = r
     if r[1] ~= ${ALLOWED} then
       if not it.shadow then all_allowed = false end
@@ -108,11 +108,13 @@ local function batch(KEYS, ARGV)
     local count = tonumber(ARGV[b])
     if count == 1 then
       k = k + 1
-      emit(out, consume_one(KEYS[k], policies[tonumber(ARGV[b + 1])], tonumber(ARGV[b + 2]), now, slack))
+      local cost, up = cost_of(ARGV[b + 2])
+      emit(out, consume_one(KEYS[k], policies[tonumber(ARGV[b + 1])], cost, now, slack, up))
     else
       local items = {}
       for i = 1, count do
-        items[i] = item_of(KEYS[k + i], policies[tonumber(ARGV[b + 2 * i - 1])], tonumber(ARGV[b + 2 * i]))
+        local cost, up = cost_of(ARGV[b + 2 * i])
+        items[i] = item_of(KEYS[k + i], policies[tonumber(ARGV[b + 2 * i - 1])], cost, up)
       end
       k = k + count
       decide_items('consume', items, now, slack, out)

@@ -1,0 +1,146 @@
+import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
+
+/**
+ * One key's lease in this instance: units the store has counted and this instance has not spent yet, spendable
+ * until `untilMs` (this instance's clock); what the store had left after the take, and when its usage resets,
+ * for the headers; `size`, how many units the next take asks for.
+ */
+interface Lease {
+  units: number;
+  untilMs: number;
+  storeRemaining: number;
+  resetAtMs: number;
+  size: number;
+}
+
+/** How the size of a key's takes moves: 'growing' (doubles while the key is hot, halves when units lapse) or 'fixed'. */
+export type LeaseGrowth = 'growing' | 'fixed';
+
+/** Keys with a lease an instance remembers at most; beyond, the ones that lapsed go first, then the oldest. */
+export const MAX_LEASED_KEYS = 10_000;
+
+const idOf = (policy: ResolvedPolicy, key: string): string => `${policy.id}\n${key}`;
+
+/**
+ * How long the units of a take stay spendable, in ms from the moment the take was sent (the store decided
+ * later, so this is never longer than the store allows). Window algorithms: until the window (a quota: the
+ * period) the store counted them in ends. Token bucket and GCRA: while spending them later cannot exceed the
+ * bucket — for as long as the bucket, before the take, was from full (its level is under `capacity − remaining
+ * − granted` units, with remaining rounded down: one unit is kept in hand); with a full bucket, not at all.
+ * Over any interval the fleet then admits at most what the bucket admits over it.
+ */
+export function leaseLifetimeMs(policy: ResolvedPolicy, decision: RateLimitDecision, granted: number): number {
+  switch (policy.algorithm) {
+    case 'fixed-window':
+    case 'quota':
+      return decision.resetMs;
+    case 'sliding-window-counter':
+      // the reset of a key that counts in this window is the end of the next one
+      return Math.max(0, decision.resetMs - policy.windowMs);
+    case 'token-bucket':
+    case 'gcra': {
+      const below = policy.capacity - decision.remaining - granted - 1;
+      return below <= 0 ? 0 : Math.floor((below * policy.windowMs) / policy.limit);
+    }
+    default:
+      return 0;
+  }
+}
+
+/**
+ * The leases of one instance (RateLimitPolicy.lease): a request whose key holds enough units here is admitted
+ * without a store call; otherwise the store call takes up to the key's next size (`askFor`), and what it took
+ * beyond the request's cost is kept (`took`). Units taken are counted by the store before they are spent, so
+ * the fleet never admits more than the limit; units that lapse, or that another instance holds while this one
+ * is refused, are the under-admission (at most instances × lease per window).
+ */
+export class LeaseBook {
+  private readonly leases = new Map<string, Lease>();
+
+  constructor(
+    private readonly growth: LeaseGrowth = 'growing',
+    private readonly maxKeys = MAX_LEASED_KEYS,
+  ) {}
+
+  /** The number of keys with a lease (for tests and metrics). */
+  get size(): number {
+    return this.leases.size;
+  }
+
+  /**
+   * Spends `cost` units of the key's lease: the decision (remaining: the units left here plus what the store
+   * had left at the take), or undefined when the lease lapsed or holds fewer.
+   */
+  spend(policy: ResolvedPolicy, key: string, cost: number, nowMs: number): RateLimitDecision | undefined {
+    const lease = this.leases.get(idOf(policy, key));
+    if (lease === undefined || lease.untilMs <= nowMs || lease.units < cost || cost < 1) return undefined;
+    lease.units -= cost;
+    return {
+      allowed: true,
+      policy: policy.name,
+      limit: policy.capacity,
+      remaining: Math.min(policy.capacity, lease.units + lease.storeRemaining),
+      resetMs: Math.max(0, lease.resetAtMs - nowMs),
+      retryAfterMs: 0,
+    };
+  }
+
+  /** Gives back units spent here by a request that another policy then refused. */
+  unspend(policy: ResolvedPolicy, key: string, cost: number): void {
+    const lease = this.leases.get(idOf(policy, key));
+    if (lease !== undefined) lease.units += cost;
+  }
+
+  /**
+   * The most units a take for a request of `cost` asks for: the key's size, never less than the cost. The size
+   * grows (doubles up to the policy's lease) when the key's lease was still running but ran out (the key is
+   * hot here), and shrinks (halves) when units lapsed unspent.
+   */
+  askFor(policy: ResolvedPolicy, key: string, cost: number, nowMs: number): number {
+    const limit = policy.lease ?? 1;
+    if (this.growth === 'fixed') return Math.max(cost, limit);
+    const lease = this.leases.get(idOf(policy, key));
+    if (lease === undefined) return cost;
+    if (lease.untilMs > nowMs) lease.size = Math.min(limit, lease.size * 2);
+    else if (lease.units > 0) lease.size = Math.max(1, Math.ceil(lease.size / 2));
+    return Math.max(cost, lease.size);
+  }
+
+  /** Keeps what a take sent at `sentAtMs` took beyond the request's cost. */
+  took(policy: ResolvedPolicy, key: string, cost: number, decision: RateLimitDecision, sentAtMs: number): void {
+    const granted = decision.granted ?? cost;
+    const id = idOf(policy, key);
+    const before = this.leases.get(id);
+    const untilMs = sentAtMs + leaseLifetimeMs(policy, decision, granted);
+    const running = before !== undefined && before.untilMs > sentAtMs;
+    const lease: Lease = {
+      units: granted - cost + (running ? before.units : 0),
+      untilMs: running ? Math.min(before.untilMs, untilMs) : untilMs,
+      storeRemaining: decision.remaining,
+      resetAtMs: sentAtMs + decision.resetMs,
+      size: before?.size ?? 1,
+    };
+    this.leases.delete(id);
+    this.leases.set(id, lease);
+    if (this.leases.size > this.maxKeys) this.trim(sentAtMs);
+  }
+
+  /** The key's state changed outside a decision (reset, block, refund elsewhere): its units here lapse. */
+  forget(id: string): void {
+    this.leases.delete(id);
+  }
+
+  /** Every lease lapses (the feed of changes was lost: a change may have been missed). */
+  forgetAll(): void {
+    this.leases.clear();
+  }
+
+  /** Removes leases that lapsed, then the oldest, down to the bound. */
+  private trim(nowMs: number): void {
+    for (const [id, lease] of this.leases) if (lease.untilMs <= nowMs) this.leases.delete(id);
+    for (const id of this.leases.keys()) {
+      if (this.leases.size <= this.maxKeys) break;
+      this.leases.delete(id);
+    }
+  }
+}

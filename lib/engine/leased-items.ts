@@ -1,0 +1,94 @@
+import { elementAt } from '../element-at.js';
+import type { RateLimitDecision } from '../policy/policy.types.js';
+import type { EngineItem, Evaluation } from './evaluation.js';
+import type { LeaseBook } from './lease-book.js';
+
+/** Decisions this instance made from its leases, without the store. */
+const fromLease = new WeakSet<RateLimitDecision>();
+
+/** Whether a decision was made from a lease of this instance (nothing to give back to the store). */
+export const isFromLease = (decision: RateLimitDecision): boolean => fromLease.has(decision);
+
+/** Whether an item may be served from a lease: a leased policy, enforced, with a cost. */
+const leased = (item: EngineItem): boolean => item.policy.lease !== undefined && item.shadow !== true && item.cost >= 1;
+
+/**
+ * A request's items as this instance's leases split them: the decisions of those spent here, and the items
+ * for the store, each leased one asking for up to its key's next take.
+ */
+export interface LeaseSplit {
+  readonly spent: ReadonlyMap<EngineItem, RateLimitDecision>;
+  readonly forStore: readonly EngineItem[];
+  /** Each item of the request that goes to the store, and the item sent for it (with its `upTo`). */
+  readonly sentFor: ReadonlyMap<EngineItem, EngineItem>;
+}
+
+/** Spends what the leases hold for `items`; the others go to the store, the leased ones with their `upTo`. */
+export function splitByLeases(book: LeaseBook, items: readonly EngineItem[], nowMs: number): LeaseSplit {
+  const spent = new Map<EngineItem, RateLimitDecision>();
+  const forStore: EngineItem[] = [];
+  const sentFor = new Map<EngineItem, EngineItem>();
+  const send = (item: EngineItem, sent: EngineItem) => {
+    forStore.push(sent);
+    sentFor.set(item, sent);
+  };
+  for (const item of items) {
+    if (!leased(item)) {
+      send(item, item);
+      continue;
+    }
+    const decision = book.spend(item.policy, item.key, item.cost, nowMs);
+    if (decision !== undefined) {
+      fromLease.add(decision);
+      spent.set(item, decision);
+      continue;
+    }
+    const upTo = book.askFor(item.policy, item.key, item.cost, nowMs);
+    send(item, upTo > item.cost ? { ...item, upTo } : item);
+  }
+  return { spent, forStore, sentFor };
+}
+
+/** Gives back to the leases what a refused request spent of them. */
+export function unspend(book: LeaseBook, spent: ReadonlyMap<EngineItem, RateLimitDecision>): void {
+  for (const item of spent.keys()) book.unspend(item.policy, item.key, item.cost);
+}
+
+/**
+ * The request's evaluation from the leases' decisions and the store's (`stored`, for the items sent at
+ * `sentAtMs`; the items a failing store left out are missing from it), in the order of `items`. When the store
+ * admitted its part (`admitted`), the leases keep what its takes got beyond their costs.
+ */
+export function rejoin(
+  book: LeaseBook,
+  items: readonly EngineItem[],
+  split: LeaseSplit,
+  stored: Evaluation,
+  sentAtMs: number,
+  admitted: boolean,
+): Evaluation {
+  const byItem = new Map<EngineItem, RateLimitDecision>();
+  stored.items.forEach((sent, i) => {
+    const decision = elementAt(stored.decisions, i, "the store's decisions");
+    if (!admitted || !leased(sent) || !decision.allowed) return byItem.set(sent, decision);
+    book.took(sent.policy, sent.key, sent.cost, decision, sentAtMs);
+    byItem.set(sent, withLocalUnits(decision, sent));
+  });
+  const kept: EngineItem[] = [];
+  const decisions: RateLimitDecision[] = [];
+  for (const item of items) {
+    const sent = split.sentFor.get(item) ?? item;
+    const decision = split.spent.get(item) ?? byItem.get(sent);
+    if (decision === undefined) continue;
+    kept.push(sent);
+    decisions.push(decision);
+  }
+  return { items: kept, decisions };
+}
+
+/** A take's decision as the client sees it: what it took beyond the cost is still to spend here. */
+function withLocalUnits(decision: RateLimitDecision, item: EngineItem): RateLimitDecision {
+  const extra = (decision.granted ?? item.cost) - item.cost;
+  if (extra <= 0) return decision;
+  return { ...decision, remaining: Math.min(decision.limit, decision.remaining + extra) };
+}
