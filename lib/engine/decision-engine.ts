@@ -17,7 +17,7 @@ import { StoreCalls } from './store-calls.js';
 import { fromCache, rememberDenials } from './cached-denials.js';
 import { ChangeFeed } from './change-feed.js';
 import { denies, type EngineItem, type Evaluation, merge, NOTHING, StoreUnavailable } from './evaluation.js';
-import { LeaseBook } from './lease-book.js';
+import { LeaseBook, type LeaseGrowth } from './lease-book.js';
 import { rejoin, splitByLeases, unspend } from './leased-items.js';
 
 export { isFromDenyCache } from './cached-denials.js';
@@ -29,6 +29,8 @@ export interface DecisionEngineOptions {
   readonly timeoutMs: number;
   readonly logger: Logger;
   readonly onError?: (error: Error, policy: string) => void;
+  /** How leases' takes grow (LeaseBook); default 'growing'. The fleet simulation and tests compare both. */
+  readonly leaseGrowth?: LeaseGrowth;
 }
 
 /** Leases a decision took: allowed concurrency items that cost something. */
@@ -67,7 +69,7 @@ export class DecisionEngine {
     this.denyCache = this.store.inProcess === true ? undefined : new DenyCache();
     this.calls = new StoreCalls(options.timeoutMs, options.logger, () => this.metrics);
     const leasing = (store: RateLimitStore) => store.grantsUpTo === true && store.inProcess !== true;
-    this.leases = leasing(this.store) || leasing(this.quotaStore) ? new LeaseBook() : undefined;
+    this.leases = leasing(this.store) || leasing(this.quotaStore) ? new LeaseBook(options.leaseGrowth) : undefined;
     this.feed = new ChangeFeed(this.store.changes, this.denyCache, options.timeoutMs, options.logger, this.leases);
   }
 
