@@ -18,7 +18,7 @@ import { fromCache, rememberDenials } from './cached-denials.js';
 import { ChangeFeed } from './change-feed.js';
 import { denies, type EngineItem, type Evaluation, merge, NOTHING, StoreUnavailable } from './evaluation.js';
 import { LeaseBook, type LeaseGrowth } from './lease-book.js';
-import { rejoin, splitByLeases, unspend } from './leased-items.js';
+import { rejoin, settle, splitByLeases, takesToWaitFor, unspend } from './leased-items.js';
 
 export { isFromDenyCache } from './cached-denials.js';
 export { denies, type EngineItem, type Evaluation, NOTHING, StoreUnavailable } from './evaluation.js';
@@ -36,6 +36,9 @@ export interface DecisionEngineOptions {
 /** Leases a decision took: allowed concurrency items that cost something. */
 const leases = (items: readonly EngineItem[], decisions: readonly RateLimitDecision[]): EngineItem[] =>
   items.filter((item, i) => item.count === 'release' && item.cost > 0 && decisions[i]?.allowed === true);
+
+/** The takes of leased keys a request waits for, one after the other, before it asks the store itself. */
+const MAX_TAKES_WAITED = 4;
 
 /** How one store call ends when the store fails: apply fail modes (requests) or throw (RateLimitService). */
 type OnFailure = 'fail-modes' | 'throw';
@@ -206,6 +209,12 @@ export class DecisionEngine {
     if (book === undefined || !items.some((item) => item.policy.lease !== undefined)) {
       return this.consumeStored(store, items, before, onFailure);
     }
+    // a hot key's concurrent requests share its takes: wait for the one on its way (a few, then ask anyway)
+    for (let n = 0; n < MAX_TAKES_WAITED; n++) {
+      const waits = takesToWaitFor(book, items, this.options.clock.now());
+      if (waits.length === 0) break;
+      await Promise.all(waits);
+    }
     const nowMs = this.options.clock.now();
     const split = splitByLeases(book, items, nowMs);
     let stored: Evaluation;
@@ -214,6 +223,8 @@ export class DecisionEngine {
     } catch (error) {
       unspend(book, split.spent);
       throw error;
+    } finally {
+      settle(book, split);
     }
     const admitted = !denies(stored);
     if (!admitted) unspend(book, split.spent);

@@ -11,6 +11,8 @@ interface Lease {
   storeRemaining: number;
   resetAtMs: number;
   size: number;
+  /** A take for more than its cost is on its way: other requests of the key wait for it (see `pending`). */
+  taking: Take | undefined;
 }
 
 /** How the size of a key's takes moves: 'growing' (doubles while the key is hot, halves when units lapse) or 'fixed'. */
@@ -18,6 +20,21 @@ export type LeaseGrowth = 'growing' | 'fixed';
 
 /** Keys with a lease an instance remembers at most; beyond, the ones that lapsed go first, then the oldest. */
 export const MAX_LEASED_KEYS = 10_000;
+
+/** A take on its way, and how to tell its waiters that it came back. */
+interface Take {
+  readonly done: Promise<void>;
+  readonly settle: () => void;
+}
+
+function take(): Take {
+  let settle: () => void = () => undefined;
+  const done = new Promise<void>((resolve) => (settle = resolve));
+  return { done, settle };
+}
+
+/** A key's lease before its first take: nothing to spend. */
+const LAPSED: Omit<Lease, 'size' | 'taking'> = { units: 0, untilMs: 0, storeRemaining: 0, resetAtMs: 0 };
 
 const idOf = (policy: ResolvedPolicy, key: string): string => `${policy.id}\n${key}`;
 
@@ -98,12 +115,37 @@ export class LeaseBook {
    */
   askFor(policy: ResolvedPolicy, key: string, cost: number, nowMs: number): number {
     const limit = policy.lease ?? 1;
-    if (this.growth === 'fixed') return Math.max(cost, limit);
     const lease = this.leases.get(idOf(policy, key));
-    if (lease === undefined) return cost;
-    if (lease.untilMs > nowMs) lease.size = Math.min(limit, lease.size * 2);
-    else if (lease.units > 0) lease.size = Math.max(1, Math.ceil(lease.size / 2));
-    return Math.max(cost, lease.size);
+    // one take for more at a time per key: an instance never holds (or waits for) more than one lease of it
+    if (lease?.taking !== undefined) return cost;
+    let size = 1;
+    if (this.growth === 'fixed') size = limit;
+    else if (lease !== undefined) {
+      if (lease.untilMs > nowMs) lease.size = Math.min(limit, lease.size * 2);
+      else if (lease.units > 0) lease.size = Math.max(1, Math.ceil(lease.size / 2));
+      size = lease.size;
+    }
+    // the others wait for this take, also a key's first (of its cost): they may find units when it is back
+    if (lease !== undefined) lease.taking = take();
+    else this.leases.set(idOf(policy, key), { ...LAPSED, size, taking: take() });
+    return Math.max(cost, size);
+  }
+
+  /**
+   * The take on its way for a key whose lease cannot cover `cost` now: a request waits for it rather than ask
+   * the store itself (undefined: none on its way, or the lease covers it).
+   */
+  pending(policy: ResolvedPolicy, key: string, cost: number, nowMs: number): Promise<void> | undefined {
+    const lease = this.leases.get(idOf(policy, key));
+    if (lease?.taking === undefined) return undefined;
+    return lease.untilMs > nowMs && lease.units >= cost ? undefined : lease.taking.done;
+  }
+
+  /** A take for more than its cost came back (or failed): its waiters go on, and the key may take again. */
+  settled(policy: ResolvedPolicy, key: string): void {
+    const lease = this.leases.get(idOf(policy, key));
+    lease?.taking?.settle();
+    if (lease !== undefined) lease.taking = undefined;
   }
 
   /** Keeps what a take sent at `sentAtMs` took beyond the request's cost. */
@@ -114,6 +156,7 @@ export class LeaseBook {
     const untilMs = sentAtMs + leaseLifetimeMs(policy, decision, granted);
     const running = before !== undefined && before.untilMs > sentAtMs;
     const lease: Lease = {
+      taking: before?.taking,
       units: granted - cost + (running ? before.units : 0),
       untilMs: running ? Math.min(before.untilMs, untilMs) : untilMs,
       storeRemaining: decision.remaining,
@@ -127,20 +170,23 @@ export class LeaseBook {
 
   /** The key's state changed outside a decision (reset, block, refund elsewhere): its units here lapse. */
   forget(id: string): void {
+    this.leases.get(id)?.taking?.settle();
     this.leases.delete(id);
   }
 
   /** Every lease lapses (the feed of changes was lost: a change may have been missed). */
   forgetAll(): void {
+    for (const lease of this.leases.values()) lease.taking?.settle();
     this.leases.clear();
   }
 
   /** Removes leases that lapsed, then the oldest, down to the bound. */
   private trim(nowMs: number): void {
-    for (const [id, lease] of this.leases) if (lease.untilMs <= nowMs) this.leases.delete(id);
+    for (const [id, lease] of this.leases)
+      if (lease.untilMs <= nowMs && lease.taking === undefined) this.leases.delete(id);
     for (const id of this.leases.keys()) {
       if (this.leases.size <= this.maxKeys) break;
-      this.leases.delete(id);
+      this.forget(id);
     }
   }
 }

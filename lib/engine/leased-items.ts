@@ -49,9 +49,28 @@ export function splitByLeases(book: LeaseBook, items: readonly EngineItem[], now
   return { spent, forStore, sentFor };
 }
 
+/**
+ * The takes on their way that a request's leased items wait for (their leases cannot cover them now): the
+ * request asks the store only once those came back, so that a hot key's concurrent requests share one take.
+ */
+export function takesToWaitFor(book: LeaseBook, items: readonly EngineItem[], nowMs: number): Promise<void>[] {
+  const waits: Promise<void>[] = [];
+  for (const item of items) {
+    if (!leased(item)) continue;
+    const pending = book.pending(item.policy, item.key, item.cost, nowMs);
+    if (pending !== undefined) waits.push(pending);
+  }
+  return waits;
+}
+
 /** Gives back to the leases what a refused request spent of them. */
 export function unspend(book: LeaseBook, spent: ReadonlyMap<EngineItem, RateLimitDecision>): void {
   for (const item of spent.keys()) book.unspend(item.policy, item.key, item.cost);
+}
+
+/** The takes of a split came back, or failed: their keys may take again. */
+export function settle(book: LeaseBook, split: LeaseSplit): void {
+  for (const sent of split.forStore) if (leased(sent)) book.settled(sent.policy, sent.key);
 }
 
 /**

@@ -76,6 +76,7 @@ describe('LeaseBook', () => {
     for (let i = 0; i < 6; i++) {
       const ask = book.askFor(windowPolicy, 'k', 1, now);
       sizes.push(ask);
+      book.settled(windowPolicy, 'k');
       book.took(windowPolicy, 'k', 1, taken({ granted: ask, resetMs: 10_000 }), now);
       while (book.spend(windowPolicy, 'k', 1, now) !== undefined) now += 1;
     }
@@ -83,6 +84,24 @@ describe('LeaseBook', () => {
     // a lease that lapses with units left halves the next take
     book.took(windowPolicy, 'k', 1, taken({ granted: 10, resetMs: 5 }), now);
     expect(book.askFor(windowPolicy, 'k', 1, now + 5)).toBe(5);
+  });
+
+  it('takes one at a time per key: requests meanwhile wait for it, or take their cost only (regression: concurrent takes hoarded)', async () => {
+    // Eight requests in flight on one instance each took a lease: the instance held eight leases of the key
+    // while the others were refused, far beyond the under-admission of instances × lease.
+    const book = new LeaseBook('fixed');
+    expect(book.pending(windowPolicy, 'k', 1, 0)).toBeUndefined();
+    expect(book.askFor(windowPolicy, 'k', 1, 0)).toBe(10);
+    const pending = book.pending(windowPolicy, 'k', 1, 0);
+    expect(pending).toBeInstanceOf(Promise);
+    expect(book.askFor(windowPolicy, 'k', 1, 0)).toBe(1);
+    expect(book.askFor(windowPolicy, 'k', 2, 0)).toBe(2);
+    // a take of its cost alone that comes back meanwhile leaves the take for more on its way
+    book.took(windowPolicy, 'k', 1, taken({}), 0);
+    expect(book.askFor(windowPolicy, 'k', 1, 0)).toBe(1);
+    book.settled(windowPolicy, 'k');
+    await expect(pending).resolves.toBeUndefined();
+    expect(book.askFor(windowPolicy, 'k', 1, 0)).toBe(10);
   });
 
   it('forgets a key changed elsewhere, and every key when the feed was lost', () => {
