@@ -46,7 +46,8 @@ const round = async () => {
       next += 1;
       const res = await fetch(target);
       await res.arrayBuffer();
-      statuses[res.status] === undefined ? (statuses.other += 1) : (statuses[res.status] += 1);
+      if (statuses[res.status] === undefined) statuses.other += 1;
+      else statuses[res.status] += 1;
     }
   };
   await Promise.all(Array.from({ length: 8 }, worker));
