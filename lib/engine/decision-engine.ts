@@ -13,6 +13,7 @@ import { compensate } from './compensation.js';
 import { resolveFailures, storeFailure } from './fail-modes.js';
 import { FailureReporter } from './failure-reporter.js';
 import { LimitVariants } from './limit-variants.js';
+import { isLocalPolicy, LocalFallback } from './local-fallback.js';
 import { StoreCalls } from './store-calls.js';
 import { fromCache, rememberDenials } from './cached-denials.js';
 import { ChangeFeed } from './change-feed.js';
@@ -25,6 +26,8 @@ export interface DecisionEngineOptions {
   readonly stores: RateLimitStores;
   readonly clock: Clock;
   readonly timeoutMs: number;
+  /** App instances sharing the store: the default local limit of 'local' policies (default 1). */
+  readonly instances?: number;
   readonly logger: Logger;
   readonly onError?: (error: Error, policy: string) => void;
 }
@@ -51,6 +54,8 @@ export class DecisionEngine {
   readonly denyCache: DenyCache | undefined;
   /** Changes outside decisions, between this cache of denials and the other instances'. */
   readonly feed: ChangeFeed;
+  /** Where 'local' policies are decided while their store fails (local-fallback.ts). */
+  readonly local: LocalFallback;
   private readonly calls: StoreCalls;
   private readonly variants = new LimitVariants();
   /** OpenTelemetry instruments, set at module start when `@opentelemetry/api` is installed. */
@@ -63,6 +68,7 @@ export class DecisionEngine {
     this.denyCache = this.store.inProcess === true ? undefined : new DenyCache();
     this.calls = new StoreCalls(options.timeoutMs, options.logger, () => this.metrics);
     this.feed = new ChangeFeed(this.store.changes, this.denyCache, options.timeoutMs, options.logger);
+    this.local = new LocalFallback(options.clock, options.instances ?? 1);
   }
 
   /** The module's clock. */
@@ -104,8 +110,9 @@ export class DecisionEngine {
     for (const item of items) this.metrics.leases(item.policy.name, -1);
   }
 
-  /** The store of a policy: quotas go to `quotaStore`. */
+  /** The store of a policy: quotas go to `quotaStore`, what was decided locally to the local store. */
   storeOf(policy: ResolvedPolicy): RateLimitStore {
+    if (isLocalPolicy(policy)) return this.local.store;
     return policy.quota !== undefined ? this.quotaStore : this.store;
   }
 
@@ -119,8 +126,9 @@ export class DecisionEngine {
 
   /**
    * Decides the items of a request after `before` (what an earlier step of the same request consumed).
-   * Applies fail modes: a fail-open policy whose store fails is left out, and when a fail-closed one's does,
-   * throws StoreUnavailable after giving back what `before` and this call consumed.
+   * Applies fail modes: a fail-open policy whose store fails is left out, a fail-local one is decided in this
+   * process on its local limit, and when a fail-closed one's does, throws StoreUnavailable after giving back
+   * what `before` and this call consumed.
    */
   decide(items: readonly EngineItem[], before: Evaluation = NOTHING): Promise<Evaluation> {
     return this.acrossStores(items, before, 'fail-modes');
@@ -212,7 +220,7 @@ export class DecisionEngine {
       if (onFailure === 'throw') throw error;
       const closed = storeFailure(this, error, items);
       if (closed !== undefined) await this.unavailable(closed, before);
-      return NOTHING;
+      return this.local.decide(items, this.metrics);
     } finally {
       cache?.end();
     }
