@@ -61,6 +61,10 @@ export function storeFailure(side: FailureSide, error: unknown, items: readonly 
     side.reporter.report(error, policies, DEFECT);
     throw error;
   }
-  side.reporter.report(error, policies, failModesDoing(items, (policy) => side.local.limitOf(policy)));
+  side.reporter.report(
+    error,
+    policies,
+    failModesDoing(items, (policy) => side.local.limitOf(policy)),
+  );
   return failClosed(side, items, STORE_FAILED);
 }

@@ -53,10 +53,11 @@ export class DecisionEvents {
       const shadow = item.shadow === true;
       if (shadow && !decision.allowed) this.logShadowDenial(item, decision);
       // Counted as failed-local when its store failed (fail-modes.ts): once per policy and request.
-      if (!isLocalPolicy(item.policy)) this.metrics?.decision(
-        decision.policy,
-        isFromDenyCache(decision) ? 'deny-cache' : decision.allowed ? 'allowed' : shadow ? 'shadow-denied' : 'denied',
-      );
+      if (!isLocalPolicy(item.policy))
+        this.metrics?.decision(
+          decision.policy,
+          isFromDenyCache(decision) ? 'deny-cache' : decision.allowed ? 'allowed' : shadow ? 'shadow-denied' : 'denied',
+        );
       if (this.hook === undefined) continue;
       try {
         this.hook({

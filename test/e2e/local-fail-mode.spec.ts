@@ -104,11 +104,15 @@ describe.each(ADAPTERS)("failMode 'local' over HTTP (%s)", (adapter) => {
     // ...and the local store has both back
     const local = limiter.engine.local;
     const uploads = [...limiter.planner.declared()].find((p) => p.policy.name === 'uploads')?.policy;
-    const [lease] = await local.store.peek([{ policy: local.policyOf(uploads ?? fail('no uploads')), key: 'ip:127.0.0.1' }]);
+    const [lease] = await local.store.peek([
+      { policy: local.policyOf(uploads ?? fail('no uploads')), key: 'ip:127.0.0.1' },
+    ]);
     expect(lease?.remaining).toBe(2);
     // the store decides again, with its own 4
     const next = Array.from({ length: 5 }, () => postOn(server, '/upload'));
-    await waitFor(() => gate.held === 4, 'four uploads in their handlers');
+    const refused: number[] = [];
+    next.forEach((r) => void r.status.then((s) => s === 429 && refused.push(s)));
+    await waitFor(() => gate.held === 4 && refused.length === 1, 'four uploads in their handlers, one refused');
     gate.open();
     const statuses = await Promise.all(next.map((r) => r.status));
     expect(statuses.filter((s) => s === 201)).toHaveLength(4);

@@ -1,12 +1,12 @@
-import { DecisionEngine, type EngineItem, type Evaluation, StoreUnavailable } from '../../lib/engine/decision-engine.js';
+import {
+  DecisionEngine,
+  type EngineItem,
+  type Evaluation,
+  StoreUnavailable,
+} from '../../lib/engine/decision-engine.js';
 import { failModesDoing } from '../../lib/engine/failure-reporter.js';
 import type { RateLimitMetricOutcome, RateLimitMetrics } from '../../lib/metrics/otel-metrics.js';
-import {
-  ALGORITHMS,
-  type FailMode,
-  type RateLimitPolicy,
-  type ResolvedPolicy,
-} from '../../lib/policy/policy.types.js';
+import { ALGORITHMS, type FailMode, type RateLimitPolicy, type ResolvedPolicy } from '../../lib/policy/policy.types.js';
 import { validatePolicy } from '../../lib/policy/validate-policy.js';
 import { MemoryRateLimitStore } from '../../lib/stores/memory/memory.store.js';
 import { FailingStore, type StoreHealth } from '../support/failing-store.js';
@@ -187,8 +187,9 @@ describe("failMode 'local'", () => {
     const { store, engine, logger, outcomes } = start({ instances: 2 });
     store.health = 'fails';
     await engine.decide([item(api, 'local'), item({ ...api, name: 'open' }, 'open')]);
-    expect(logger.find('error', /fail local \(api 5\): decided in this process on its local limit; the fail-open/))
-      .toHaveLength(1);
+    expect(
+      logger.find('error', /fail local \(api 5\): decided in this process on its local limit; the fail-open/),
+    ).toHaveLength(1);
     expect(failModesDoing([{ policy: { name: 'a' }, failMode: 'local' }], () => 3)).toBe(
       'fail local (a 3): decided in this process on its local limit',
     );
