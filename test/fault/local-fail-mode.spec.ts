@@ -1,5 +1,6 @@
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import { createInterface, type Interface } from 'node:readline';
+import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 
 import { startRedis, type TestRedis } from '../support/redis-server.js';
@@ -20,7 +21,7 @@ const SENT = 8;
 const HUNG_MS = 10_000;
 
 interface Instance {
-  readonly child: ChildProcessWithoutNullStreams;
+  readonly child: ChildProcessByStdio<Writable, Readable, null>;
   readonly port: number;
   readonly lines: Interface;
 }
