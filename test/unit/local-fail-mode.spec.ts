@@ -5,9 +5,13 @@ import {
   StoreUnavailable,
 } from '../../lib/engine/decision-engine.js';
 import { failModesDoing } from '../../lib/engine/failure-reporter.js';
+import type { ExecutionContext } from '@nestjs/common';
+
 import type { RateLimitMetricOutcome, RateLimitMetrics } from '../../lib/metrics/otel-metrics.js';
 import { ALGORITHMS, type FailMode, type RateLimitPolicy, type ResolvedPolicy } from '../../lib/policy/policy.types.js';
 import { validatePolicy } from '../../lib/policy/validate-policy.js';
+import { DecisionEvents } from '../../lib/request/decision-events.js';
+import { OutcomeRefunds } from '../../lib/request/outcome.js';
 import { MemoryRateLimitStore } from '../../lib/stores/memory/memory.store.js';
 import { FailingStore, type StoreHealth } from '../support/failing-store.js';
 import { FakeClock } from '../support/fake-clock.js';
@@ -181,6 +185,28 @@ describe("failMode 'local'", () => {
     let held = 0;
     for (let i = 0; i < 6; i++) if (allowed(await engine.decide([lease]))) held++;
     expect(held).toBe(4);
+  });
+
+  it("a charge made locally is refunded locally by its outcome (count: 'failed'), and counted once, as failed-local", async () => {
+    const { store, engine, outcomes } = start({ instances: 2 });
+    const logins = { name: 'logins', algorithm: 'sliding-window-log', limit: 6, window: WINDOW_MS } as const;
+    const counted = { ...item(logins, 'local'), count: 'failed' as const };
+    store.health = 'fails';
+    const evaluation = await engine.decide([counted]);
+    expect(allowed(evaluation)).toBe(true);
+    // the request is reported as decided: its metric was counted when the store failed, not again
+    const events = new DecisionEvents(new CapturingLogger(), undefined);
+    events.metrics = engine.metrics;
+    events.report([[evaluation.items[0] as EngineItem, evaluation.decisions[0] as RateLimitDecision]], undefined);
+    expect(outcomes).toEqual([['logins', 'failed-local']]);
+
+    store.health = 'answers';
+    const refunds = new OutcomeRefunds(engine);
+    refunds.settle([{ evaluation, atMs: engine.now() }], { status: 200, context: {} as ExecutionContext });
+    await refunds.settled();
+    expect(store.calls.refund).toBe(0);
+    const [local] = await engine.local.store.peek([{ policy: engine.local.policyOf(counted.policy), key: 'k' }]);
+    expect(local?.remaining).toBe(3); // all of ceil(6 / 2) back
   });
 
   it("the outage log says what the local limits are; a policy error of a 'local' policy leaves it out", async () => {
