@@ -15,9 +15,9 @@ export function failModesDoing<P extends { name: string }>(
   if (closed.length > 0) return `fail closed (${[...new Set(closed)].join(', ')}): the request is refused with 503`;
   const local = items.filter((i) => i.failMode === 'local');
   if (local.length === 0) return 'fail open: the request is admitted';
-  const limits = [...new Set(local.map(({ policy }) => `${policy.name} ${localLimitOf?.(policy) ?? '?'}`))];
+  const limits = [...new Set(local.map(({ policy }) => `${policy.name}: ${localLimitOf?.(policy) ?? '?'}`))];
   const open = items.length > local.length ? '; the fail-open ones are left out' : '';
-  return `fail local (${limits.join(', ')}): decided in this process on its local limit${open}`;
+  return `fail local (${limits.join(', ')}): decided in this process on the local limits${open}`;
 }
 
 /** What a defect (a programming error of a store call, not an outage) does, in the words of the log. */

@@ -214,10 +214,10 @@ describe("failMode 'local'", () => {
     store.health = 'fails';
     await engine.decide([item(api, 'local'), item({ ...api, name: 'open' }, 'open')]);
     expect(
-      logger.find('error', /fail local \(api 5\): decided in this process on its local limit; the fail-open/),
+      logger.find('error', /fail local \(api: 5\): decided in this process on the local limits; the fail-open/),
     ).toHaveLength(1);
     expect(failModesDoing([{ policy: { name: 'a' }, failMode: 'local' }], () => 3)).toBe(
-      'fail local (a 3): decided in this process on its local limit',
+      'fail local (a: 3): decided in this process on the local limits',
     );
     outcomes.length = 0;
     await engine.failed([{ item: { policy: validatePolicy(api), failMode: 'local' }, error: new Error('key') }], {
