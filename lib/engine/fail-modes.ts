@@ -52,8 +52,8 @@ export function resolveFailures(
 
 /**
  * Reports the failure of a store call for `items` and returns the first fail-closed policy, or undefined when
- * none fails closed (the engine then decides the fail-local ones in this process). A defect (not an outage) is rethrown: the request fails, loudly, rather than be
- * admitted or refused by a fail mode.
+ * none fails closed (the engine then decides the fail-local ones in this process). A defect (not an outage) is
+ * rethrown: the request fails, loudly, rather than be admitted or refused by a fail mode.
  */
 export function storeFailure(side: FailureSide, error: unknown, items: readonly FailingItem[]): string | undefined {
   const policies = items.map((i) => i.policy.name);

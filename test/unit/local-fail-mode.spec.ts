@@ -1,3 +1,5 @@
+import type { ExecutionContext } from '@nestjs/common';
+
 import {
   DecisionEngine,
   type EngineItem,
@@ -5,17 +7,21 @@ import {
   StoreUnavailable,
 } from '../../lib/engine/decision-engine.js';
 import { failModesDoing } from '../../lib/engine/failure-reporter.js';
-import type { ExecutionContext } from '@nestjs/common';
-
 import type { RateLimitMetricOutcome, RateLimitMetrics } from '../../lib/metrics/otel-metrics.js';
-import { ALGORITHMS, type FailMode, type RateLimitPolicy, type ResolvedPolicy } from '../../lib/policy/policy.types.js';
+import {
+  ALGORITHMS,
+  type FailMode,
+  type RateLimitDecision,
+  type RateLimitPolicy,
+  type ResolvedPolicy,
+} from '../../lib/policy/policy.types.js';
 import { validatePolicy } from '../../lib/policy/validate-policy.js';
 import { DecisionEvents } from '../../lib/request/decision-events.js';
 import { OutcomeRefunds } from '../../lib/request/outcome.js';
 import { MemoryRateLimitStore } from '../../lib/stores/memory/memory.store.js';
 import { FailingStore, type StoreHealth } from '../support/failing-store.js';
 import { FakeClock } from '../support/fake-clock.js';
-import { CapturingLogger } from '../support/log-lines.js';
+import { CapturingLogger, CapturingNestLogger } from '../support/log-lines.js';
 import { policyOf } from '../support/policies.js';
 import { waitFor } from '../support/wait.js';
 
@@ -195,7 +201,7 @@ describe("failMode 'local'", () => {
     const evaluation = await engine.decide([counted]);
     expect(allowed(evaluation)).toBe(true);
     // the request is reported as decided: its metric was counted when the store failed, not again
-    const events = new DecisionEvents(new CapturingLogger(), undefined);
+    const events = new DecisionEvents(new CapturingNestLogger(), undefined);
     events.metrics = engine.metrics;
     events.report([[evaluation.items[0] as EngineItem, evaluation.decisions[0] as RateLimitDecision]], undefined);
     expect(outcomes).toEqual([['logins', 'failed-local']]);
