@@ -19,6 +19,7 @@ export const MODULE_OPTIONS = fieldNames<RateLimitModuleOptions>({
   trustProxy: true,
   ipv6Prefix: true,
   failMode: true,
+  instances: true,
   mode: true,
   onDecision: true,
   timeout: true,
@@ -38,6 +39,8 @@ export interface LimiterSettings {
   readonly headers: RateLimitHeaders;
   readonly errors: RateLimitErrors;
   readonly failMode: FailMode;
+  /** How many instances share the store: 'local' fail modes default to `ceil(limit / instances)`. */
+  readonly instances: number;
   readonly mode: RateLimitMode;
   readonly timeoutMs: number;
   readonly ipv6Prefix: number;
@@ -65,7 +68,13 @@ export function limiterSettings(options: RateLimitModuleOptions, logger: Logger)
   const errors = options.errors ?? 'nest';
   if (!ERROR_FORMATS.includes(errors)) option('errors', "must be 'nest' or 'problem'", errors);
   const failMode: FailMode = options.failMode ?? 'open';
-  if (failMode !== 'open' && failMode !== 'closed') option('failMode', "must be 'open' or 'closed'", failMode);
+  if (failMode !== 'open' && failMode !== 'closed' && failMode !== 'local') {
+    option('failMode', "must be 'open', 'closed' or 'local'", failMode);
+  }
+  const instances = options.instances ?? 1;
+  if (!Number.isSafeInteger(instances) || instances < 1) {
+    option('instances', 'must be an integer >= 1 (the app instances that share the store)', instances);
+  }
   const mode: RateLimitMode = options.mode ?? 'enforce';
   if (mode !== 'enforce' && mode !== 'shadow') option('mode', "must be 'enforce' or 'shadow'", mode);
   if (options.onDecision !== undefined && typeof options.onDecision !== 'function') {
@@ -85,5 +94,5 @@ export function limiterSettings(options: RateLimitModuleOptions, logger: Logger)
     );
   }
   const lists = { allow: listOption('allow', options.allow), deny: listOption('deny', options.deny) };
-  return { headers, errors, failMode, mode, timeoutMs, ipv6Prefix, trust, lists };
+  return { headers, errors, failMode, instances, mode, timeoutMs, ipv6Prefix, trust, lists };
 }

@@ -46,9 +46,10 @@ function reportConnectionErrors(redis: Redis | Cluster, where: string): void {
       held++;
       return;
     }
+    const more = held > 0 ? ` (${held} more since the last report)` : '';
     logger.warn(
-      `${where}: connection failed (${error.message}); until it answers, fail-open policies admit and ` +
-        `fail-closed ones answer 503${held > 0 ? ` (${held} more since the last report)` : ''}`,
+      `${where}: connection failed (${error.message}); until it answers, fail-open policies admit, ` +
+        `fail-closed ones answer 503 and fail-local ones are decided in this process${more}`,
     );
     lastMs = now;
     held = 0;

@@ -82,8 +82,17 @@ export interface RateLimitModuleOptions {
   trustProxy?: TrustProxy;
   /** Default 64: IPv6 clients are keyed by this prefix length. */
   ipv6Prefix?: number;
-  /** Default 'open'; a policy's own failMode wins. */
+  /**
+   * Default 'open'; a policy's own failMode wins. 'local': while the store fails, decide in this process on
+   * each policy's `localLimit` (default `ceil(limit / instances)`), then on the store again once it answers.
+   */
   failMode?: FailMode;
+  /**
+   * How many app instances share the store, an integer >= 1; default 1. Under `failMode: 'local'`, a policy
+   * without its own `localLimit` gets `ceil(limit / instances)` per instance while the store fails.
+   * @example RateLimitModule.forRoot({ redis: { url }, failMode: 'local', instances: 4 })
+   */
+  instances?: number;
   /**
    * Default 'enforce'; a policy's own mode wins. 'shadow' decides and reports every policy without denying:
    * would-be denials are logged (once per policy per minute) and passed to `onDecision`.

@@ -75,11 +75,21 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
     httpAdapterHost: HttpAdapterHost,
     private readonly moduleRef: ModuleRef,
   ) {
-    const { headers, failMode, mode, timeoutMs, ipv6Prefix, trust, lists } = limiterSettings(options, this.logger);
+    const { headers, failMode, instances, mode, timeoutMs, ipv6Prefix, trust, lists } = limiterSettings(
+      options,
+      this.logger,
+    );
     this.headers = headers;
     this.lists = lists;
     this.adapters = new AdapterRegistry({ trust, ipv6Prefix, logger: this.logger, httpAdapterHost, moduleRef });
-    this.engine = new DecisionEngine({ stores, clock, timeoutMs, logger: this.logger, onError: options.onError });
+    this.engine = new DecisionEngine({
+      stores,
+      clock,
+      timeoutMs,
+      instances,
+      logger: this.logger,
+      onError: options.onError,
+    });
     this.events = new DecisionEvents(this.logger, options.onDecision);
     this.resolver = new RequestResolver(this.engine, options.user, this.logger);
     this.outcomes = new OutcomeRefunds(this.engine);

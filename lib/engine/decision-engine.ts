@@ -13,6 +13,7 @@ import { compensate } from './compensation.js';
 import { resolveFailures, storeFailure } from './fail-modes.js';
 import { FailureReporter } from './failure-reporter.js';
 import { LimitVariants } from './limit-variants.js';
+import { isLocalPolicy, LocalFallback } from './local-fallback.js';
 import { StoreCalls } from './store-calls.js';
 import { fromCache, rememberDenials } from './cached-denials.js';
 import { ChangeFeed } from './change-feed.js';
@@ -27,6 +28,8 @@ export interface DecisionEngineOptions {
   readonly stores: RateLimitStores;
   readonly clock: Clock;
   readonly timeoutMs: number;
+  /** App instances sharing the store: the default local limit of 'local' policies (default 1). */
+  readonly instances?: number;
   readonly logger: Logger;
   readonly onError?: (error: Error, policy: string) => void;
   /** How leases' takes grow (LeaseBook); default 'growing'. The fleet simulation and tests compare both. */
@@ -60,6 +63,8 @@ export class DecisionEngine {
   readonly leases: LeaseBook | undefined;
   /** Changes outside decisions, between this cache of denials (and leases) and the other instances'. */
   readonly feed: ChangeFeed;
+  /** Where 'local' policies are decided while their store fails (local-fallback.ts). */
+  readonly local: LocalFallback;
   private readonly calls: StoreCalls;
   private readonly variants = new LimitVariants();
   /** OpenTelemetry instruments, set at module start when `@opentelemetry/api` is installed. */
@@ -74,6 +79,7 @@ export class DecisionEngine {
     const leasing = (store: RateLimitStore) => store.grantsUpTo === true && store.inProcess !== true;
     this.leases = leasing(this.store) || leasing(this.quotaStore) ? new LeaseBook(options.leaseGrowth) : undefined;
     this.feed = new ChangeFeed(this.store.changes, this.denyCache, options.timeoutMs, options.logger, this.leases);
+    this.local = new LocalFallback(options.clock, options.instances ?? 1);
   }
 
   /** The module's clock. */
@@ -115,8 +121,9 @@ export class DecisionEngine {
     for (const item of items) this.metrics.leases(item.policy.name, -1);
   }
 
-  /** The store of a policy: quotas go to `quotaStore`. */
+  /** The store of a policy: quotas go to `quotaStore`, what was decided locally to the local store. */
   storeOf(policy: ResolvedPolicy): RateLimitStore {
+    if (isLocalPolicy(policy)) return this.local.store;
     return policy.quota !== undefined ? this.quotaStore : this.store;
   }
 
@@ -130,8 +137,9 @@ export class DecisionEngine {
 
   /**
    * Decides the items of a request after `before` (what an earlier step of the same request consumed).
-   * Applies fail modes: a fail-open policy whose store fails is left out, and when a fail-closed one's does,
-   * throws StoreUnavailable after giving back what `before` and this call consumed.
+   * Applies fail modes: a fail-open policy whose store fails is left out, a fail-local one is decided in this
+   * process on its local limit, and when a fail-closed one's does, throws StoreUnavailable after giving back
+   * what `before` and this call consumed.
    */
   decide(items: readonly EngineItem[], before: Evaluation = NOTHING): Promise<Evaluation> {
     return this.acrossStores(items, before, 'fail-modes');
@@ -228,7 +236,7 @@ export class DecisionEngine {
     }
     const admitted = !denies(stored);
     if (!admitted) unspend(book, split.spent);
-    return rejoin(book, items, split, stored, nowMs, admitted);
+    return rejoin(book, split, stored, nowMs, admitted);
   }
 
   /** One store call for `items`, through the store's breaker and the deny cache. */
@@ -260,7 +268,7 @@ export class DecisionEngine {
       if (onFailure === 'throw') throw error;
       const closed = storeFailure(this, error, items);
       if (closed !== undefined) await this.unavailable(closed, before);
-      return NOTHING;
+      return this.local.decide(items, this.metrics);
     } finally {
       cache?.end();
     }

@@ -3,23 +3,34 @@ import type { FailMode, ResolvedPolicy } from '../policy/policy.types.js';
 import { isDefect } from '../stores/store-defects.js';
 import { DEFECT, failModesDoing, type FailureReporter } from './failure-reporter.js';
 
-/** What applying fail modes needs of the engine: its reporter and, when on, its metrics. */
+/** What applying fail modes needs of the engine: its reporter, its local limits and, when on, its metrics. */
 export interface FailureSide {
   readonly reporter: FailureReporter;
   readonly metrics: RateLimitMetrics | undefined;
+  readonly local: { limitOf(policy: Pick<ResolvedPolicy, 'limit' | 'localLimit'>): number };
 }
 
 /** A policy of a request as far as its fail mode is concerned. */
 interface FailingItem {
-  readonly policy: Pick<ResolvedPolicy, 'name'>;
+  readonly policy: Pick<ResolvedPolicy, 'name' | 'limit' | 'localLimit'>;
   readonly failMode: FailMode;
 }
 
-/** Counts each item's failed decision, and names the first fail-closed policy (undefined when all fail open). */
-function failClosed(side: FailureSide, items: readonly FailingItem[]): string | undefined {
-  for (const item of items) {
-    side.metrics?.decision(item.policy.name, item.failMode === 'closed' ? 'failed-closed' : 'failed-open');
-  }
+/** The outcome of each fail mode when the store failed; a 'local' policy is then decided in this process. */
+const STORE_FAILED = { open: 'failed-open', closed: 'failed-closed', local: 'failed-local' } as const;
+/**
+ * When a policy's key, cost or limit function failed, there is no item to decide anywhere: a 'local' policy is
+ * left out, as an 'open' one.
+ */
+const UNRESOLVED = { ...STORE_FAILED, local: 'failed-open' } as const;
+
+/** Counts each item's failed decision, and names the first fail-closed policy (undefined when none fails closed). */
+function failClosed(
+  side: FailureSide,
+  items: readonly FailingItem[],
+  outcomes: typeof STORE_FAILED | typeof UNRESOLVED,
+): string | undefined {
+  for (const item of items) side.metrics?.decision(item.policy.name, outcomes[item.failMode]);
   return items.find((i) => i.failMode === 'closed')?.policy.name;
 }
 
@@ -35,13 +46,14 @@ export function resolveFailures(
   return failClosed(
     side,
     failures.map((f) => f.item),
+    UNRESOLVED,
   );
 }
 
 /**
  * Reports the failure of a store call for `items` and returns the first fail-closed policy, or undefined when
- * every one fails open. A defect (not an outage) is rethrown: the request fails, loudly, rather than be
- * admitted or refused by a fail mode.
+ * none fails closed (the engine then decides the fail-local ones in this process). A defect (not an outage) is
+ * rethrown: the request fails, loudly, rather than be admitted or refused by a fail mode.
  */
 export function storeFailure(side: FailureSide, error: unknown, items: readonly FailingItem[]): string | undefined {
   const policies = items.map((i) => i.policy.name);
@@ -49,6 +61,10 @@ export function storeFailure(side: FailureSide, error: unknown, items: readonly 
     side.reporter.report(error, policies, DEFECT);
     throw error;
   }
-  side.reporter.report(error, policies, failModesDoing(items));
-  return failClosed(side, items);
+  side.reporter.report(
+    error,
+    policies,
+    failModesDoing(items, (policy) => side.local.limitOf(policy)),
+  );
+  return failClosed(side, items, STORE_FAILED);
 }

@@ -3,11 +3,21 @@ import type { Logger } from '../logger.js';
 import type { FailMode } from '../policy/policy.types.js';
 import { ThrottledLog } from '../throttled-log.js';
 
-/** What the fail modes of `items` do when their store fails, in the words of the outage log. */
-export function failModesDoing(items: readonly { policy: { name: string }; failMode: FailMode }[]): string {
+/**
+ * What the fail modes of `items` do when their store fails, in the words of the outage log; `localLimitOf`
+ * gives the limit a fail-local policy has in this process.
+ */
+export function failModesDoing<P extends { name: string }>(
+  items: readonly { policy: P; failMode: FailMode }[],
+  localLimitOf?: (policy: P) => number,
+): string {
   const closed = items.filter((i) => i.failMode === 'closed').map((i) => i.policy.name);
-  if (closed.length === 0) return 'fail open: the request is admitted';
-  return `fail closed (${[...new Set(closed)].join(', ')}): the request is refused with 503`;
+  if (closed.length > 0) return `fail closed (${[...new Set(closed)].join(', ')}): the request is refused with 503`;
+  const local = items.filter((i) => i.failMode === 'local');
+  if (local.length === 0) return 'fail open: the request is admitted';
+  const limits = [...new Set(local.map(({ policy }) => `${policy.name}: ${localLimitOf?.(policy) ?? '?'}`))];
+  const open = items.length > local.length ? '; the fail-open ones are left out' : '';
+  return `fail local (${limits.join(', ')}): decided in this process on the local limits${open}`;
 }
 
 /** What a defect (a programming error of a store call, not an outage) does, in the words of the log. */

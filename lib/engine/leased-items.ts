@@ -19,22 +19,15 @@ const leased = (item: EngineItem): boolean => item.policy.lease !== undefined &&
 export interface LeaseSplit {
   readonly spent: ReadonlyMap<EngineItem, RateLimitDecision>;
   readonly forStore: readonly EngineItem[];
-  /** Each item of the request that goes to the store, and the item sent for it (with its `upTo`). */
-  readonly sentFor: ReadonlyMap<EngineItem, EngineItem>;
 }
 
 /** Spends what the leases hold for `items`; the others go to the store, the leased ones with their `upTo`. */
 export function splitByLeases(book: LeaseBook, items: readonly EngineItem[], nowMs: number): LeaseSplit {
   const spent = new Map<EngineItem, RateLimitDecision>();
   const forStore: EngineItem[] = [];
-  const sentFor = new Map<EngineItem, EngineItem>();
-  const send = (item: EngineItem, sent: EngineItem) => {
-    forStore.push(sent);
-    sentFor.set(item, sent);
-  };
   for (const item of items) {
     if (!leased(item)) {
-      send(item, item);
+      forStore.push(item);
       continue;
     }
     const decision = book.spend(item.policy, item.key, item.cost, nowMs);
@@ -44,9 +37,9 @@ export function splitByLeases(book: LeaseBook, items: readonly EngineItem[], now
       continue;
     }
     const upTo = book.askFor(item.policy, item.key, item.cost, nowMs);
-    send(item, upTo > item.cost ? { ...item, upTo } : item);
+    forStore.push(upTo > item.cost ? { ...item, upTo } : item);
   }
-  return { spent, forStore, sentFor };
+  return { spent, forStore };
 }
 
 /**
@@ -74,35 +67,25 @@ export function settle(book: LeaseBook, split: LeaseSplit): void {
 }
 
 /**
- * The request's evaluation from the leases' decisions and the store's (`stored`, for the items sent at
- * `sentAtMs`; the items a failing store left out are missing from it), in the order of `items`. When the store
- * admitted its part (`admitted`), the leases keep what its takes got beyond their costs.
+ * The request's evaluation: the items the leases admitted, then the store's (`stored`, for the items sent at
+ * `sentAtMs`; a failing store leaves out fail-open items, and a local fallback decides copies of its own). When
+ * the request was admitted (`admitted`), the leases keep what the store's takes got beyond their costs.
  */
 export function rejoin(
   book: LeaseBook,
-  items: readonly EngineItem[],
   split: LeaseSplit,
   stored: Evaluation,
   sentAtMs: number,
   admitted: boolean,
 ): Evaluation {
-  const byItem = new Map<EngineItem, RateLimitDecision>();
-  stored.items.forEach((sent, i) => {
-    const decision = elementAt(stored.decisions, i, "the store's decisions");
-    if (!admitted || !leased(sent) || !decision.allowed) return byItem.set(sent, decision);
+  const decisions = stored.decisions.map((decision, i) => {
+    const sent = elementAt(stored.items, i, "the store's items");
+    if (!admitted || !leased(sent) || !decision.allowed) return decision;
     book.took(sent.policy, sent.key, sent.cost, decision, sentAtMs);
-    byItem.set(sent, withLocalUnits(decision, sent));
+    return withLocalUnits(decision, sent);
   });
-  const kept: EngineItem[] = [];
-  const decisions: RateLimitDecision[] = [];
-  for (const item of items) {
-    const sent = split.sentFor.get(item) ?? item;
-    const decision = split.spent.get(item) ?? byItem.get(sent);
-    if (decision === undefined) continue;
-    kept.push(sent);
-    decisions.push(decision);
-  }
-  return { items: kept, decisions };
+  if (split.spent.size === 0) return { items: stored.items, decisions };
+  return { items: [...split.spent.keys(), ...stored.items], decisions: [...split.spent.values(), ...decisions] };
 }
 
 /** A take's decision as the client sees it: what it took beyond the cost is still to spend here. */

@@ -57,6 +57,14 @@ export class DeclaredPolicies {
     const unexpected = (problem: string): never => {
       throw new RateLimitPolicyError(problem, { policy: resolved.name, where });
     };
+    const failMode = policy.failMode ?? this.options.failMode;
+    if (resolved.localLimit !== undefined && failMode !== 'local') {
+      throw new RateLimitPolicyError(
+        `applies only with failMode 'local', and the module's failMode is '${failMode}': set failMode: 'local' on ` +
+          'the policy (or the module), or remove localLimit',
+        { policy: resolved.name, field: 'localLimit', where },
+      );
+    }
     return {
       policy: resolved,
       limit: typeof policy.limit === 'function' ? policy.limit : undefined,
@@ -64,7 +72,7 @@ export class DeclaredPolicies {
       key: policy.key ?? 'user',
       explicitUser: policy.key === 'user',
       cost: policy.cost,
-      failMode: policy.failMode ?? this.options.failMode,
+      failMode,
       shadow: (policy.mode ?? this.options.mode) === 'shadow',
       count:
         policy.algorithm === 'concurrency'

@@ -17,6 +17,7 @@ export const COMMON_FIELDS = {
   key: true,
   cost: true,
   failMode: true,
+  localLimit: true,
   mode: true,
   block: true,
   allow: true,
@@ -27,6 +28,7 @@ export const COMMON_FIELDS = {
 } as const;
 
 const COUNTS: readonly unknown[] = ['all', 'failed', 'succeeded'];
+const FAIL_MODES: readonly unknown[] = ['open', 'closed', 'local'];
 
 /** A static limit is an integer >= 1; a function of the request is checked on each of its results. */
 export function checkLimitField(limit: unknown, fail: Fail): void {
@@ -46,8 +48,8 @@ export function checkCommonFields(policy: RateLimitPolicy, fail: Fail): void {
   if (policy.key !== undefined && policy.key !== 'ip' && policy.key !== 'user' && typeof policy.key !== 'function') {
     fail('key', `must be 'ip', 'user' or a function, got ${describeValue(policy.key)}`);
   }
-  if (policy.failMode !== undefined && policy.failMode !== 'open' && policy.failMode !== 'closed') {
-    fail('failMode', `must be 'open' or 'closed', got ${describeValue(policy.failMode)}`);
+  if (policy.failMode !== undefined && !FAIL_MODES.includes(policy.failMode)) {
+    fail('failMode', `must be 'open', 'closed' or 'local', got ${describeValue(policy.failMode)}`);
   }
   if (policy.mode !== undefined && policy.mode !== 'enforce' && policy.mode !== 'shadow') {
     fail('mode', `must be 'enforce' or 'shadow', got ${describeValue(policy.mode)}`);
@@ -102,4 +104,24 @@ export function leaseOf(policy: RateLimitPolicy, fail: Fail): { lease?: number }
     fail('lease', 'does not combine with block: an instance would go on spending its units while the key is blocked');
   }
   return { lease };
+}
+
+/**
+ * The policy's `localLimit`, as a field to spread into the resolved policy: an integer >= 1, no more than a
+ * static `limit`, and only beside `failMode: 'local'` when the policy names its fail mode (without one, the
+ * module's fail mode decides, checked where the policy is planned).
+ */
+export function localLimitOf(policy: RateLimitPolicy, staticLimit: number, fail: Fail): { localLimit?: number } {
+  const { localLimit } = policy;
+  if (localLimit === undefined) return {};
+  if (typeof localLimit !== 'number' || !Number.isSafeInteger(localLimit) || localLimit < 1) {
+    fail('localLimit', `must be an integer >= 1, got ${describeValue(localLimit)}`);
+  }
+  if (policy.failMode !== undefined && policy.failMode !== 'local') {
+    fail('localLimit', `applies only with failMode 'local', and this policy's failMode is '${policy.failMode}'`);
+  }
+  if (localLimit > staticLimit) {
+    fail('localLimit', `must not exceed limit (${staticLimit}), got ${localLimit}: a process alone never admits more`);
+  }
+  return { localLimit };
 }

@@ -39,8 +39,11 @@ export const ALGORITHMS: readonly RateLimitAlgorithm[] = [
  */
 export type RateLimitMode = 'enforce' | 'shadow';
 
-/** What to do when the store cannot answer in time: let the request through, or refuse it. */
-export type FailMode = 'open' | 'closed';
+/**
+ * What to do when the store cannot answer in time: let the request through ('open'), refuse it ('closed'), or
+ * decide it in this process's memory on the policy's `localLimit` ('local') until the store answers again.
+ */
+export type FailMode = 'open' | 'closed' | 'local';
 
 /**
  * The identities the module computes for a request, for key functions to compose: `ip` is the client address
@@ -109,8 +112,18 @@ interface PolicyBase {
   key?: RateLimitKey;
   /** Units one request consumes, a non-negative integer; default 1. */
   cost?: number | ((ctx: ExecutionContext) => number | Promise<number>);
-  /** What this policy does when its store fails or is too slow: 'open' lets requests through, 'closed' refuses them (503); default the module's. */
+  /**
+   * What this policy does when its store fails or is too slow: 'open' lets requests through, 'closed' refuses
+   * them (503), 'local' decides them in this process on `localLimit`; default the module's.
+   */
   failMode?: FailMode;
+  /**
+   * With `failMode: 'local'`: the limit (an integer >= 1) each process enforces on its own while the store
+   * fails, in the same window (or period); default `ceil(limit / instances)` of the request's limit, never more
+   * than it. A token bucket's or GCRA's burst is scaled by the same ratio.
+   * @example { algorithm: 'sliding-window-counter', limit: 600, window: '1m', failMode: 'local', localLimit: 200 }
+   */
+  localLimit?: number;
   /** Default the module's `mode`, which defaults to 'enforce'. 'shadow' reports, never denies. */
   mode?: RateLimitMode;
   /**
@@ -221,6 +234,8 @@ export interface ResolvedPolicy {
   readonly windowMs: number;
   readonly capacity: number;
   readonly failMode?: FailMode;
+  /** The policy's `localLimit`, if it has one (else `ceil(limit / instances)` applies under 'local'). */
+  readonly localLimit?: number;
   /** The policy's own mode, if it has one (the module's applies otherwise). */
   readonly mode?: RateLimitMode;
   /** The block after a denial, in milliseconds; undefined: none. */

@@ -1,6 +1,14 @@
 import { checkTimeZone } from '../algorithms/quota/quota-period.js';
 import { fieldNames } from '../unknown-fields.js';
-import { blockOf, checkCommonFields, leaseOf, checkLimitField, COMMON_FIELDS, type Fail } from './common-fields.js';
+import {
+  blockOf,
+  checkCommonFields,
+  checkLimitField,
+  COMMON_FIELDS,
+  type Fail,
+  leaseOf,
+  localLimitOf,
+} from './common-fields.js';
 import type { RateLimitQuotaPolicy, ResolvedPolicy } from './policy.types.js';
 import { describeValue } from './value-checks.js';
 
@@ -39,6 +47,7 @@ export function validateQuota(policy: RateLimitQuotaPolicy, name: string, fail: 
     windowMs: PERIOD_MS[policy.period],
     capacity: staticLimit,
     failMode: policy.failMode,
+    ...localLimitOf(policy, staticLimit, fail),
     mode: policy.mode,
     ...blockOf(policy, fail),
     ...leaseOf(policy, fail),

@@ -1,6 +1,14 @@
 import { emissionUs, MAX_LEAD_US } from '../algorithms/gcra/gcra.js';
 import { fieldNames } from '../unknown-fields.js';
-import { blockOf, checkCommonFields, leaseOf, checkLimitField, COMMON_FIELDS, type Fail } from './common-fields.js';
+import {
+  blockOf,
+  checkCommonFields,
+  checkLimitField,
+  COMMON_FIELDS,
+  type Fail,
+  leaseOf,
+  localLimitOf,
+} from './common-fields.js';
 import type { RateLimitWindowPolicy, ResolvedPolicy } from './policy.types.js';
 import { checkUnits, describeValue } from './value-checks.js';
 import { parseWindow } from './window.js';
@@ -52,6 +60,7 @@ export function validateWindowPolicy(policy: RateLimitWindowPolicy, name: string
     windowMs: windowMs as number,
     capacity,
     failMode: policy.failMode,
+    ...localLimitOf(policy, staticLimit, fail),
     mode: policy.mode,
     ...blockOf(policy, fail),
     ...leaseOf(policy, fail),

@@ -5,6 +5,7 @@ import type { RateLimitDecision } from '../policy/policy.types.js';
 import type { RateLimitStoreItem } from '../stores/rate-limit-store.js';
 import { ThrottledLog } from '../throttled-log.js';
 import { isFromDenyCache } from '../engine/cached-denials.js';
+import { isLocalPolicy } from '../engine/local-fallback.js';
 
 /** How long a shadow policy stays quiet in the log after reporting a would-be denial. */
 const SHADOW_QUIET_MS = 60_000;
@@ -51,10 +52,12 @@ export class DecisionEvents {
     for (const [item, decision] of pairs) {
       const shadow = item.shadow === true;
       if (shadow && !decision.allowed) this.logShadowDenial(item, decision);
-      this.metrics?.decision(
-        decision.policy,
-        isFromDenyCache(decision) ? 'deny-cache' : decision.allowed ? 'allowed' : shadow ? 'shadow-denied' : 'denied',
-      );
+      // Counted as failed-local when its store failed (fail-modes.ts): once per policy and request.
+      if (!isLocalPolicy(item.policy))
+        this.metrics?.decision(
+          decision.policy,
+          isFromDenyCache(decision) ? 'deny-cache' : decision.allowed ? 'allowed' : shadow ? 'shadow-denied' : 'denied',
+        );
       if (this.hook === undefined) continue;
       try {
         this.hook({

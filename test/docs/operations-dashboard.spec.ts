@@ -27,6 +27,7 @@ const OUTCOMES: Record<RateLimitMetricOutcome, true> = {
   'shadow-denied': true,
   'failed-open': true,
   'failed-closed': true,
+  'failed-local': true,
   'deny-cache': true,
 };
 

@@ -82,6 +82,11 @@ class RateLimitConfig implements RateLimitModuleOptionsFactory {
 RateLimitModule.forRootAsync({ useClass: RateLimitConfig });
 RateLimitModule.forRootAsync({ useExisting: RateLimitConfig });
 RateLimitModule.forRootAsync({ useFactory: async () => ({ mode: 'shadow' as const }) });
+RateLimitModule.forRoot({ redis: { url: 'redis://localhost:6379' }, failMode: 'local', instances: 4 });
+// @ts-expect-error instances is a number
+RateLimitModule.forRoot({ failMode: 'local', instances: '4' });
+// @ts-expect-error an unknown fail mode
+RateLimitModule.forRoot({ failMode: 'degraded' });
 // @ts-expect-error a factory whose options are wrong
 RateLimitModule.forRootAsync({ useFactory: () => ({ headers: 'draft-7' }) });
 // @ts-expect-error a class without create()
@@ -98,6 +103,10 @@ RateLimit([
   { name: 'ai-monthly', algorithm: 'quota', period: 'month', timeZone: 'Europe/Paris', limit: 1000 },
   { name: 'in-flight', algorithm: 'concurrency', limit: 2, window: '5m', count: 'failed' },
 ]);
+RateLimit({ algorithm: 'sliding-window-counter', limit: 600, window: '1m', failMode: 'local', localLimit: 200 });
+RateLimit({ algorithm: 'quota', period: 'day', limit: 1000, failMode: 'local', localLimit: 100 });
+// @ts-expect-error localLimit is a number, not a function of the request
+RateLimit({ algorithm: 'gcra', limit: (c) => (c.getType() === 'http' ? 10 : 5), window: '1m', localLimit: () => 2 });
 // @ts-expect-error a window that is not a RateLimitDuration
 RateLimit({ algorithm: 'fixed-window', limit: 10, window: '1 minute' });
 // @ts-expect-error an unknown algorithm

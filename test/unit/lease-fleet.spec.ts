@@ -6,6 +6,7 @@ import { emissionUs } from '../../lib/algorithms/gcra/gcra.js';
 import type { RateLimitStore } from '../../lib/stores/rate-limit-store.js';
 import type { LeaseGrowth } from '../../lib/engine/lease-book.js';
 import { FakeClock } from '../support/fake-clock.js';
+import { FailingStore } from '../support/failing-store.js';
 
 // A fleet of decision engines (one per app instance) on one store, on a fake clock: what leases may and may not
 // do. The store is the memory store's procedure seen as a remote one (not in process), so the engines lease.
@@ -187,6 +188,28 @@ describe('leases over a fleet of engines on one store (fake clock)', () => {
     let admitted = 0;
     for (let n = 0; n < 12; n++) if (!denies(await engine.decide([item(hot, 'tenant', 1)]))) admitted += 1;
     expect(admitted).toBe(7);
+    await engine.dispose();
+  });
+
+  it("a leased policy failing to local limits is refused at its local limit while the store fails (regression: the leases' rejoin dropped the fallback's decisions)", async () => {
+    // The local fallback decides copies of the items; the leases matched the store's decisions to the items
+    // sent, found none for the copies, and a request the local limit refused passed.
+    const clock = new FakeClock(1_700_000_000_000);
+    const store = Object.assign(new FailingStore(new MemoryRateLimitStore({ clock })), { grantsUpTo: true });
+    const engine = new DecisionEngine({
+      stores: { rates: store, quotas: store, owned: [] },
+      clock,
+      timeoutMs: 5000,
+      logger: quiet,
+    });
+    const hot = validatePolicy({ name: 'hot', algorithm: 'fixed-window', limit: 100, window: 1000, lease: 10 });
+    const local = { ...item(hot, 'tenant', 1), failMode: 'local' as const };
+    const resolved = validatePolicy({ ...hot.source, localLimit: 3, failMode: 'local' } as never);
+    const localItem = { ...local, policy: resolved };
+    store.health = 'fails';
+    const admitted: boolean[] = [];
+    for (let n = 0; n < 5; n++) admitted.push(!denies(await engine.decide([localItem])));
+    expect(admitted).toEqual([true, true, true, false, false]);
     await engine.dispose();
   });
 });

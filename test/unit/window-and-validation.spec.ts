@@ -44,7 +44,7 @@ describe('validatePolicy', () => {
     ['non-finite cost', { cost: Infinity }, 'cost', /non-negative integer, got Infinity/],
     ['NaN cost', { cost: NaN }, 'cost', /got NaN/],
     ['unknown key', { key: 'session' }, 'key', /'ip', 'user' or a function/],
-    ['unknown failMode', { failMode: 'sometimes' }, 'failMode', /'open' or 'closed'/],
+    ['unknown failMode', { failMode: 'sometimes' }, 'failMode', /'open', 'closed' or 'local'/],
     ['unsafe name', { name: 'a"b' }, 'name', /A-Z a-z 0-9/],
     ['overflowing limit × window', { limit: 1e9, window: '1d' }, 'limit', /2\^51/],
     [

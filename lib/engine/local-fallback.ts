@@ -1,0 +1,92 @@
+import type { Clock } from '../clock.js';
+import type { RateLimitMetrics } from '../metrics/otel-metrics.js';
+import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
+import { MemoryRateLimitStore } from '../stores/memory/memory.store.js';
+import { withConcurrencyWaits } from './concurrency-wait.js';
+import { type EngineItem, type Evaluation, NOTHING } from './evaluation.js';
+
+/**
+ * The policies made for local decisions (LocalFallback.policyOf). An item that carries one was decided on the
+ * in-process store, so whatever gives its units back (a refund by outcome, a released lease, a compensation)
+ * goes to that store, never to the shared one, which never counted it.
+ */
+const localPolicies = new WeakSet<ResolvedPolicy>();
+
+/** Whether `policy` is the local variant of a policy: its item was decided in this process, not by the store. */
+export const isLocalPolicy = (policy: ResolvedPolicy): boolean => localPolicies.has(policy);
+
+/**
+ * The limit a 'local' policy enforces in one process while its store fails: its `localLimit`, else
+ * `ceil(limit / instances)` of the request's limit; never more than that limit.
+ */
+export function localLimitOf(policy: Pick<ResolvedPolicy, 'limit' | 'localLimit'>, instances: number): number {
+  return Math.min(policy.limit, policy.localLimit ?? Math.ceil(policy.limit / instances));
+}
+
+/**
+ * The insurance of `failMode: 'local'`: while a store fails (an error, a timeout, the breaker open), the
+ * 'local' items of a request are decided together, all-or-nothing, on one in-process MemoryRateLimitStore
+ * (made at the first outage), with the same algorithm, window and key and the limit cut to the local limit.
+ * Once the store answers, decisions go to it again: what was counted here is not carried back (the store
+ * cannot know what each process admitted); it stays here until it expires, so the leases taken here are
+ * given back here.
+ */
+export class LocalFallback {
+  private memory: MemoryRateLimitStore | undefined;
+  /** The local variant of each policy (or per-request variant of one) that fell back. */
+  private readonly variants = new WeakMap<ResolvedPolicy, ResolvedPolicy>();
+
+  constructor(
+    private readonly clock: Clock,
+    readonly instances: number,
+  ) {}
+
+  /** The in-process store of local decisions, made on first use. */
+  get store(): MemoryRateLimitStore {
+    return (this.memory ??= new MemoryRateLimitStore({ clock: this.clock }));
+  }
+
+  /** The local limit of `policy` (with the request's limit) in this process. */
+  limitOf(policy: Pick<ResolvedPolicy, 'limit' | 'localLimit'>): number {
+    return localLimitOf(policy, this.instances);
+  }
+
+  /**
+   * `policy` with its local limit: `limit` becomes the local limit, and the capacity of a token bucket or
+   * GCRA (its burst) is scaled by the same ratio, rounded up (at least 1), so the bucket keeps its shape.
+   * Same name and id: keyed like the store, and the decision's headers name the policy with its local limit.
+   */
+  policyOf(policy: ResolvedPolicy): ResolvedPolicy {
+    let local = this.variants.get(policy);
+    if (local === undefined) {
+      const limit = this.limitOf(policy);
+      const capacity =
+        policy.capacity === policy.limit ? limit : Math.max(1, Math.ceil((policy.capacity * limit) / policy.limit));
+      local = Object.freeze({ ...policy, limit, capacity });
+      localPolicies.add(local);
+      this.variants.set(policy, local);
+    }
+    return local;
+  }
+
+  /**
+   * Decides the 'local' items among `items` (whose store failed) together on the in-process store; the others
+   * (fail open) are left out. NOTHING when no item fails local.
+   */
+  async decide(items: readonly EngineItem[], metrics: RateLimitMetrics | undefined): Promise<Evaluation> {
+    if (!items.some((item) => item.failMode === 'local')) return NOTHING;
+    const local = items
+      .filter((item) => item.failMode === 'local')
+      // a lease's take asks the local store for its cost alone: units it counted must not outlive the outage
+      .map((item) => ({ ...item, policy: this.policyOf(item.policy), upTo: undefined }));
+    const decisions: RateLimitDecision[] = withConcurrencyWaits(local, await this.store.consume(local));
+    if (metrics !== undefined) {
+      local.forEach((item, i) => {
+        if (item.count === 'release' && item.cost > 0 && decisions[i]?.allowed === true) {
+          metrics.leases(item.policy.name, 1);
+        }
+      });
+    }
+    return { items: local, decisions };
+  }
+}
