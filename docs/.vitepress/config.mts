@@ -51,6 +51,7 @@ export default defineConfig({
           { text: 'Counting by outcome', link: '/counting-by-outcome' },
           { text: 'Concurrency limits', link: '/concurrency' },
           { text: 'Quotas', link: '/quotas' },
+          { text: 'Hot keys (lease)', link: '/hot-keys' },
         ],
       },
       {
