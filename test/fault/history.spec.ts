@@ -1,12 +1,13 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { validatePolicy, type RateLimitPolicy } from '../../lib/index.js';
 import { type Admission, type Exempt, violations } from '../support/history.js';
-import { freePort, startRedis, type TestRedis } from '../support/redis-server.js';
+import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { startSentinel, type TestSentinel } from '../support/redis-sentinel.js';
 import { waitFor } from '../support/wait.js';
 
 // Every decision of four app processes (the built package) on one Redis, while Redis is paused (SIGSTOP,
@@ -130,46 +131,11 @@ describe('the history of a fleet on one Redis through faults, checked against ev
 });
 
 describe('the history of a fleet through a Sentinel failover', () => {
-  let master: TestRedis;
-  let replica: TestRedis;
-  let sentinel: ReturnType<typeof spawn>;
-  let sentinelPort: number;
-  let dir: string;
-
+  let sentinel: TestSentinel;
   beforeEach(async () => {
-    master = await startRedis();
-    replica = await startRedis({ args: ['--replicaof', '127.0.0.1', String(master.port)] });
-    dir = mkdtempSync(join(tmpdir(), 'rl-history-sentinel-'));
-    sentinelPort = await freePort();
-    const conf = join(dir, 'sentinel.conf');
-    writeFileSync(
-      conf,
-      [
-        `port ${sentinelPort}`,
-        'bind 127.0.0.1',
-        `dir ${dir}`,
-        `sentinel monitor rl 127.0.0.1 ${master.port} 1`,
-        'sentinel down-after-milliseconds rl 1000',
-        'sentinel failover-timeout rl 5000',
-      ].join('\n'),
-    );
-    sentinel = spawn('redis-server', [conf, '--sentinel'], { stdio: 'ignore' });
-    const probe = replica.client({ lazyConnect: true });
-    await waitFor(async () => {
-      try {
-        if (probe.status !== 'ready') await probe.connect();
-        return (await probe.info('replication')).includes('master_link_status:up');
-      } catch {
-        return false;
-      }
-    }, 'the replica to sync');
+    sentinel = await startSentinel();
   });
-  afterEach(async () => {
-    sentinel.kill('SIGKILL');
-    await replica.stop();
-    await master.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  afterEach(() => sentinel.stop());
 
   it.each([
     ['without leases', 0],
@@ -178,16 +144,16 @@ describe('the history of a fleet through a Sentinel failover', () => {
     '%s: no window admits more than the algorithm allows, but those across the failover (writes not yet replicated may be lost)',
     async (_, lease) => {
       const fleet = new Fleet(
-        { options: { sentinels: [{ host: '127.0.0.1', port: sentinelPort }], name: 'rl' } },
+        { options: { sentinels: [{ host: '127.0.0.1', port: sentinel.port }], name: 'rl' } },
         lease,
       );
       await fleet.ready();
       fleet.go();
       await sleep(1500);
       const killedAt = Date.now();
-      master.process.kill('SIGKILL');
-      await new Promise((resolve) => master.process.once('exit', resolve));
-      const promoted = replica.client();
+      sentinel.master.process.kill('SIGKILL');
+      await new Promise((resolve) => sentinel.master.process.once('exit', resolve));
+      const promoted = sentinel.replica.client();
       await waitFor(
         async () => (await promoted.info('replication')).includes('role:master'),
         'the sentinel to promote the replica',

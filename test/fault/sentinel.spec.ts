@@ -1,15 +1,9 @@
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-
 import { Controller, Get, type INestApplication } from '@nestjs/common';
-import { Redis } from 'ioredis';
 import request from 'supertest';
 
 import { RateLimit, RateLimitModule } from '../../lib/index.js';
 import { createApp } from '../support/nest-app.js';
-import { freePort, startRedis, type TestRedis } from '../support/redis-server.js';
+import { startSentinel, type TestSentinel } from '../support/redis-sentinel.js';
 import { waitFor } from '../support/wait.js';
 
 @Controller()
@@ -22,56 +16,23 @@ class SentinelController {
 }
 
 describe('Redis Sentinel, through ioredis options', () => {
-  let master: TestRedis;
-  let replica: TestRedis;
-  let sentinelPort: number;
-  let sentinel: ReturnType<typeof spawn>;
-  let dir: string;
+  let sentinel: TestSentinel;
   let app: INestApplication;
 
   beforeAll(async () => {
-    master = await startRedis();
-    replica = await startRedis({ args: ['--replicaof', '127.0.0.1', String(master.port)] });
-    dir = mkdtempSync(join(tmpdir(), 'rl-sentinel-'));
-    sentinelPort = await freePort();
-    const conf = join(dir, 'sentinel.conf');
-    writeFileSync(
-      conf,
-      [
-        `port ${sentinelPort}`,
-        'bind 127.0.0.1',
-        `dir ${dir}`,
-        `sentinel monitor rl 127.0.0.1 ${master.port} 1`,
-        'sentinel down-after-milliseconds rl 1000',
-        'sentinel failover-timeout rl 5000',
-      ].join('\n'),
-    );
-    sentinel = spawn('redis-server', [conf, '--sentinel'], { stdio: 'ignore' });
-    const probe = new Redis({ host: '127.0.0.1', port: replica.port, lazyConnect: true });
-    await waitFor(async () => {
-      try {
-        if (probe.status !== 'ready') await probe.connect();
-        return (await probe.info('replication')).includes('master_link_status:up');
-      } catch {
-        return false;
-      }
-    }, 'the replica to sync');
-    probe.disconnect();
+    sentinel = await startSentinel();
   });
 
   afterAll(async () => {
     await app?.close();
-    sentinel.kill('SIGKILL');
-    await replica.stop();
-    await master.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await sentinel.stop();
   });
 
   it('finds the master through the sentinel, and follows a failover to the promoted replica', async () => {
     ({ app } = await createApp('express', {
       imports: [
         RateLimitModule.forRoot({
-          redis: { options: { sentinels: [{ host: '127.0.0.1', port: sentinelPort }], name: 'rl' } },
+          redis: { options: { sentinels: [{ host: '127.0.0.1', port: sentinel.port }], name: 'rl' } },
           timeout: 200,
         }),
       ],
@@ -80,8 +41,8 @@ describe('Redis Sentinel, through ioredis options', () => {
     const get = () => request(app.getHttpServer()).get('/closed');
     expect((await get()).status).toBe(200);
     expect((await get()).status).toBe(200);
-    master.process.kill('SIGKILL');
-    await new Promise((resolve) => master.process.once('exit', resolve));
+    sentinel.master.process.kill('SIGKILL');
+    await new Promise((resolve) => sentinel.master.process.once('exit', resolve));
     expect((await get()).status).toBe(503);
     await waitFor(async () => (await get()).status !== 503, 'the sentinel to promote the replica', 30_000);
     // the replica had the two requests replicated: with the one that got through just now, the limit of 3 is spent
