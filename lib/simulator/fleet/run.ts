@@ -1,7 +1,9 @@
 import type { EngineItem } from '../../engine/evaluation.js';
 import type { ResolvedPolicy } from '../../policy/policy.types.js';
+import { RateLimitPolicyError } from '../../policy/policy.errors.js';
 import { validatePolicy } from '../../policy/validate-policy.js';
 import { consumeAll, type StateTable } from '../../stores/consume-all.js';
+import { SimulatorError } from '../traffic.js';
 import { sharesOf, FleetArrivals } from './arrivals.js';
 import { BoundCheck, type FleetBound } from './bounds.js';
 import { FleetInstance, type FleetCall } from './instance.js';
@@ -22,6 +24,8 @@ export interface FleetResult {
   readonly bound: FleetBound;
   /** Window algorithms: units admitted in each whole window of the run, and whether the store denied in it. */
   readonly windows: readonly { readonly admitted: number; readonly exhausted: boolean }[];
+  /** With `record`: the time (ms after the start) of every admission, in order, for a check of its own. */
+  readonly admittedAtMs?: readonly number[];
 }
 
 /** The key every instance offers its traffic to: one hot key. */
@@ -48,10 +52,10 @@ function mapTable(): StateTable {
  * after the whole round trip; replies come back in the order the calls went out. Deterministic for a seed.
  * @example runFleet({ instances: 10, ratePerSecond: 10_000, limit: 5_000, durationMs: 2000 }).bound.most <= 5000
  */
-export function runFleet(asked: Partial<FleetOptions> = {}): FleetResult {
+export function runFleet(asked: Partial<FleetOptions> = {}, { record = false } = {}): FleetResult {
   const options = checkFleetOptions({ ...FLEET_DEFAULTS, ...asked });
-  const { algorithm, limit, windowMs, burst, lease, rttUs, durationMs } = options;
-  const policy = validatePolicy({ name: 'fleet', algorithm, limit, window: windowMs, burst, lease });
+  const { algorithm, windowMs, rttUs, durationMs } = options;
+  const policy = policyOf(options);
   const item: EngineItem = { policy, key: KEY, cost: 1, failMode: 'open', order: 0 };
   const instances = Array.from({ length: options.instances }, (_, i) => new FleetInstance(i, item, options.growth));
   const arrivals = new FleetArrivals(
@@ -70,7 +74,9 @@ export function runFleet(asked: Partial<FleetOptions> = {}): FleetResult {
   const endUs = durationMs * 1000;
   const half = Math.floor(rttUs / 2);
   const msOf = (us: number): number => Math.floor(us / 1000);
+  const admittedAtMs: number[] | undefined = record ? [] : undefined;
   const admit = (ms: number, instance: number) => {
+    admittedAtMs?.push(ms);
     bound.admit(ms);
     seconds.admit(ms, instance);
     slots.admit(ms, instance);
@@ -128,7 +134,19 @@ export function runFleet(asked: Partial<FleetOptions> = {}): FleetResult {
     storeCalls: sum(seconds.storeCalls),
     bound: bound.result(),
     windows: algorithm === 'fixed-window' || algorithm === 'sliding-window-counter' ? windows : [],
+    ...(admittedAtMs === undefined ? {} : { admittedAtMs }),
   };
+}
+
+/** The run's policy, checked by validatePolicy; its errors name the flag (`--burst`, `--lease`). */
+function policyOf({ algorithm, limit, windowMs, burst, lease }: FleetOptions): ResolvedPolicy {
+  try {
+    return validatePolicy({ name: 'fleet', algorithm, limit, window: windowMs, burst, lease });
+  } catch (error) {
+    if (!(error instanceof RateLimitPolicyError)) throw error;
+    const problem = error.message.replace(/^Invalid rate-limit policy "[^"]*", field "[^"]*": /, '');
+    throw new SimulatorError(`--${error.field ?? 'limit'}`, problem);
+  }
 }
 
 /** The chart's slot: 1/100 of the run, rounded to an easily read width (at least 10 ms). */
