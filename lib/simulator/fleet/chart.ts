@@ -28,6 +28,7 @@ export interface FleetChartData {
   readonly limit: number;
   readonly windowMs: number;
   readonly rttUs: number;
+  readonly denyCache: boolean;
   readonly offered: number;
   readonly admitted: number;
   readonly storeCalls: number;
@@ -40,10 +41,16 @@ export function chartDataOf(r: FleetResult): FleetChartData {
   const { options: o, policy } = r;
   return {
     ...{ algorithm: policy.algorithm, growth: o.growth, lease: o.lease, instances: o.instances },
-    ...{ ratePerSecond: o.ratePerSecond, limit: policy.limit, windowMs: policy.windowMs, rttUs: o.rttUs },
+    ...{
+      ratePerSecond: o.ratePerSecond,
+      limit: policy.limit,
+      windowMs: policy.windowMs,
+      rttUs: o.rttUs,
+      denyCache: o.denyCache,
+    },
     ...{ offered: r.offered, admitted: r.admitted, storeCalls: r.storeCalls, callsPerRequest: callsPerRequest(r) },
     bound: { most: r.bound.most, allowed: r.bound.allowed },
-    ...(r.windows.length > 0 ? { mostShort: mostShort(r) } : {}),
+    ...(policy.algorithm === 'fixed-window' ? { mostShort: mostShort(r) } : {}),
   };
 }
 
@@ -132,7 +139,7 @@ export function fleetSvg(runs: readonly FleetResult[]): string {
   const title = `A fleet of ${o.instances} instances, ${count(o.ratePerSecond)} requests/s to one key`;
   const sub =
     `${o.arrivals} arrivals, ${count(first.policy.limit)} per ${formatMs(first.policy.windowMs)}, lease ${o.lease}, ` +
-    `store round trip ${o.rttUs / 1000} ms, ${formatMs(o.durationMs)} simulated, seed ${o.seed}`;
+    `store round trip ${o.rttUs / 1000} ms, ${o.denyCache ? 'cache of denials on' : 'no cache of denials'}, ${formatMs(o.durationMs)} simulated, seed ${o.seed}`;
   const top = 96;
   const height = top + algorithms.length * PITCH;
   const json = JSON.stringify(runs.map(chartDataOf)).replace(

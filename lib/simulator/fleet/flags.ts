@@ -29,6 +29,8 @@ Flags:
   --lease <n>          the most units one take asks the store for (>= 2); default 100
   --growth <mode>      ${LEASE_MODES.join(', ')} (no lease: every request is a store call), or all; default all
   --rtt <duration>     a store call's round trip: '1ms', '250us', '0'; default 1ms
+  --deny-cache <on|off> whether instances answer the store's denials locally until their retry-after, as
+                       the engine does on Redis and PostgreSQL; default on
   --duration <d>       how long to simulate, like --window; default 2s
   --arrivals <kind>    ${ARRIVAL_KINDS.join(' or ')}; default poisson
   --skew <s>           instance i offers a share ∝ 1/(i+1)^s of the rate; default 0 (even)
@@ -44,7 +46,7 @@ Example:
 
 const FLAGS = [
   ...['instances', 'rate', 'algorithm', 'limit', 'window', 'burst', 'lease', 'growth', 'rtt', 'duration'],
-  ...['arrivals', 'skew', 'seed', 'out', 'help'],
+  ...['deny-cache', 'arrivals', 'skew', 'seed', 'out', 'help'],
 ] as const;
 
 /** What a `simulate-fleet` command line asks for: the runs (each algorithm × each lease mode) and the chart's file. */
@@ -71,6 +73,7 @@ export function parseSimulateFleet(args: readonly string[]): FleetCommand | 'hel
   if (flags.help !== undefined) return 'help';
   const algorithms = oneOf('algorithm', flags.algorithm ?? 'fixed-window', FLEET_ALGORITHMS, true);
   const growths = oneOf('growth', flags.growth ?? 'all', LEASE_MODES, true);
+  const [denyCache] = oneOf('deny-cache', flags['deny-cache'] ?? 'on', ['on', 'off'], false);
   const [arrivals] = oneOf('arrivals', flags.arrivals ?? FLEET_DEFAULTS.arrivals, ARRIVAL_KINDS, false);
   const rttUs = parseMicros(flags.rtt ?? '1ms');
   if (rttUs === undefined) {
@@ -94,6 +97,7 @@ export function parseSimulateFleet(args: readonly string[]): FleetCommand | 'hel
     burst: integerFlag('burst', flags.burst),
     lease: integerFlag('lease', flags.lease, FLEET_DEFAULTS.lease) as number,
     rttUs,
+    denyCache: denyCache === 'on',
     durationMs: ms('duration', flags.duration ?? '2s'),
     arrivals: arrivals as ArrivalKind,
     skew,

@@ -28,6 +28,11 @@ export interface FleetOptions {
   readonly growth: LeaseMode;
   /** A store call's round trip in µs: the store decides after half of it, the reply arrives after all of it. */
   readonly rttUs: number;
+  /**
+   * Whether each instance answers denials the store gave from its cache of denials until their retry-after, as
+   * the engine does with a store in another process (Redis, PostgreSQL); without it every denial is a store call.
+   */
+  readonly denyCache: boolean;
   readonly durationMs: number;
   readonly arrivals: ArrivalKind;
   /** Instance i offers a share ∝ 1 / (i + 1)^skew of the rate: 0 is even. */
@@ -37,7 +42,8 @@ export interface FleetOptions {
 
 /**
  * The default run: 100 instances offering 1,000,000 requests a second to a fixed window of 800,000 per second
- * (the fleet offers 25% more than the limit), lease 100, takes growing, a 1 ms round trip, for 5 seconds.
+ * (the fleet offers 25% more than the limit), lease 100, takes growing, a 1 ms round trip and the cache of
+ * denials, for 2 seconds (two windows).
  */
 export const FLEET_DEFAULTS: FleetOptions = {
   instances: 100,
@@ -48,7 +54,8 @@ export const FLEET_DEFAULTS: FleetOptions = {
   lease: 100,
   growth: 'growing',
   rttUs: 1000,
-  durationMs: 5000,
+  denyCache: true,
+  durationMs: 2000,
   arrivals: 'poisson',
   skew: 0,
   seed: 1,

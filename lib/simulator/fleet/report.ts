@@ -13,9 +13,13 @@ export const limitPerSecond = (r: FleetResult): number => (r.policy.limit * 1000
 export const modeOf = (r: FleetResult): string =>
   r.options.growth === 'off' ? 'lease off' : `lease ${r.options.growth} ${r.options.lease}`;
 
-/** Window algorithms: the most a window the store exhausted fell short of the limit (units leased and lapsed). */
+/**
+ * Fixed window: the most any whole window admitted below what it could have, `min(offered, limit)` — units taken
+ * by instances that did not spend them before the window ended, while others were refused.
+ */
 export function mostShort(r: FleetResult): number {
-  return Math.max(0, ...r.windows.filter((w) => w.exhausted).map((w) => r.policy.limit - w.admitted));
+  if (r.policy.algorithm !== 'fixed-window') return 0;
+  return Math.max(0, ...r.windows.map((w) => Math.min(w.offered, r.policy.limit) - w.admitted));
 }
 
 /**
@@ -26,7 +30,7 @@ export function fleetTable(r: FleetResult): string {
   const { options: o, policy } = r;
   const head =
     `${policy.algorithm}, ${policy.limit} per ${policy.windowMs} ms, ${modeOf(r)}: ${o.instances} instances, ` +
-    `${count(o.ratePerSecond)} requests/s (${o.arrivals}${o.skew > 0 ? `, skew ${o.skew}` : ''}), round trip ${o.rttUs} µs, seed ${o.seed}`;
+    `${count(o.ratePerSecond)} requests/s (${o.arrivals}${o.skew > 0 ? `, skew ${o.skew}` : ''}), round trip ${o.rttUs} µs, ${o.denyCache ? 'cache of denials' : 'no cache of denials'}, seed ${o.seed}`;
   const columns = [
     'second',
     'offered',

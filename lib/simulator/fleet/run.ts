@@ -23,9 +23,15 @@ export interface FleetResult {
   readonly storeCalls: number;
   readonly bound: FleetBound;
   /** Window algorithms: units admitted in each whole window of the run, and whether the store denied in it. */
-  readonly windows: readonly { readonly admitted: number; readonly exhausted: boolean }[];
+  readonly windows: readonly FleetWindow[];
   /** With `record`: the time (ms after the start) of every admission, in order, for a check of its own. */
   readonly admittedAtMs?: readonly number[];
+}
+
+/** One whole window of a window algorithm's run: requests offered in it, and units admitted in it. */
+export interface FleetWindow {
+  readonly offered: number;
+  readonly admitted: number;
 }
 
 /** The key every instance offers its traffic to: one hot key. */
@@ -57,7 +63,10 @@ export function runFleet(asked: Partial<FleetOptions> = {}, { record = false } =
   const { algorithm, windowMs, rttUs, durationMs } = options;
   const policy = policyOf(options);
   const item: EngineItem = { policy, key: KEY, cost: 1, failMode: 'open', order: 0 };
-  const instances = Array.from({ length: options.instances }, (_, i) => new FleetInstance(i, item, options.growth));
+  const instances = Array.from(
+    { length: options.instances },
+    (_, i) => new FleetInstance(i, item, options.growth, options.denyCache),
+  );
   const arrivals = new FleetArrivals(
     sharesOf(options.instances, options.skew),
     options.ratePerSecond,
@@ -70,7 +79,7 @@ export function runFleet(asked: Partial<FleetOptions> = {}, { record = false } =
   const bound = new BoundCheck(policy);
   const table = mapTable();
   const windowCount = Math.floor(durationMs / windowMs);
-  const windows = Array.from({ length: windowCount }, () => ({ admitted: 0, exhausted: false }));
+  const windows = Array.from({ length: windowCount }, () => ({ offered: 0, admitted: 0 }));
   const endUs = durationMs * 1000;
   const half = Math.floor(rttUs / 2);
   const msOf = (us: number): number => Math.floor(us / 1000);
@@ -90,37 +99,38 @@ export function runFleet(asked: Partial<FleetOptions> = {}, { record = false } =
     const storeUs = atStore < calls.length ? (calls[atStore] as FleetCall).sentUs + half : Infinity;
     const replyUs = replied < calls.length ? (calls[replied] as FleetCall).sentUs + rttUs : Infinity;
     const arrivalUs = arrivals.atUs;
-    if (storeUs <= replyUs && storeUs <= arrivalUs && storeUs < endUs) {
+    // Arrivals stop at the end; the calls in flight then are still decided, for the bound.
+    const nextArrivalUs = arrivalUs < endUs ? arrivalUs : Infinity;
+    if (storeUs === Infinity && replyUs === Infinity && nextArrivalUs === Infinity) break;
+    if (storeUs <= replyUs && storeUs <= nextArrivalUs) {
       const call = calls[atStore++] as FleetCall;
       const ms = msOf(storeUs);
       call.decisions = consumeAll(call.items, EPOCH_MS + ms, table);
       if (call.decisions[0]?.allowed === true) admit(ms, call.instance.index);
-      else {
-        const window = windows[Math.floor(ms / windowMs)];
-        if (window !== undefined) window.exhausted = true;
-      }
-    } else if (replyUs <= arrivalUs && replyUs < endUs) {
+    } else if (replyUs <= nextArrivalUs) {
       const call = calls[replied++] as FleetCall;
-      call.instance.reply(call, EPOCH_MS + msOf(call.sentUs));
+      call.instance.reply(call, EPOCH_MS + msOf(call.sentUs), EPOCH_MS + msOf(replyUs));
       if (replied > 65_536 && replied * 2 > calls.length) {
         calls = calls.slice(replied);
         atStore -= replied;
         replied = 0;
       }
-    } else if (arrivalUs < endUs) {
+    } else {
       const instance = instances[arrivals.instance] as FleetInstance;
       arrivals.advance();
       const ms = msOf(arrivalUs);
       seconds.offer(ms);
+      const window = windows[Math.floor(ms / windowMs)];
+      if (window !== undefined) window.offered++;
       slots.offer(ms);
       const decided = instance.arrive(EPOCH_MS + ms, arrivalUs);
       if (decided === 'local') admit(ms, instance.index);
-      else {
+      else if (decided !== 'denied') {
         calls.push(decided);
         seconds.call(ms);
         slots.call(ms);
       }
-    } else break;
+    }
   }
   const sum = (values: Float64Array) => values.reduce((total, n) => total + n, 0);
   return {

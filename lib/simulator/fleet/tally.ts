@@ -11,7 +11,10 @@ export interface FleetSecond {
   readonly share: { readonly min: number; readonly median: number; readonly max: number };
 }
 
-/** Adds one at `i` (nothing past the end: a decision after the run's end). */
+/**
+ * Adds one at `i`; nothing for a decision after the run's end (a store call sent before the end, decided after
+ * it: counted by the bound, not in the run's seconds, whose admissions all fall within them).
+ */
 function bump(counts: Float64Array, i: number): void {
   const n = counts[i];
   if (n !== undefined) counts[i] = n + 1;
