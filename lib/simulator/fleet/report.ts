@@ -65,7 +65,8 @@ export function fleetTable(r: FleetResult): string {
     ...rows.map(line),
     `total: offered ${count(r.offered)}, admitted ${count(r.admitted)}, store calls ${count(r.storeCalls)} ` +
       `(${callsPerRequest(r).toFixed(4)} per request)${short}`,
-    `bound: ${r.bound.text}${r.bound.most <= r.bound.allowed + 1e-9 ? '' : '  EXCEEDED'}`,
+    `bound: ${r.bound.text}${r.bound.most <= r.bound.allowed + 1e-9 ? '' : '  EXCEEDED'}; ` +
+      `units the store counted ${count(r.granted)}${r.overspent === 0 ? '' : `, OVERSPENT by instances: ${count(r.overspent)}`}`,
     '',
   ].join('\n');
 }

@@ -21,6 +21,13 @@ export interface FleetResult {
   readonly offered: number;
   readonly admitted: number;
   readonly storeCalls: number;
+  /** Units the store counted for the fleet: each allowed call's `granted` (its cost without a lease). */
+  readonly granted: number;
+  /**
+   * Admissions by an instance beyond the units the store had counted for it until then: 0 unless an instance
+   * spends more than it took (the leases' invariant, checked on every admission).
+   */
+  readonly overspent: number;
   readonly bound: FleetBound;
   /** Window algorithms: units admitted in each whole window of the run, and whether the store denied in it. */
   readonly windows: readonly FleetWindow[];
@@ -84,7 +91,12 @@ export function runFleet(asked: Partial<FleetOptions> = {}, { record = false } =
   const half = Math.floor(rttUs / 2);
   const msOf = (us: number): number => Math.floor(us / 1000);
   const admittedAtMs: number[] | undefined = record ? [] : undefined;
+  const grantedBy = new Float64Array(options.instances);
+  const admittedBy = new Float64Array(options.instances);
+  let overspent = 0;
   const admit = (ms: number, instance: number) => {
+    admittedBy[instance] = (admittedBy[instance] as number) + 1;
+    if ((admittedBy[instance] as number) > (grantedBy[instance] as number)) overspent++;
     admittedAtMs?.push(ms);
     bound.admit(ms);
     seconds.admit(ms, instance);
@@ -106,7 +118,12 @@ export function runFleet(asked: Partial<FleetOptions> = {}, { record = false } =
       const call = calls[atStore++] as FleetCall;
       const ms = msOf(storeUs);
       call.decisions = consumeAll(call.items, EPOCH_MS + ms, table);
-      if (call.decisions[0]?.allowed === true) admit(ms, call.instance.index);
+      const decision = call.decisions[0];
+      if (decision?.allowed === true) {
+        const i = call.instance.index;
+        grantedBy[i] = (grantedBy[i] as number) + (decision.granted ?? 1);
+        admit(ms, i);
+      }
     } else if (replyUs <= nextArrivalUs) {
       const call = calls[replied++] as FleetCall;
       call.instance.reply(call, EPOCH_MS + msOf(call.sentUs), EPOCH_MS + msOf(replyUs));
@@ -142,6 +159,8 @@ export function runFleet(asked: Partial<FleetOptions> = {}, { record = false } =
     offered: sum(seconds.offered),
     admitted: sum(seconds.admitted),
     storeCalls: sum(seconds.storeCalls),
+    granted: sum(grantedBy),
+    overspent,
     bound: bound.result(),
     windows: algorithm === 'fixed-window' || algorithm === 'sliding-window-counter' ? windows : [],
     ...(admittedAtMs === undefined ? {} : { admittedAtMs }),
