@@ -56,8 +56,8 @@ export function fleetTable(r: FleetResult): string {
   const widths = columns.map((c, i) => Math.max(c.length, ...rows.map((row) => (row[i] ?? '').length)));
   const line = (cells: readonly string[]) => cells.map((c, i) => c.padStart(widths[i] ?? 0)).join('  ');
   const short =
-    r.windows.length > 0
-      ? `; most short of the limit in an exhausted window: ${count(mostShort(r))} (instances × lease = ${count(o.instances * o.lease)})`
+    policy.algorithm === 'fixed-window'
+      ? `; most short of min(offered, limit) in a window: ${count(mostShort(r))} (instances × lease = ${count(o.instances * o.lease)})`
       : '';
   return [
     head,
