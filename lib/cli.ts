@@ -2,6 +2,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 
+import { durationFlag, integerFlag, parseFlags, UsageError } from './cli-flags.js';
 import { parseWindow } from './policy/window.js';
 import {
   NOT_SIMULATED,
@@ -11,8 +12,8 @@ import {
   SimulatorError,
   type SimulationRequest,
 } from './simulator/index.js';
+import { fleetSvg, fleetTable, FLEET_HELP, parseSimulateFleet, runFleet } from './simulator/fleet/index.js';
 import { formatMs } from './simulator/traffic.js';
-import { editDistance } from './unknown-fields.js';
 
 const HELP = `Usage: nest-rate-limit simulate [flags]
 
@@ -36,63 +37,11 @@ Example:
   npx nest-rate-limit simulate --algorithm gcra --limit 100 --window 1m --traffic boundary-burst --out gcra.svg
 `;
 
-/** A mistake in the command line: the flag at fault and what would be right. Exit code 2. */
-class UsageError extends Error {}
-
 const FLAGS = ['algorithm', 'limit', 'window', 'burst', 'traffic', 'rate', 'duration', 'out', 'help'] as const;
-type Flag = (typeof FLAGS)[number];
-
-function parseFlags(args: readonly string[]): Partial<Record<Flag, string>> {
-  const flags: Partial<Record<Flag, string>> = {};
-  const rest = [...args];
-  for (let arg = rest.shift(); arg !== undefined; arg = rest.shift()) {
-    if (arg === '-h') {
-      flags.help = 'true';
-      continue;
-    }
-    if (!arg.startsWith('--')) throw new UsageError(`unexpected argument ${JSON.stringify(arg)}: flags start with --`);
-    // split always returns at least one string
-    const [name = '', inline] = arg.slice(2).split(/=(.*)/s, 2);
-    if (!(FLAGS as readonly string[]).includes(name)) {
-      const near = FLAGS.find((f) => editDistance(f, name) <= 2);
-      throw new UsageError(`unknown flag --${name}${near === undefined ? '' : ` (did you mean --${near}?)`}`);
-    }
-    if (name === 'help') {
-      flags.help = 'true';
-      continue;
-    }
-    const value = inline ?? rest.shift();
-    if (value === undefined || (inline === undefined && value.startsWith('--'))) {
-      throw new UsageError(`--${name} needs a value`);
-    }
-    if (flags[name as Flag] !== undefined) throw new UsageError(`--${name} is given twice`);
-    flags[name as Flag] = value;
-  }
-  return flags;
-}
-
-function integer(flag: string, value: string | undefined, fallback?: number): number | undefined {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < 1) {
-    throw new UsageError(`--${flag} must be an integer >= 1, got ${JSON.stringify(value)}`);
-  }
-  return n;
-}
-
-function duration(flag: string, value: string): number | string {
-  const window = /^\d+$/.test(value) ? Number(value) : value;
-  if (parseWindow(window) === undefined) {
-    throw new UsageError(
-      `--${flag} must be a whole number of ms >= 1 or a duration like '500ms', '10s', '1m', '1h', '1d', got ${JSON.stringify(value)}`,
-    );
-  }
-  return window;
-}
 
 /** The request a `simulate` command line asks for, and where to write its chart. */
 export function parseSimulate(args: readonly string[]): { request: SimulationRequest; out: string } | 'help' {
-  const flags = parseFlags(args);
+  const flags = parseFlags(args, FLAGS);
   if (flags.help !== undefined) return 'help';
   const algorithm = flags.algorithm ?? 'all';
   if (Object.hasOwn(NOT_SIMULATED, algorithm)) {
@@ -109,20 +58,43 @@ export function parseSimulate(args: readonly string[]): { request: SimulationReq
   if (flags.rate !== undefined && !pattern) {
     throw new UsageError(`--rate shapes the named patterns (${PATTERNS.join(', ')}), not a file of arrivals`);
   }
-  const durationFlag = flags.duration === undefined ? undefined : duration('duration', flags.duration);
+  const durationGiven = flags.duration === undefined ? undefined : durationFlag('duration', flags.duration);
   const request: SimulationRequest = {
     algorithm: algorithm as SimulationRequest['algorithm'],
-    limit: integer('limit', flags.limit, 100) as number,
-    window: duration('window', flags.window ?? '1m'),
-    burst: integer('burst', flags.burst),
+    limit: integerFlag('limit', flags.limit, 100) as number,
+    window: durationFlag('window', flags.window ?? '1m'),
+    burst: integerFlag('burst', flags.burst),
     traffic,
-    ratePerWindow: integer('rate', flags.rate),
-    durationMs: durationFlag === undefined ? undefined : parseWindow(durationFlag),
+    ratePerWindow: integerFlag('rate', flags.rate),
+    durationMs: durationGiven === undefined ? undefined : parseWindow(durationGiven),
   };
   const base = pattern ? traffic : 'traffic';
   const out = flags.out ?? `${algorithm}-${base}.svg`;
   if (!out.endsWith('.svg')) throw new UsageError(`--out must name an .svg file, got ${JSON.stringify(out)}`);
   return { request, out };
+}
+
+/** `simulate-fleet`: each algorithm × lease mode asked for, a table each, and one chart of them all. */
+function simulateFleet(args: readonly string[]): number {
+  const parsed = parseSimulateFleet(args);
+  if (parsed === 'help') {
+    process.stdout.write(FLEET_HELP);
+    return 0;
+  }
+  const started = process.cpuUsage();
+  const runs = parsed.algorithms.flatMap((algorithm) =>
+    parsed.growths.map((growth) => {
+      const run = runFleet({ ...parsed.base, algorithm, growth });
+      process.stdout.write(`${fleetTable(run)}\n`);
+      return run;
+    }),
+  );
+  const path = resolve(parsed.out);
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, fleetSvg(runs));
+  const cpu = process.cpuUsage(started);
+  process.stdout.write(`wrote ${parsed.out} (${((cpu.user + cpu.system) / 1e6).toFixed(1)} s of CPU)\n`);
+  return 0;
 }
 
 /** Runs the command line; returns the exit code (0 done, 1 failed, 2 a mistake in the command line). */
@@ -134,11 +106,13 @@ export function main(args: readonly string[]): number {
       return 2;
     }
     if (command === '--help' || command === '-h' || command === 'help') {
-      process.stdout.write(HELP);
+      process.stdout.write(`${HELP}\n${FLEET_HELP}`);
       return 0;
     }
-    if (command !== 'simulate')
-      throw new UsageError(`unknown command ${JSON.stringify(command)}: the command is simulate`);
+    if (command === 'simulate-fleet') return simulateFleet(rest);
+    if (command !== 'simulate') {
+      throw new UsageError(`unknown command ${JSON.stringify(command)}: the commands are simulate and simulate-fleet`);
+    }
     const parsed = parseSimulate(rest);
     if (parsed === 'help') {
       process.stdout.write(HELP);
@@ -159,7 +133,7 @@ export function main(args: readonly string[]): number {
   } catch (error) {
     if (error instanceof UsageError || error instanceof SimulatorError) {
       process.stderr.write(
-        `nest-rate-limit ${command}: ${error.message}\nRun nest-rate-limit simulate --help for the flags.\n`,
+        `nest-rate-limit ${command}: ${error.message}\nRun nest-rate-limit ${command === 'simulate-fleet' ? command : 'simulate'} --help for the flags.\n`,
       );
       return 2;
     }

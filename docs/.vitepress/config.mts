@@ -73,6 +73,7 @@ export default defineConfig({
         items: [
           { text: 'Migrating from @nestjs/throttler', link: '/migration-from-throttler' },
           { text: 'Benchmarks', link: '/benchmarks' },
+          { text: 'Fleet simulation', link: '/fleet-simulation' },
           { text: 'How it is tested', link: '/how-it-is-tested' },
           { text: 'API reference', link: '/api/' },
         ],
