@@ -19,7 +19,7 @@ import { fromCache, rememberDenials } from './cached-denials.js';
 import { ChangeFeed } from './change-feed.js';
 import { denies, type EngineItem, type Evaluation, merge, NOTHING, StoreUnavailable } from './evaluation.js';
 import { LeaseBook, type LeaseGrowth } from './lease-book.js';
-import { rejoin, settle, splitByLeases, takesToWaitFor, unspend } from './leased-items.js';
+import { MAX_TAKES_WAITED, rejoin, settle, splitByLeases, takesToWaitFor, unspend } from './leased-items.js';
 
 export { isFromDenyCache } from './cached-denials.js';
 export { denies, type EngineItem, type Evaluation, NOTHING, StoreUnavailable } from './evaluation.js';
@@ -39,9 +39,6 @@ export interface DecisionEngineOptions {
 /** Leases a decision took: allowed concurrency items that cost something. */
 const leases = (items: readonly EngineItem[], decisions: readonly RateLimitDecision[]): EngineItem[] =>
   items.filter((item, i) => item.count === 'release' && item.cost > 0 && decisions[i]?.allowed === true);
-
-/** The takes of leased keys a request waits for, one after the other, before it asks the store itself. */
-const MAX_TAKES_WAITED = 4;
 
 /** How one store call ends when the store fails: apply fail modes (requests) or throw (RateLimitService). */
 type OnFailure = 'fail-modes' | 'throw';

@@ -141,6 +141,11 @@ export class LeaseBook {
     return lease.untilMs > nowMs && lease.units >= cost ? undefined : lease.taking.done;
   }
 
+  /** Whether a take of the key is on its way (its requests wait for it). */
+  taking(policy: ResolvedPolicy, key: string): boolean {
+    return this.leases.get(idOf(policy, key))?.taking !== undefined;
+  }
+
   /** A take for more than its cost came back (or failed): its waiters go on, and the key may take again. */
   settled(policy: ResolvedPolicy, key: string): void {
     const lease = this.leases.get(idOf(policy, key));

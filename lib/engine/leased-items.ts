@@ -19,12 +19,15 @@ const leased = (item: EngineItem): boolean => item.policy.lease !== undefined &&
 export interface LeaseSplit {
   readonly spent: ReadonlyMap<EngineItem, RateLimitDecision>;
   readonly forStore: readonly EngineItem[];
+  /** The items whose take is its key's take on its way (the others of the key wait for it, or take their cost). */
+  readonly takes: readonly EngineItem[];
 }
 
 /** Spends what the leases hold for `items`; the others go to the store, the leased ones with their `upTo`. */
 export function splitByLeases(book: LeaseBook, items: readonly EngineItem[], nowMs: number): LeaseSplit {
   const spent = new Map<EngineItem, RateLimitDecision>();
   const forStore: EngineItem[] = [];
+  const takes: EngineItem[] = [];
   for (const item of items) {
     if (!leased(item)) {
       forStore.push(item);
@@ -36,11 +39,15 @@ export function splitByLeases(book: LeaseBook, items: readonly EngineItem[], now
       spent.set(item, decision);
       continue;
     }
+    if (!book.taking(item.policy, item.key)) takes.push(item);
     const upTo = book.askFor(item.policy, item.key, item.cost, nowMs);
     forStore.push(upTo > item.cost ? { ...item, upTo } : item);
   }
-  return { spent, forStore };
+  return { spent, forStore, takes };
 }
+
+/** The takes of leased keys a request waits for, one after the other, before it asks the store itself. */
+export const MAX_TAKES_WAITED = 4;
 
 /**
  * The takes on their way that a request's leased items wait for (their leases cannot cover them now): the
@@ -63,7 +70,7 @@ export function unspend(book: LeaseBook, spent: ReadonlyMap<EngineItem, RateLimi
 
 /** The takes of a split came back, or failed: their keys may take again. */
 export function settle(book: LeaseBook, split: LeaseSplit): void {
-  for (const sent of split.forStore) if (leased(sent)) book.settled(sent.policy, sent.key);
+  for (const item of split.takes) book.settled(item.policy, item.key);
 }
 
 /**

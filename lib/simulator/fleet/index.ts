@@ -11,6 +11,6 @@ export {
   type LeaseMode,
 } from './options.js';
 export { callsPerRequest, fleetTable, limitPerSecond, mostShort } from './report.js';
-export { runFleet, type FleetResult } from './run.js';
+export { runFleet, type FleetResult, type FleetWindow } from './run.js';
 export type { FleetBound } from './bounds.js';
 export type { FleetSecond } from './tally.js';

@@ -3,7 +3,15 @@ import { DenyCache, type DenyTicket } from '../../engine/deny-cache.js';
 import type { EngineItem, Evaluation } from '../../engine/evaluation.js';
 import { denies } from '../../engine/evaluation.js';
 import { LeaseBook } from '../../engine/lease-book.js';
-import { rejoin, splitByLeases, unspend, type LeaseSplit } from '../../engine/leased-items.js';
+import {
+  MAX_TAKES_WAITED,
+  rejoin,
+  settle,
+  splitByLeases,
+  takesToWaitFor,
+  unspend,
+  type LeaseSplit,
+} from '../../engine/leased-items.js';
 import type { RateLimitDecision } from '../../policy/policy.types.js';
 import type { LeaseMode } from './options.js';
 
@@ -21,8 +29,9 @@ export interface FleetCall {
  * One instance of the fleet: it decides each request as the engine's consumeOn does (lib/engine/
  * decision-engine.ts), with the engine's own pieces — splitByLeases spends from this instance's LeaseBook or
  * sends the item with its `upTo`, and the reply goes through rejoin, which keeps what the take got beyond the
- * cost. Like the engine, a request that finds no units here goes to the store even while an earlier take of the
- * same key is in flight. With lease 'off' there is no book: every request is a store call. With `denyCache`
+ * cost. Like the engine, a request that finds no units here while a take of its key is on its way waits for that
+ * take (MAX_TAKES_WAITED at most), then goes to the store. With lease 'off' there is no book: every request is a
+ * store call. With `denyCache`
  * (the engine's default on a store in another process), a denial the store gave answers the instance's
  * requests locally until its retry-after, through the engine's DenyCache on the simulation's clock.
  */
@@ -30,6 +39,10 @@ export class FleetInstance {
   private readonly book: LeaseBook | undefined;
   private readonly items: readonly EngineItem[];
   private readonly cache: DenyCache | undefined;
+  /** The requests waiting for this instance's take on its way, each with the takes it waited for so far. */
+  private waiting: number[] = [];
+  /** The requests whose take is over, to arrive again. */
+  private goOn: number[] = [];
   private nowMs = 0;
 
   constructor(
@@ -45,19 +58,33 @@ export class FleetInstance {
   }
 
   /**
-   * A request at `nowMs`: 'local' when the leases admitted it here, 'denied' when the cache of denials refused
-   * it here, else the store call to send (the request waits for its reply).
+   * A request at `nowMs` (that waited for `waited` takes already): 'local' when the leases admitted it here,
+   * 'denied' when the cache of denials refused it here, 'waiting' when it waits for the take on its way (it
+   * arrives again when that is back: see reply), else the store call to send (the request waits for its reply).
    */
-  arrive(nowMs: number, atUs: number): 'local' | 'denied' | FleetCall {
+  arrive(nowMs: number, atUs: number, waited = 0): 'local' | 'denied' | 'waiting' | FleetCall {
     this.nowMs = nowMs;
+    if (this.book !== undefined && waited < MAX_TAKES_WAITED) {
+      if (takesToWaitFor(this.book, this.items, nowMs).length > 0) {
+        this.waiting.push(waited + 1);
+        return 'waiting';
+      }
+    }
     const split = this.book === undefined ? undefined : splitByLeases(this.book, this.items, nowMs);
     if (split !== undefined && split.forStore.length === 0) return 'local';
     const items = split?.forStore ?? this.items;
-    if (this.cache !== undefined && fromCache(this.cache, items, nowMs, false) !== undefined) return 'denied';
+    if (this.cache !== undefined && fromCache(this.cache, items, nowMs, false) !== undefined) {
+      // no call: a take it began is over, and whoever waited for it goes on (the engine's finally)
+      if (split !== undefined) this.settled(split);
+      return 'denied';
+    }
     return { instance: this, sentUs: atUs, items, split, ticket: this.cache?.begin() };
   }
 
-  /** The reply of a call sent at `sentAtMs` (this instance's clock then): the leases keep what it took. */
+  /**
+   * The reply of a call sent at `sentAtMs` (this instance's clock then): the leases keep what it took, and the
+   * requests that waited for its take go on (resumed()).
+   */
   reply(call: FleetCall, sentAtMs: number, nowMs: number): void {
     const { split, decisions, ticket } = call;
     this.nowMs = nowMs;
@@ -67,9 +94,25 @@ export class FleetInstance {
       this.cache.end();
     }
     if (this.book === undefined || split === undefined) return;
+    this.settled(split);
     const stored: Evaluation = { items: split.forStore, decisions };
     const admitted = !denies(stored);
     if (!admitted) unspend(this.book, split.spent);
-    rejoin(this.book, this.items, split, stored, sentAtMs, admitted);
+    rejoin(this.book, split, stored, sentAtMs, admitted);
+  }
+
+  /** The requests that waited for a take that is over, each with the takes it waited for: they arrive again. */
+  resumed(): number[] {
+    const resumed = this.goOn;
+    this.goOn = [];
+    return resumed;
+  }
+
+  /** The takes `split` began are over: who waited for them goes on. */
+  private settled(split: LeaseSplit): void {
+    if (this.book === undefined || split.takes.length === 0) return;
+    settle(this.book, split);
+    this.goOn.push(...this.waiting);
+    this.waiting = [];
   }
 }

@@ -105,6 +105,22 @@ export function runFleet(asked: Partial<FleetOptions> = {}, { record = false } =
     if (window !== undefined) window.admitted++;
   };
   let calls: FleetCall[] = [];
+  /** A request of `instance` at `atUs` (after waiting for `waited` takes): admitted here, refused, or a call. */
+  const decide = (instance: FleetInstance, atUs: number, waited: number) => {
+    const ms = msOf(atUs);
+    const decided = instance.arrive(EPOCH_MS + ms, atUs, waited);
+    if (decided === 'local') admit(ms, instance.index);
+    else if (decided !== 'denied' && decided !== 'waiting') {
+      calls.push(decided);
+      seconds.call(ms);
+      slots.call(ms);
+    }
+    resume(instance, atUs);
+  };
+  /** The requests of `instance` whose take is over arrive again at `atUs`, in the order they came. */
+  const resume = (instance: FleetInstance, atUs: number): void => {
+    for (const waited of instance.resumed()) decide(instance, atUs, waited);
+  };
   let atStore = 0;
   let replied = 0;
   for (;;) {
@@ -127,6 +143,7 @@ export function runFleet(asked: Partial<FleetOptions> = {}, { record = false } =
     } else if (replyUs <= nextArrivalUs) {
       const call = calls[replied++] as FleetCall;
       call.instance.reply(call, EPOCH_MS + msOf(call.sentUs), EPOCH_MS + msOf(replyUs));
+      resume(call.instance, replyUs);
       if (replied > 65_536 && replied * 2 > calls.length) {
         calls = calls.slice(replied);
         atStore -= replied;
@@ -140,13 +157,7 @@ export function runFleet(asked: Partial<FleetOptions> = {}, { record = false } =
       const window = windows[Math.floor(ms / windowMs)];
       if (window !== undefined) window.offered++;
       slots.offer(ms);
-      const decided = instance.arrive(EPOCH_MS + ms, arrivalUs);
-      if (decided === 'local') admit(ms, instance.index);
-      else if (decided !== 'denied') {
-        calls.push(decided);
-        seconds.call(ms);
-        slots.call(ms);
-      }
+      decide(instance, arrivalUs, 0);
     }
   }
   const sum = (values: Float64Array) => values.reduce((total, n) => total + n, 0);
