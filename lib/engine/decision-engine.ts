@@ -19,7 +19,7 @@ import { fromCache, rememberDenials } from './cached-denials.js';
 import { ChangeFeed } from './change-feed.js';
 import { denies, type EngineItem, type Evaluation, merge, NOTHING, StoreUnavailable } from './evaluation.js';
 import { LeaseBook, type LeaseGrowth } from './lease-book.js';
-import { MAX_TAKES_WAITED, rejoin, settle, splitByLeases, takesToWaitFor, unspend } from './leased-items.js';
+import { consumeWithLeases } from './leased-items.js';
 
 export { isFromDenyCache } from './cached-denials.js';
 export { denies, type EngineItem, type Evaluation, NOTHING, StoreUnavailable } from './evaluation.js';
@@ -214,26 +214,9 @@ export class DecisionEngine {
     if (book === undefined || !items.some((item) => item.policy.lease !== undefined)) {
       return this.consumeStored(store, items, before, onFailure);
     }
-    // a hot key's concurrent requests share its takes: wait for the one on its way (a few, then ask anyway)
-    for (let n = 0; n < MAX_TAKES_WAITED; n++) {
-      const waits = takesToWaitFor(book, items, this.options.clock.now());
-      if (waits.length === 0) break;
-      await Promise.all(waits);
-    }
-    const nowMs = this.options.clock.now();
-    const split = splitByLeases(book, items, nowMs);
-    let stored: Evaluation;
-    try {
-      stored = await this.consumeStored(store, split.forStore, before, onFailure);
-    } catch (error) {
-      unspend(book, split.spent);
-      throw error;
-    } finally {
-      settle(book, split);
-    }
-    const admitted = !denies(stored);
-    if (!admitted) unspend(book, split.spent);
-    return rejoin(book, split, stored, nowMs, admitted);
+    return consumeWithLeases(book, items, this.options.clock, (forStore) =>
+      this.consumeStored(store, forStore, before, onFailure),
+    );
   }
 
   /** One store call for `items`, through the store's breaker and the deny cache. */

@@ -1,6 +1,7 @@
 import { elementAt } from '../element-at.js';
 import type { RateLimitDecision } from '../policy/policy.types.js';
-import type { EngineItem, Evaluation } from './evaluation.js';
+import type { Clock } from '../clock.js';
+import { denies, type EngineItem, type Evaluation } from './evaluation.js';
 import type { LeaseBook } from './lease-book.js';
 
 /** Decisions this instance made from its leases, without the store. */
@@ -100,4 +101,37 @@ function withLocalUnits(decision: RateLimitDecision, item: EngineItem): RateLimi
   const extra = (decision.granted ?? item.cost) - item.cost;
   if (extra <= 0) return decision;
   return { ...decision, remaining: Math.min(decision.limit, decision.remaining + extra) };
+}
+
+/**
+ * The items of a request on a store that grants leases: those this instance's leases cover are admitted here,
+ * the others go to the store in one call (`consume`; leased ones taking ahead, after the take of their key on
+ * its way, if any, came back); when the request is refused, the leases get back what it spent of them.
+ */
+export async function consumeWithLeases(
+  book: LeaseBook,
+  items: readonly EngineItem[],
+  clock: Clock,
+  consume: (items: readonly EngineItem[]) => Promise<Evaluation>,
+): Promise<Evaluation> {
+  // a hot key's concurrent requests share its takes: wait for the one on its way (a few, then ask anyway)
+  for (let n = 0; n < MAX_TAKES_WAITED; n++) {
+    const waits = takesToWaitFor(book, items, clock.now());
+    if (waits.length === 0) break;
+    await Promise.all(waits);
+  }
+  const nowMs = clock.now();
+  const split = splitByLeases(book, items, nowMs);
+  let stored: Evaluation;
+  try {
+    stored = await consume(split.forStore);
+  } catch (error) {
+    unspend(book, split.spent);
+    throw error;
+  } finally {
+    settle(book, split);
+  }
+  const admitted = !denies(stored);
+  if (!admitted) unspend(book, split.spent);
+  return rejoin(book, split, stored, nowMs, admitted);
 }
