@@ -53,20 +53,26 @@ export function redisTarget(kind: RedisClientKind = IOREDIS): StoreTarget & { re
   };
 }
 
-/** A Redis store on a 6-node Cluster of its own, through a Cluster client of `kind`'s package. */
-export function clusterTarget(kind: RedisClientKind = IOREDIS): StoreTarget & { cluster(): TestCluster } {
+/**
+ * A Redis store on a 6-node Cluster, through a Cluster client of `kind`'s package: on a Cluster of its own, or
+ * on `shared()`, one that the spec started (and stops) for several targets.
+ */
+export function clusterTarget(
+  kind: RedisClientKind = IOREDIS,
+  shared?: () => TestCluster,
+): StoreTarget & { cluster(): TestCluster } {
   let cluster: TestCluster | undefined;
   let client: TestRedisClient | undefined;
   return {
     name: kind === IOREDIS ? 'redis-cluster' : `redis-cluster (${kind.name})`,
     cluster: () => cluster as TestCluster,
     async setup() {
-      cluster = await startCluster();
+      cluster = shared?.() ?? (await startCluster());
       client = await kind.cluster(cluster.ports.slice(0, 3));
     },
     async teardown() {
       await client?.close();
-      await cluster?.stop();
+      if (shared === undefined) await cluster?.stop();
     },
     make: (clock) =>
       new RedisRateLimitStore({
