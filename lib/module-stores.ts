@@ -83,7 +83,7 @@ async function createRedis(
     clock: options.clock === 'store' ? 'store' : clock,
     keyPrefix: options.keyPrefix,
   });
-  const where = driverOf(own.client, 'the module\'s connection').address;
+  const where = driverOf(own.client, "the module's connection").address;
   reportConnectionErrors(own, where);
   connectionReady.set(store, own.ready);
   return { store, where, close: () => own.close() };

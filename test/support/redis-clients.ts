@@ -3,10 +3,10 @@ import { Cluster as IovalkeyCluster, Redis as Iovalkey } from 'iovalkey';
 import * as redis6 from 'redis';
 import * as redis5 from 'redis5';
 
-import type { NodeRedisClient, RedisClient } from '../../lib/index.js';
+import type { NodeRedisClient, RedisConnection } from '../../lib/index.js';
 
 /** A client of the app's, as a test gives it to the module or a store. */
-export type AppRedisClient = RedisClient | NodeRedisClient;
+export type AppRedisClient = RedisConnection | NodeRedisClient;
 
 /** A client made for a test: close() disconnects it (the server stays). */
 export interface TestRedisClient {
@@ -34,7 +34,7 @@ interface IoredisPackage {
 
 function ioredisKind(name: string, { Redis, Cluster }: IoredisPackage): RedisClientKind {
   const made = (client: { disconnect(): void }): TestRedisClient => ({
-    client: client as unknown as RedisClient,
+    client: client as unknown as RedisConnection,
     close: async () => client.disconnect(),
   });
   return {
@@ -68,7 +68,8 @@ function nodeRedisKind(
   return {
     name,
     standalone: (port) => made(redis.createClient({ socket: { host: LOOPBACK, port } })),
-    cluster: (ports) => made(redis.createCluster({ rootNodes: ports.map((port) => ({ socket: { host: LOOPBACK, port } })) })),
+    cluster: (ports) =>
+      made(redis.createCluster({ rootNodes: ports.map((port) => ({ socket: { host: LOOPBACK, port } })) })),
     sentinel: (port, master) =>
       made(redis.createSentinel({ name: master, sentinelRootNodes: [{ host: LOOPBACK, port }] })),
   };
@@ -82,7 +83,10 @@ export const REDIS_CLIENTS: readonly RedisClientKind[] = [
   ioredisKind('ioredis', { Redis: Ioredis, Cluster: IoredisCluster }),
   nodeRedisKind('node-redis 6', redis6),
   // The major before: its factories' types differ from 6's only in type parameters the tests do not use.
-  nodeRedisKind('node-redis 5', redis5 as unknown as Pick<typeof redis6, 'createClient' | 'createCluster' | 'createSentinel'>),
+  nodeRedisKind(
+    'node-redis 5',
+    redis5 as unknown as Pick<typeof redis6, 'createClient' | 'createCluster' | 'createSentinel'>,
+  ),
   ioredisKind('iovalkey', { Redis: Iovalkey, Cluster: IovalkeyCluster }),
 ];
 

@@ -91,9 +91,9 @@ function connectionError(error: unknown, where: string): unknown {
   const { message } = error;
   const problem =
     message.includes("Stream isn't writeable") || message === 'The client is offline'
-    ? 'is not connected (the limiter queues no command while its connection is down)'
-    : message.includes('Connection is closed') || message === 'The client is closed'
-      ? 'closed the connection'
-      : `failed: ${message}`;
+      ? 'is not connected (the limiter queues no command while its connection is down)'
+      : message.includes('Connection is closed') || message === 'The client is closed'
+        ? 'closed the connection'
+        : `failed: ${message}`;
   return new Error(`${where} ${problem}`, { cause: error });
 }

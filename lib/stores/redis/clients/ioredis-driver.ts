@@ -56,8 +56,9 @@ export class IoredisDriver implements RedisDriver {
     this.full = client as unknown as IoredisFull;
     this.address = 'options' in client ? redisAddress(client as RedisConnection) : 'Redis';
     // A Cluster's subscriber connects to one of its nodes, which it must be able to list.
-    this.canSubscribe =
-      client.isCluster ? typeof this.full.nodes === 'function' : typeof this.full.duplicate === 'function';
+    this.canSubscribe = client.isCluster
+      ? typeof this.full.nodes === 'function'
+      : typeof this.full.duplicate === 'function';
   }
 
   command([name, ...args]: readonly string[]): Promise<unknown> {

@@ -116,7 +116,7 @@ export class NodeRedisDriver implements RedisDriver {
       client: own,
       ready: () => connected,
       onError: (listener) => errors.push(listener),
-      close: () => void Promise.resolve(own.destroy()).catch(() => undefined),
+      close: () => destroy(own),
     };
   }
 }
@@ -141,7 +141,7 @@ async function subscribed(sub: NodeRedisStandalone, channel: string, events: Fee
   let lastError: Error | undefined;
   sub.on('error', (error) => (lastError = error));
   sub.on('end', () => events.closed(lastError ?? new Error('the connection closed')));
-  const close = () => void Promise.resolve(sub.destroy()).catch(() => undefined);
+  const close = () => destroy(sub);
   // A server that accepts the connection but never answers (SIGSTOP) must not hold it.
   const giveUp = setTimeout(close, SUBSCRIBER_OPEN_TIMEOUT_MS);
   try {
@@ -154,6 +154,12 @@ async function subscribed(sub: NodeRedisStandalone, channel: string, events: Fee
     clearTimeout(giveUp);
   }
   return { ping: () => replied(sub.sendCommand(['PING'])), close };
+}
+
+/** Closes a connection at once; one that is closed already is left as it is. */
+function destroy(connection: NodeRedisCommon): void {
+  if (!connection.isOpen) return;
+  void Promise.resolve(connection.destroy()).catch(() => undefined);
 }
 
 /** A reply, or the error Redis answered with as a RedisReplyError (node-redis' ErrorReply has no name of its own). */
