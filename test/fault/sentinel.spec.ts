@@ -9,6 +9,7 @@ import request from 'supertest';
 
 import { RateLimit, RateLimitModule } from '../../lib/index.js';
 import { createApp } from '../support/nest-app.js';
+import { REDIS_CLIENTS, type RedisClientKind, type TestRedisClient } from '../support/redis-clients.js';
 import { freePort, startRedis, type TestRedis } from '../support/redis-server.js';
 import { waitFor } from '../support/wait.js';
 
@@ -21,7 +22,15 @@ class SentinelController {
   }
 }
 
-describe('Redis Sentinel, through ioredis options', () => {
+/** ioredis options naming the sentinel, or the Sentinel client of one package given as `client`. */
+type Through = 'ioredis options' | RedisClientKind;
+const THROUGH: { through: Through; name: string }[] = [
+  { through: 'ioredis options', name: 'ioredis options' },
+  ...REDIS_CLIENTS.map((kind) => ({ through: kind, name: `a ${kind.name} Sentinel client` })),
+];
+
+describe.each(THROUGH)('Redis Sentinel, through $name', ({ through }) => {
+  let given: TestRedisClient | undefined;
   let master: TestRedis;
   let replica: TestRedis;
   let sentinelPort: number;
@@ -61,6 +70,7 @@ describe('Redis Sentinel, through ioredis options', () => {
 
   afterAll(async () => {
     await app?.close();
+    await given?.close();
     sentinel.kill('SIGKILL');
     await replica.stop();
     await master.stop();
@@ -68,10 +78,14 @@ describe('Redis Sentinel, through ioredis options', () => {
   });
 
   it('finds the master through the sentinel, and follows a failover to the promoted replica', async () => {
+    given = through === 'ioredis options' ? undefined : await through.sentinel(sentinelPort, 'rl');
     ({ app } = await createApp('express', {
       imports: [
         RateLimitModule.forRoot({
-          redis: { options: { sentinels: [{ host: '127.0.0.1', port: sentinelPort }], name: 'rl' } },
+          redis:
+            given === undefined
+              ? { options: { sentinels: [{ host: '127.0.0.1', port: sentinelPort }], name: 'rl' } }
+              : { client: given.client },
           timeout: 200,
         }),
       ],
