@@ -1,5 +1,6 @@
 import { Test } from '@nestjs/testing';
 import { createClient } from 'redis';
+import { createSentinel } from 'redis5';
 
 import { RateLimitModule, RateLimitService, RedisRateLimitStore, validatePolicy } from '../../lib/index.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
@@ -55,6 +56,16 @@ describe('regression: a node-redis client given to the module', () => {
     }).compile();
     await expect(compiled).rejects.toThrow(
       /option redis\.client is an instance of Object \(it has no call, evalsha, eval, script, ping\), which the module cannot drive: give an ioredis or iovalkey Redis or Cluster, a node-redis client, Cluster or Sentinel/,
+    );
+  });
+
+  it('stops the start for a Sentinel of redis 5, which has no duplicate(), saying what to give instead', async () => {
+    const sentinel = createSentinel({ name: 'rl', sentinelRootNodes: [{ host: '127.0.0.1', port: redis.port }] });
+    const compiled = Test.createTestingModule({
+      imports: [RateLimitModule.forRoot({ redis: { client: sentinel as never } })],
+    }).compile();
+    await expect(compiled).rejects.toThrow(
+      /option redis\.client is a node-redis 5 Sentinel .*cannot make a connection of its own \(it has no duplicate\(\)\): give a Sentinel of redis 6/,
     );
   });
 });

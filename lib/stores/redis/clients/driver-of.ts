@@ -17,6 +17,14 @@ export function driverOf(client: unknown, where: string): RedisDriver {
       return new IoredisDriver(client as RedisClient);
   }
   const c = (client ?? {}) as Record<string, unknown>;
+  if (typeof c.getMasterNode === 'function' && typeof c.sendCommand === 'function') {
+    // redis 5's Sentinel keeps its options private and has no duplicate(): no connection can be made from it.
+    throw new TypeError(
+      `nest-rate-limit: ${where} is a node-redis 5 Sentinel (createSentinel() of redis 5), from which the module ` +
+        'cannot make a connection of its own (it has no duplicate()): give a Sentinel of redis 6, or ' +
+        "`redis: { options: { sentinels: [{ host, port }], name } }` for an ioredis connection of the module's own",
+    );
+  }
   const missing = IOREDIS_COMMANDS.filter((command) => typeof c[command] !== 'function');
   const kind = `${client === null || typeof client !== 'object' ? String(client) : `an instance of ${client.constructor?.name ?? 'Object'}`} (it has no ${missing.join(', ')})`;
   throw new TypeError(
