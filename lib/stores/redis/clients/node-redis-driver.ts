@@ -36,7 +36,7 @@ export class NodeRedisDriver implements RedisDriver {
     if (isNodeRedisCluster(client)) {
       this.isCluster = true;
       this.address = clusterAddress(client);
-      this.send = (args, key) => client.sendCommand(key, false, args);
+      this.send = (args, key) => client.sendCommand(key, false, args).catch((error: unknown) => this.rediscover(error));
     } else if (isNodeRedisSentinel(client)) {
       this.isCluster = false;
       this.address = sentinelAddress(sentinelOptions(client));
@@ -47,6 +47,24 @@ export class NodeRedisDriver implements RedisDriver {
       this.send = (args) => client.sendCommand(args);
     }
   }
+
+  /**
+   * A Cluster's map of slots read again after a command failed on a connection (at most once a second): redis 5
+   * reads it only on MOVED or ASK, which never come from a master that is gone, so the slots of a master that
+   * failed over would stay on its dead connection for ever. Rethrows the error.
+   */
+  private rediscover(error: unknown): never {
+    const client = this.client as NodeRedisCluster;
+    const now = performance.now();
+    if (!isErrorReply(error) && now - this.rediscoveredAt >= 1000 && client._slots?.rediscover !== undefined) {
+      this.rediscoveredAt = now;
+      const [first] = client._options.rootNodes ?? [];
+      client._slots.rediscover({ options: first ?? {} }).catch(() => undefined);
+    }
+    throw error;
+  }
+
+  private rediscoveredAt = -Infinity;
 
   command(args: readonly string[], key?: string): Promise<unknown> {
     return replied(this.send(args, key));

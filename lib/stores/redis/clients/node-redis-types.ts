@@ -47,6 +47,8 @@ export interface NodeRedisClusterNode {
 export interface NodeRedisCluster extends NodeRedisCommon {
   readonly _options: { rootNodes?: NodeRedisClientOptions[]; defaults?: NodeRedisClientOptions };
   readonly masters: readonly NodeRedisClusterNode[];
+  /** Its map of slots, which rediscover() reads again from a node (`startWith`, else the root nodes). */
+  readonly _slots?: { rediscover?(startWith: { options: NodeRedisClientOptions }): Promise<unknown> };
   nodeClient(node: NodeRedisClusterNode): NodeRedisStandalone | Promise<NodeRedisStandalone>;
   sendCommand(firstKey: string | undefined, isReadonly: boolean, args: readonly string[]): Promise<unknown>;
 }
