@@ -1,4 +1,3 @@
-import type { INestApplication } from '@nestjs/common';
 import request from 'supertest';
 
 import { RateLimitModule, RedisRateLimitStore } from '../../lib/index.js';

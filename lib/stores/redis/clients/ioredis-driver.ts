@@ -127,8 +127,16 @@ export class IoredisDriver implements RedisDriver {
   }
 }
 
+/** An ioredis Redis or Cluster as ioredisConnection() reads it (the published types name no ioredis type). */
+interface IoredisEvents {
+  readonly status: string;
+  once(event: 'ready', listener: () => void): unknown;
+  on(event: 'error', listener: (error: Error) => void): unknown;
+  disconnect(): void;
+}
+
 /** The module's own ioredis connection from its `url` or `options` (ioredis is loaded by the caller). */
-export function ioredisConnection(own: Redis | Cluster): OwnConnection {
+export function ioredisConnection(own: IoredisEvents): OwnConnection {
   return {
     client: own,
     ready: () =>
@@ -141,5 +149,8 @@ export function ioredisConnection(own: Redis | Cluster): OwnConnection {
   };
 }
 
-/** The fail-fast options over the `options` of the module's own ioredis connection. */
-export const failFastOptions = (options: object | undefined): RedisOptions => ({ ...options, ...FAIL_FAST });
+/** The fail-fast options over the `options` of the module's own ioredis connection (ioredis RedisOptions). */
+export const failFastOptions = (options: object | undefined): Record<string, unknown> => ({
+  ...options,
+  ...FAIL_FAST,
+});
