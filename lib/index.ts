@@ -62,6 +62,7 @@ export {
 } from './stores/rate-limit-store.js';
 export { RateLimitStoreReplyError } from './stores/store-defects.js';
 export type {
+  NodeRedisClient,
   PgPool,
   PgQueryable,
   PgQueryResult,

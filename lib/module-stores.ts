@@ -1,46 +1,36 @@
 import { Logger } from '@nestjs/common';
-import type { Cluster, Redis, RedisOptions } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Pool } from 'pg';
 
 import type { Clock } from './clock.js';
 import { MODULE_OPTIONS } from './limiter-settings.js';
 import { importPeer } from './optional-peer.js';
 import type { RateLimitModuleOptions } from './rate-limit.options.js';
-import { checkRedisClient, type RedisConnection, type RedisConnectionOptions } from './stores/client-types.js';
+import type { RedisClient, RedisConnectionOptions } from './stores/client-types.js';
 import { MemoryRateLimitStore } from './stores/memory/memory.store.js';
 import { PostgresRateLimitStore } from './stores/postgres/postgres.store.js';
 import type { RateLimitStore } from './stores/rate-limit-store.js';
 import type { RateLimitStores } from './stores/rate-limit-stores.js';
+import { driverOf } from './stores/redis/clients/driver-of.js';
+import { failFastOptions, ioredisConnection } from './stores/redis/clients/ioredis-driver.js';
+import type { OwnConnection } from './stores/redis/clients/redis-driver.js';
 import { RedisRateLimitStore } from './stores/redis/redis.store.js';
 import { isDefect } from './stores/store-defects.js';
-import { postgresAddress, redisAddress } from './stores/store-description.js';
+import { postgresAddress } from './stores/store-description.js';
 import { checkOptionFields, fieldNames } from './unknown-fields.js';
 
 // The stores the module's options ask for (createStores): the limiter's own Redis connection, the PostgreSQL
 // pool, or the in-memory store, each checked before it connects.
 
 /**
- * How the limiter's own connection behaves: a command fails at once while disconnected instead of waiting in
- * a queue, and nothing is replayed after a reconnect — a replayed consume would charge requests that were
- * already answered under the fail mode.
+ * Connection errors of the limiter's own connection go to the Nest logger, at most once per 5 s (the client
+ * reconnects by itself); without a listener the client would report every one of them as unhandled.
  */
-const FAIL_FAST: RedisOptions = {
-  enableOfflineQueue: false,
-  autoResendUnfulfilledCommands: false,
-  maxRetriesPerRequest: 0,
-  // Commands issued in the same tick go out in one write: many concurrent requests, few syscalls.
-  enableAutoPipelining: true,
-};
-
-/**
- * Connection errors of the limiter's own connection go to the Nest logger, at most once per 5 s (ioredis
- * reconnects by itself); without a listener ioredis would print every one of them as unhandled.
- */
-function reportConnectionErrors(redis: Redis | Cluster, where: string): void {
+function reportConnectionErrors(connection: OwnConnection, where: string): void {
   const logger = new Logger('RateLimit');
   let lastMs = -Infinity;
   let held = 0;
-  redis.on('error', (error: Error) => {
+  connection.onError((error: Error) => {
     const now = performance.now();
     if (now - lastMs < 5000) {
       held++;
@@ -56,18 +46,8 @@ function reportConnectionErrors(redis: Redis | Cluster, where: string): void {
   });
 }
 
-/** A connection of the limiter's own with the settings of the caller's client; the caller's is left as it is. */
-function dedicatedConnection(connection: RedisConnection): Redis | Cluster {
-  const client = connection as unknown as Redis | Cluster;
-  if (client.isCluster) {
-    return (client as Cluster).duplicate(undefined, {
-      enableOfflineQueue: false,
-      enableAutoPipelining: true,
-      redisOptions: { ...(client as Cluster).options.redisOptions, ...FAIL_FAST },
-    });
-  }
-  return (client as Redis).duplicate(FAIL_FAST);
-}
+/** When the module's own connection of a Redis store can take commands. */
+const connectionReady = new WeakMap<RateLimitStore, () => Promise<void>>();
 
 /**
  * The client package of a store option (ioredis for `redis`, pg for `postgres`), loaded only when the option is
@@ -90,22 +70,24 @@ async function createRedis(
 ) {
   checkRedisOption(redisOptions);
   const { url, client, options: connectionOptions } = redisOptions;
-  const fast = { ...connectionOptions, ...FAIL_FAST };
-  let redis: Redis | Cluster;
+  let own: OwnConnection;
   if (client !== undefined) {
-    checkRedisClient(client, 'option redis.client');
-    redis = dedicatedConnection(client);
+    // A connection of the module's own, made from the client given by its driver (the client is left alone).
+    own = driverOf(client, 'option redis.client').ownConnection();
   } else {
     const { Redis: RedisClient } = await loadClient<typeof import('ioredis')>('ioredis', 'redis');
-    redis = url === undefined ? new RedisClient(fast) : new RedisClient(url, fast);
+    const fast = failFastOptions(connectionOptions);
+    own = ioredisConnection(url === undefined ? new RedisClient(fast) : new RedisClient(url, fast));
   }
-  reportConnectionErrors(redis, redisAddress(redis));
   const store = new RedisRateLimitStore({
-    client: redis,
+    client: own.client as RedisClient,
     clock: options.clock === 'store' ? 'store' : clock,
     keyPrefix: options.keyPrefix,
   });
-  return { store, where: redisAddress(redis), close: () => redis.disconnect() };
+  const where = driverOf(own.client, "the module's connection").address;
+  reportConnectionErrors(own, where);
+  connectionReady.set(store, own.ready);
+  return { store, where, close: () => own.close() };
 }
 
 const POSTGRES_OPTIONS = fieldNames<NonNullable<RateLimitModuleOptions['postgres']>>({
@@ -203,11 +185,17 @@ export async function createStores(options: RateLimitModuleOptions, clock: Clock
  */
 export async function storesReady({ rates }: RateLimitStores): Promise<void> {
   if (!(rates instanceof RedisRateLimitStore)) return;
-  // An ioredis client (a store of the app's may have been given a client of its own that is not one).
+  // The module's own connection, or the client of a store of the app's: an ioredis one until it is ready (a
+  // node-redis client is connected by the app before it makes the store).
   const client = rates.client as Partial<Pick<Redis, 'status' | 'once'>>;
+  const connected =
+    connectionReady.get(rates)?.() ??
+    new Promise<void>((resolve) => {
+      if (client.status === undefined || client.status === 'ready' || client.once === undefined) resolve();
+      else client.once('ready', () => resolve());
+    });
   const ready = new Promise<void>((resolve, reject) => {
-    if (client.status === 'ready' || client.once === undefined) resolve();
-    else client.once('ready', resolve);
+    connected.then(resolve, reject);
     setTimeout(() => reject(new Error('Redis did not answer within 2 s')), 2000).unref();
   });
   try {

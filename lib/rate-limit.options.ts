@@ -3,7 +3,7 @@ import type { ExecutionContext } from '@nestjs/common';
 import type { RateLimitDecisionEvent } from './request/decision-events.js';
 import type { FailMode, RateLimitListEntry, RateLimitMode, RateLimitPolicy } from './policy/policy.types.js';
 import type { RateLimitStore } from './stores/rate-limit-store.js';
-import type { PgPool, RedisConnection, RedisConnectionOptions } from './stores/client-types.js';
+import type { NodeRedisClient, PgPool, RedisConnection, RedisConnectionOptions } from './stores/client-types.js';
 
 /** Which rate-limit header fields responses carry. See the README for every value. */
 export type RateLimitHeaders = 'ietf' | 'legacy' | 'both' | 'none';
@@ -27,15 +27,18 @@ export interface RateLimitModuleOptions {
   /**
    * Redis connection; absent means the in-memory store (limits per process, with one startup warning). The
    * limiter opens a connection of its own: from `url` (e.g. 'redis://:password@host:6379/0') and/or ioredis
-   * `options` (host, port, sentinels...), or `client.duplicate()` of your Redis or Cluster, which stays as
-   * it was. A `redis` option that names no server (an unset REDIS_URL; `options` without host, port, path or
+   * `options` (host, port, sentinels...), or a duplicate of your `client` (ioredis, iovalkey or node-redis),
+   * which stays as it was. A `redis` option that names no server (an unset REDIS_URL; `options` without host, port, path or
    * sentinels) stops the start.
    */
   redis?: {
     /** A Redis URL. */
     url?: string;
-    /** An ioredis Redis or Cluster whose settings the limiter's own connection copies. */
-    client?: RedisConnection;
+    /**
+     * An ioredis or iovalkey Redis or Cluster, or a node-redis client, Cluster or Sentinel (createClient(),
+     * createCluster(), createSentinel() of the `redis` package), whose settings the limiter's own connection copies.
+     */
+    client?: RedisConnection | NodeRedisClient;
     /** ioredis options of the limiter's connection (the module sets its fail-fast options over them). */
     options?: RedisConnectionOptions;
   };

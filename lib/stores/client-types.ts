@@ -1,10 +1,10 @@
 /**
- * The parts of an ioredis client and a pg Pool that the module uses. The published types name these, never a
- * type of ioredis or pg, which are optional peers: an app that installs neither compiles against the module's
+ * The parts of a Redis client (ioredis, iovalkey, node-redis) and a pg Pool that the module uses. The published
+ * types name these, never a type of ioredis, iovalkey, redis or pg, which are optional peers: an app that installs neither compiles against the module's
  * `.d.ts` files, also without `skipLibCheck`. The real clients satisfy them as they are.
  */
 
-/** An ioredis `Redis` or `Cluster`, as the Redis store sends its commands on it. */
+/** An ioredis (or iovalkey) `Redis` or `Cluster`, as the Redis store sends its commands on it. */
 export interface RedisClient {
   /** `true` for an ioredis `Cluster` (the store then makes one call per hash slot). */
   readonly isCluster: boolean;
@@ -15,7 +15,19 @@ export interface RedisClient {
   ping(): Promise<unknown>;
 }
 
-/** An ioredis `Redis` or `Cluster` of the app's, whose settings the module's own connection copies. */
+/**
+ * A node-redis client, Cluster or Sentinel: createClient(), createCluster() or createSentinel() of the `redis`
+ * package (v5 or v6), as the module tells it apart from an ioredis one.
+ */
+export interface NodeRedisClient {
+  readonly isOpen: boolean;
+  // Method syntax, whose parameters TypeScript compares both ways: node-redis' own, generic and different for
+  // each of the three, are assignable.
+  sendCommand(...args: never[]): Promise<unknown>;
+  duplicate(...args: never[]): unknown;
+}
+
+/** An ioredis (or iovalkey) `Redis` or `Cluster` of the app's, whose settings the module's own connection copies. */
 export interface RedisConnection extends RedisClient {
   readonly options: object;
   duplicate(): unknown;
@@ -65,26 +77,4 @@ export interface PgPool extends PgQueryable {
   connect(): Promise<PgQueryable & { release(error?: Error | boolean): void }>;
   /** The pool's settings (read for the start-up line that says where the limits are kept). */
   readonly options?: object;
-}
-
-/** The commands of RedisClient, which a client must have for the Redis store to drive it. */
-const REDIS_COMMANDS = ['call', 'evalsha', 'eval', 'script', 'ping'] as const;
-
-/**
- * Refuses, at start, a Redis client the store cannot drive (such as a node-redis client, whose commands have
- * other names and shapes): every call would fail, and the fail modes would turn that into an outage for ever.
- * `where` names the option or argument, for the error.
- */
-export function checkRedisClient(client: unknown, where: string): void {
-  const c = (client ?? {}) as Record<string, unknown>;
-  const missing = REDIS_COMMANDS.filter((command) => typeof c[command] !== 'function');
-  if (missing.length === 0) return;
-  const kind =
-    typeof c.sendCommand === 'function' && typeof c.isOpen === 'boolean'
-      ? 'a node-redis client (createClient() of the `redis` package)'
-      : `${client === null || typeof client !== 'object' ? String(client) : `an instance of ${client.constructor?.name ?? 'Object'}`} (it has no ${missing.join(', ')})`;
-  throw new TypeError(
-    `nest-rate-limit: ${where} is ${kind}, which the module cannot drive: give an ioredis Redis or Cluster ` +
-      "(new Redis(url) of the `ioredis` package), or `redis: { url }` for a connection of the module's own",
-  );
 }

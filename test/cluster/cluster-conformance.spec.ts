@@ -1,9 +1,19 @@
+import { REDIS_CLIENTS } from '../support/redis-clients.js';
+import { startCluster, type TestCluster } from '../support/redis-cluster.js';
 import { clusterTarget } from '../support/store-targets.js';
 import { conformanceSuite } from '../conformance/conformance-suite.js';
 import { shadowSuite } from '../conformance/shadow-suite.js';
 import { blockSuite } from '../conformance/block-suite.js';
 
-conformanceSuite(clusterTarget());
+// One Cluster for every target (each has a key prefix of its own), reached through each client package.
+let cluster: TestCluster;
+beforeAll(async () => {
+  cluster = await startCluster();
+});
+afterAll(() => cluster.stop());
 
-shadowSuite(clusterTarget());
-blockSuite(clusterTarget());
+for (const kind of REDIS_CLIENTS) {
+  conformanceSuite(clusterTarget(kind, () => cluster));
+  shadowSuite(clusterTarget(kind, () => cluster));
+  blockSuite(clusterTarget(kind, () => cluster));
+}

@@ -8,6 +8,7 @@ import { FakeClock } from '../support/fake-clock.js';
 import { nth } from '../support/harness.js';
 import { createApp } from '../support/nest-app.js';
 import { consumeFromProcesses } from '../support/processes.js';
+import { REDIS_CLIENTS, type TestRedisClient } from '../support/redis-clients.js';
 import { startCluster, type TestCluster } from '../support/redis-cluster.js';
 import { waitFor } from '../support/wait.js';
 
@@ -100,19 +101,30 @@ class FailoverController {
   }
 }
 
-describe('failover', () => {
+// Through a Cluster client of each package, each on a Cluster of its own (a failover leaves a master without
+// a replica).
+describe.each(REDIS_CLIENTS)('failover through a $name Cluster client', (kind) => {
+  let own: TestCluster;
+  let given: TestRedisClient;
   let app: INestApplication;
-  afterAll(() => app?.close());
+  beforeAll(async () => {
+    own = await startCluster();
+    given = await kind.cluster(own.ports.slice(0, 3));
+  });
+  afterAll(async () => {
+    await app?.close();
+    await given?.close();
+    await own?.stop();
+  });
 
   it('holds the fail modes while a master is down, and enforces limits again once its replica took over', async () => {
-    const client = cluster.client();
     ({ app } = await createApp('express', {
-      imports: [RateLimitModule.forRoot({ redis: { client }, timeout: 100, keyPrefix: 'fo:' })],
+      imports: [RateLimitModule.forRoot({ redis: { client: given.client }, timeout: 100, keyPrefix: 'fo:' })],
       controllers: [FailoverController],
     }));
     const get = (path: string) => request(app.getHttpServer()).get(path);
     expect((await get('/closed')).status).toBe(200);
-    const master = await cluster.masterOf(storageKey('fo:', 'fo-closed', 'ip:127.0.0.1'));
+    const master = await own.masterOf(storageKey('fo:', 'fo-closed', 'ip:127.0.0.1'));
     master.process.kill('SIGKILL');
     await new Promise((resolve) => master.process.once('exit', resolve));
     // Before the replica is promoted (cluster-node-timeout is 1 s): fail open stays up, fail closed stays shut.

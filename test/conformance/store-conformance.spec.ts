@@ -1,13 +1,16 @@
+import { REDIS_CLIENTS } from '../support/redis-clients.js';
 import { memoryTarget, redisTarget } from '../support/store-targets.js';
 import { conformanceSuite } from './conformance-suite.js';
 import { shadowSuite } from './shadow-suite.js';
 import { blockSuite } from './block-suite.js';
 
 conformanceSuite(memoryTarget);
-conformanceSuite(redisTarget());
-
 shadowSuite(memoryTarget);
-shadowSuite(redisTarget());
-
 blockSuite(memoryTarget);
-blockSuite(redisTarget());
+
+// The Redis store through each client package the module drives.
+for (const kind of REDIS_CLIENTS) {
+  conformanceSuite(redisTarget(kind));
+  shadowSuite(redisTarget(kind));
+  blockSuite(redisTarget(kind));
+}

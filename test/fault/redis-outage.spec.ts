@@ -1,11 +1,11 @@
 import { type INestApplication } from '@nestjs/common';
-import { Redis } from 'ioredis';
 import request from 'supertest';
 
 import { RateLimitModule, type RateLimitModuleOptions } from '../../lib/index.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { FailModeController } from '../support/fail-mode.controller.js';
-import { ADAPTERS, createApp } from '../support/nest-app.js';
+import { ADAPTERS, type AdapterName, createApp } from '../support/nest-app.js';
+import { IOREDIS, REDIS_CLIENTS, type RedisClientKind, type TestRedisClient } from '../support/redis-clients.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { waitFor } from '../support/wait.js';
 
@@ -13,13 +13,29 @@ const TIMEOUT_MS = 100;
 /** Requests sent at once while Redis is paused. */
 const IN_FLIGHT = 50;
 
-type Connection = 'module connection' | 'your client';
+/** The module's connection from a URL, or from a client of the app's (of one package). */
+type Connection = 'module connection' | RedisClientKind;
 
-describe.each(ADAPTERS)('Redis outages on %s', (adapter) => {
-  describe.each<Connection>(['module connection', 'your client'])('through %s', (connection) => {
+/**
+ * Both adapters through the URL and an ioredis client; every other client package on one adapter (what a
+ * client changes is below the adapter).
+ */
+const CASES: [AdapterName, Connection][] = [
+  ...ADAPTERS.flatMap((adapter): [AdapterName, Connection][] => [
+    [adapter, 'module connection'],
+    [adapter, IOREDIS],
+  ]),
+  ...REDIS_CLIENTS.filter((kind) => kind !== IOREDIS).map((kind): [AdapterName, Connection] => ['express', kind]),
+];
+const named = (connection: Connection) =>
+  connection === 'module connection' ? connection : `your ${connection.name} client`;
+
+describe.each(CASES.map(([adapter, connection]) => ({ adapter, connection, through: named(connection) })))(
+  'Redis outages on $adapter through $through',
+  ({ adapter, connection }) => {
     let redis: TestRedis;
     let app: INestApplication;
-    let client: Redis | undefined;
+    let client: TestRedisClient | undefined;
     const failures: string[] = [];
     /** The name of each failure's error: how each request that failed was answered. */
     const errors: string[] = [];
@@ -28,9 +44,9 @@ describe.each(ADAPTERS)('Redis outages on %s', (adapter) => {
       failures.length = 0;
       errors.length = 0;
       redis = await startRedis();
-      client = connection === 'your client' ? new Redis(redis.port, '127.0.0.1') : undefined;
+      client = connection === 'module connection' ? undefined : await connection.standalone(redis.port);
       const options: RateLimitModuleOptions = {
-        redis: client === undefined ? { url: redis.url } : { client },
+        redis: client === undefined ? { url: redis.url } : { client: client.client },
         timeout: TIMEOUT_MS,
         onError: (error, policy) => {
           failures.push(policy);
@@ -45,7 +61,7 @@ describe.each(ADAPTERS)('Redis outages on %s', (adapter) => {
     });
     afterEach(async () => {
       await app.close();
-      client?.disconnect();
+      await client?.close();
       await redis.stop();
     });
 
@@ -114,5 +130,5 @@ describe.each(ADAPTERS)('Redis outages on %s', (adapter) => {
       expect((await timed('/closed')).status).toBe(429);
       expect(failures).toEqual([]);
     });
-  });
-});
+  },
+);

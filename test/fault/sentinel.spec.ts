@@ -3,6 +3,7 @@ import request from 'supertest';
 
 import { RateLimit, RateLimitModule } from '../../lib/index.js';
 import { createApp } from '../support/nest-app.js';
+import { REDIS_CLIENTS, type RedisClientKind, type TestRedisClient } from '../support/redis-clients.js';
 import { startSentinel, type TestSentinel } from '../support/redis-sentinel.js';
 import { waitFor } from '../support/wait.js';
 
@@ -15,7 +16,18 @@ class SentinelController {
   }
 }
 
-describe('Redis Sentinel, through ioredis options', () => {
+/** ioredis options naming the sentinel, or the Sentinel client of one package given as `client`. */
+type Through = 'ioredis options' | RedisClientKind;
+const THROUGH: { through: Through; name: string }[] = [
+  { through: 'ioredis options', name: 'ioredis options' },
+  ...REDIS_CLIENTS.filter((kind) => kind.sentinel !== undefined).map((kind) => ({
+    through: kind,
+    name: `a ${kind.name} Sentinel client`,
+  })),
+];
+
+describe.each(THROUGH)('Redis Sentinel, through $name', ({ through }) => {
+  let given: TestRedisClient | undefined;
   let sentinel: TestSentinel;
   let app: INestApplication;
 
@@ -25,14 +37,19 @@ describe('Redis Sentinel, through ioredis options', () => {
 
   afterAll(async () => {
     await app?.close();
+    await given?.close();
     await sentinel.stop();
   });
 
   it('finds the master through the sentinel, and follows a failover to the promoted replica', async () => {
+    given = through === 'ioredis options' ? undefined : await through.sentinel?.(sentinel.port, 'rl');
     ({ app } = await createApp('express', {
       imports: [
         RateLimitModule.forRoot({
-          redis: { options: { sentinels: [{ host: '127.0.0.1', port: sentinel.port }], name: 'rl' } },
+          redis:
+            given === undefined
+              ? { options: { sentinels: [{ host: '127.0.0.1', port: sentinel.port }], name: 'rl' } }
+              : { client: given.client },
           timeout: 200,
         }),
       ],

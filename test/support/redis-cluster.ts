@@ -18,7 +18,8 @@ export interface TestCluster {
   stop(): Promise<void>;
 }
 
-async function clusterInfo(port: number): Promise<string> {
+/** CLUSTER INFO of a node (`section` 'cluster'), or its INFO replication; '' while it does not answer. */
+async function clusterInfo(port: number, section: 'cluster' | 'replication' = 'cluster'): Promise<string> {
   const admin = new Redis({
     host: '127.0.0.1',
     port,
@@ -28,7 +29,7 @@ async function clusterInfo(port: number): Promise<string> {
   });
   try {
     await admin.connect();
-    return (await admin.cluster('INFO')) as string;
+    return section === 'cluster' ? ((await admin.cluster('INFO')) as string) : await admin.info('replication');
   } catch {
     return '';
   } finally {
@@ -65,8 +66,19 @@ async function startClusterOnce(): Promise<TestCluster> {
   );
   if (created.status !== 0) throw new Error(`redis-cli --cluster create failed:\n${created.stdout}\n${created.stderr}`);
   await waitFor(
-    async () => (await Promise.all(ports.map(clusterInfo))).every((info) => info.includes('cluster_state:ok')),
+    async () =>
+      (await Promise.all(ports.map((port) => clusterInfo(port)))).every((info) => info.includes('cluster_state:ok')),
     'the cluster to be ok on every node',
+    20_000,
+  );
+  // A replica that has not synced with its master yet cannot take over from it (a failover test would wait
+  // for ever): every replica's link is up before the cluster is used.
+  await waitFor(
+    async () =>
+      (await Promise.all(ports.map((port) => clusterInfo(port, 'replication')))).every(
+        (info) => info.includes('role:master') || info.includes('master_link_status:up'),
+      ),
+    'every replica to sync with its master',
     20_000,
   );
   const clients: Cluster[] = [];

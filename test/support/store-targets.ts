@@ -4,6 +4,7 @@ import type { RateLimitStore } from '../../lib/stores/rate-limit-store.js';
 import { PostgresRateLimitStore } from '../../lib/stores/postgres/postgres.store.js';
 import { RedisRateLimitStore } from '../../lib/stores/redis/redis.store.js';
 import { createTestSchema, type TestSchema } from './postgres.js';
+import { IOREDIS, type RedisClientKind, type TestRedisClient } from './redis-clients.js';
 import { startCluster, type TestCluster } from './redis-cluster.js';
 import { startRedis, type TestRedis } from './redis-server.js';
 
@@ -25,24 +26,26 @@ export const memoryTarget: StoreTarget = {
   make: (clock) => new MemoryRateLimitStore({ clock, ttlSlackMs: 4 * 86_400_000 }),
 };
 
-export function redisTarget(): StoreTarget & { redis(): TestRedis } {
+/** A Redis store on a redis-server of its own, through a client of `kind`'s package (ioredis unless said). */
+export function redisTarget(kind: RedisClientKind = IOREDIS): StoreTarget & { redis(): TestRedis } {
   let redis: TestRedis | undefined;
-  let client: ReturnType<TestRedis['client']> | undefined;
+  let client: TestRedisClient | undefined;
   return {
-    name: 'redis',
+    name: kind === IOREDIS ? 'redis' : `redis (${kind.name})`,
     redis: () => redis as TestRedis,
     async setup() {
       redis = await startRedis();
-      client = redis.client();
+      client = await kind.standalone(redis.port);
     },
     async teardown() {
+      await client?.close();
       await redis?.stop();
     },
     // A key prefix per run keeps runs apart; a long TTL slack keeps Redis' own (real-time) expiry out of
     // sequences whose fake clock stands still.
     make: (clock) =>
       new RedisRateLimitStore({
-        client: client as NonNullable<typeof client>,
+        client: (client as TestRedisClient).client,
         clock,
         keyPrefix: `t${++runs}:`,
         ttlSlackMs: 60_000,
@@ -50,22 +53,30 @@ export function redisTarget(): StoreTarget & { redis(): TestRedis } {
   };
 }
 
-export function clusterTarget(): StoreTarget & { cluster(): TestCluster } {
+/**
+ * A Redis store on a 6-node Cluster, through a Cluster client of `kind`'s package: on a Cluster of its own, or
+ * on `shared()`, one that the spec started (and stops) for several targets.
+ */
+export function clusterTarget(
+  kind: RedisClientKind = IOREDIS,
+  shared?: () => TestCluster,
+): StoreTarget & { cluster(): TestCluster } {
   let cluster: TestCluster | undefined;
-  let client: ReturnType<TestCluster['client']> | undefined;
+  let client: TestRedisClient | undefined;
   return {
-    name: 'redis-cluster',
+    name: kind === IOREDIS ? 'redis-cluster' : `redis-cluster (${kind.name})`,
     cluster: () => cluster as TestCluster,
     async setup() {
-      cluster = await startCluster();
-      client = cluster.client();
+      cluster = shared?.() ?? (await startCluster());
+      client = await kind.cluster(cluster.ports.slice(0, 3));
     },
     async teardown() {
-      await cluster?.stop();
+      await client?.close();
+      if (shared === undefined) await cluster?.stop();
     },
     make: (clock) =>
       new RedisRateLimitStore({
-        client: client as NonNullable<typeof client>,
+        client: (client as TestRedisClient).client,
         clock,
         keyPrefix: `c${++runs}:`,
         ttlSlackMs: 60_000,

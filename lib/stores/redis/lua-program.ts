@@ -1,22 +1,18 @@
-import type { RedisClient } from '../client-types.js';
+import { isReplyError, type RedisDriver } from './clients/redis-driver.js';
 import { RATE_LIMIT_FUNCTION, RATE_LIMIT_LIBRARY, RATE_LIMIT_SCRIPT, RATE_LIMIT_SCRIPT_SHA } from './rate-limit.lua.js';
 
 /**
  * How one call of the store's Lua program reaches Redis: FCALL of the Redis 7 function (the twins built once,
  * not at every call) while Redis has it, loading it when it is missing; else EVALSHA of the same code, EVAL on
  * NOSCRIPT. A Cluster, a Redis before 7, or one that refuses FUNCTION LOAD (ACLs) takes the script. Connection
- * errors are said in the module's words (ioredis speaks of streams and queues).
+ * errors are said in the module's words (ioredis speaks of streams and queues, node-redis of an offline client).
  */
 export class RedisLuaProgram {
   /** Whether calls go through the function; decided at the first call (or load()). */
   private functions: 'unknown' | 'yes' | 'no';
   private loadingFunction: Promise<void> | undefined;
 
-  /** @param where where the client connects, for errors in the module's words (never a password). */
-  constructor(
-    private readonly client: RedisClient,
-    private readonly where: string,
-  ) {
+  constructor(private readonly client: RedisDriver) {
     // Every master of a Cluster would need the library: the script, which travels with the call, is simpler.
     this.functions = client.isCluster ? 'no' : 'unknown';
   }
@@ -24,7 +20,7 @@ export class RedisLuaProgram {
   /** Loads the function (or the script) into Redis ahead of the first request (both also load on demand). */
   async load(): Promise<void> {
     if (this.functions !== 'no') await this.loadFunction();
-    if (this.functions === 'no') await this.client.script('LOAD', RATE_LIMIT_SCRIPT);
+    if (this.functions === 'no') await this.client.command(['SCRIPT', 'LOAD', RATE_LIMIT_SCRIPT]);
   }
 
   /** One call, its connection errors said in the module's words. */
@@ -32,7 +28,7 @@ export class RedisLuaProgram {
     try {
       return await this.send(keys, args);
     } catch (error) {
-      throw connectionError(error, this.where);
+      throw connectionError(error, this.client.address);
     }
   }
 
@@ -42,7 +38,7 @@ export class RedisLuaProgram {
    */
   private loadFunction(): Promise<void> {
     this.loadingFunction ??= this.client
-      .call('FUNCTION', 'LOAD', 'REPLACE', RATE_LIMIT_LIBRARY)
+      .command(['FUNCTION', 'LOAD', 'REPLACE', RATE_LIMIT_LIBRARY])
       .then(
         () => {
           this.functions = 'yes';
@@ -60,7 +56,7 @@ export class RedisLuaProgram {
   private async send(keys: readonly string[], args: readonly string[]): Promise<unknown> {
     if (this.functions !== 'no') {
       try {
-        const reply = await this.client.call('FCALL', RATE_LIMIT_FUNCTION, keys.length, ...keys, ...args);
+        const reply = await this.fcall(keys, args);
         // loaded by another instance, or by this one before
         this.functions = 'yes';
         return reply;
@@ -69,17 +65,20 @@ export class RedisLuaProgram {
         // Not there yet, or flushed (FUNCTION FLUSH): load it and call again; no FCALL at all: the script.
         if (!error.message.includes('Function not found') && !/unknown command/i.test(error.message)) throw error;
         await this.loadFunction();
-        if (this.functions === 'yes')
-          return this.client.call('FCALL', RATE_LIMIT_FUNCTION, keys.length, ...keys, ...args);
+        if (this.functions === 'yes') return this.fcall(keys, args);
       }
     }
     try {
-      return await this.client.evalsha(RATE_LIMIT_SCRIPT_SHA, keys.length, ...keys, ...args);
+      return await this.client.evalsha(RATE_LIMIT_SCRIPT_SHA, keys, args);
     } catch (error) {
       // Redis restarted or its script cache was flushed: EVAL sends the script and caches it again.
       if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-      return this.client.eval(RATE_LIMIT_SCRIPT, keys.length, ...keys, ...args);
+      return this.client.eval(RATE_LIMIT_SCRIPT, keys, args);
     }
+  }
+
+  private fcall(keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    return this.client.command(['FCALL', RATE_LIMIT_FUNCTION, String(keys.length), ...keys, ...args], keys[0]);
   }
 }
 
@@ -88,17 +87,13 @@ export class RedisLuaProgram {
  * Redis answered with and programming errors pass as they are.
  */
 function connectionError(error: unknown, where: string): unknown {
-  if (!(error instanceof Error) || error.name === 'ReplyError' || error instanceof TypeError) return error;
+  if (!(error instanceof Error) || isReplyError(error) || error instanceof TypeError) return error;
   const { message } = error;
-  const problem = message.includes("Stream isn't writeable")
-    ? 'is not connected (the limiter queues no command while its connection is down)'
-    : message.includes('Connection is closed')
-      ? 'closed the connection'
-      : `failed: ${message}`;
+  const problem =
+    message.includes("Stream isn't writeable") || message === 'The client is offline'
+      ? 'is not connected (the limiter queues no command while its connection is down)'
+      : message.includes('Connection is closed') || message === 'The client is closed'
+        ? 'closed the connection'
+        : `failed: ${message}`;
   return new Error(`${where} ${problem}`, { cause: error });
-}
-
-/** An error Redis answered with (as opposed to a connection that failed). */
-export function isReplyError(error: unknown): error is Error {
-  return error instanceof Error && error.name === 'ReplyError';
 }

@@ -1,21 +1,25 @@
 import { type Clock, systemClock } from '../../clock.js';
 import type { RateLimitDecision } from '../../policy/policy.types.js';
 import { decisionsFromReply } from '../decisions.js';
-import { checkRedisClient, type RedisClient, type RedisConnection } from '../client-types.js';
+import type { NodeRedisClient, RedisClient } from '../client-types.js';
 import type { RateLimitStore, RateLimitStoreChanges, RateLimitStoreItem, StoreCallItem } from '../rate-limit-store.js';
 import { checkKeyPrefix } from '../storage-key.js';
-import { redisAddress } from '../store-description.js';
 import { acrossSlots, consumeAcrossSlots, type RunInSlot, slotGroups, slotItems } from './across-slots.js';
 import { batchArgs, callFields, type RequestArgs, requestArgs, splitReply } from './call-args.js';
 import { CallBatcher } from './call-batcher.js';
-import { canFeed, RedisChangeFeed } from './change-feed.js';
-import { type ResettableClient, unlinkUnder } from './reset-all.js';
-import { isReplyError, RedisLuaProgram } from './lua-program.js';
+import { RedisChangeFeed } from './change-feed.js';
+import { driverOf } from './clients/driver-of.js';
+import { isReplyError, type RedisDriver } from './clients/redis-driver.js';
+import { unlinkUnder } from './reset-all.js';
+import { RedisLuaProgram } from './lua-program.js';
 
 /** Options of the Redis store. */
 export interface RedisRateLimitStoreOptions {
-  /** An ioredis `Redis` or `Cluster`. The store never changes it, and never closes it. */
-  client: RedisClient;
+  /**
+   * An ioredis or iovalkey `Redis` or `Cluster`, or a node-redis client, Cluster or Sentinel (connected). The
+   * store never changes it, and never closes it.
+   */
+  client: RedisClient | NodeRedisClient;
   /** Time source, or 'store' to read Redis `TIME` inside the script (one clock for every instance). */
   clock?: Clock | 'store';
   /** Default 'rl:'. */
@@ -34,7 +38,7 @@ type Operation = 'consume' | 'check' | 'peek' | 'refund' | 'reset' | 'block' | '
  */
 export class RedisRateLimitStore implements RateLimitStore {
   /** The connection the store sends its commands on. */
-  readonly client: RedisClient;
+  readonly client: RedisClient | NodeRedisClient;
   /**
    * Changes outside decisions, announced on `<keyPrefix>changes` (pub/sub) to every instance; a subscriber
    * connection is made from the client only while the module listens.
@@ -42,6 +46,8 @@ export class RedisRateLimitStore implements RateLimitStore {
   readonly changes: RateLimitStoreChanges | undefined;
   /** A consume takes up to an item's `upTo` (leases): the script's decide_one. */
   readonly grantsUpTo = true;
+  /** How the store sends commands on `client`, whichever package made it. */
+  private readonly redis: RedisDriver;
   private readonly clock: Clock | undefined;
   private readonly keyPrefix: string;
   private readonly ttlSlack: string;
@@ -51,9 +57,9 @@ export class RedisRateLimitStore implements RateLimitStore {
 
   constructor(options: RedisRateLimitStoreOptions) {
     if (options?.client === undefined) {
-      throw new TypeError('nest-rate-limit: RedisRateLimitStore needs `client`, an ioredis Redis or Cluster');
+      throw new TypeError('nest-rate-limit: RedisRateLimitStore needs `client`, an ioredis or node-redis client');
     }
-    checkRedisClient(options.client, 'the `client` of RedisRateLimitStore');
+    this.redis = driverOf(options.client, 'the `client` of RedisRateLimitStore');
     this.client = options.client;
     this.clock = options.clock === 'store' ? undefined : (options.clock ?? systemClock);
     this.keyPrefix = checkKeyPrefix(options.keyPrefix ?? 'rl:');
@@ -63,10 +69,8 @@ export class RedisRateLimitStore implements RateLimitStore {
     }
     this.ttlSlack = String(slack);
     this.batcher = new CallBatcher(this.sendBatch);
-    this.changes = canFeed(this.client) ? new RedisChangeFeed(this.client, `${this.keyPrefix}changes`) : undefined;
-    // Where the client connects, for errors in the module's words (never a password).
-    const where = 'options' in this.client ? redisAddress(this.client as RedisConnection) : 'Redis';
-    this.program = new RedisLuaProgram(this.client, where);
+    this.changes = this.redis.canSubscribe ? new RedisChangeFeed(this.redis, `${this.keyPrefix}changes`) : undefined;
+    this.program = new RedisLuaProgram(this.redis);
   }
 
   consume(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
@@ -86,12 +90,12 @@ export class RedisRateLimitStore implements RateLimitStore {
   }
 
   ping(): Promise<unknown> {
-    return this.client.ping();
+    return this.redis.ping();
   }
 
   /** Removes every key under the store's prefix (each Cluster master's), in batches; resolves with how many. */
   resetAll(): Promise<number> {
-    return unlinkUnder(this.client as ResettableClient, this.keyPrefix);
+    return unlinkUnder(this.redis, this.keyPrefix);
   }
 
   /** Loads the function (or the script) into Redis ahead of the first request (both also load on demand). */
@@ -104,7 +108,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     items: readonly StoreCallItem[],
   ): Promise<RateLimitDecision[]> {
     if (items.length === 0) return [];
-    const groups = slotGroups(items, this.keyPrefix, this.client.isCluster);
+    const groups = slotGroups(items, this.keyPrefix, this.redis.isCluster);
     if (groups.length === 1) return this.inSlot(op, items);
     return op === 'consume'
       ? consumeAcrossSlots(items, groups, this.inSlot)
@@ -129,14 +133,14 @@ export class RedisRateLimitStore implements RateLimitStore {
   /** One call per Cluster slot of the items (one call on a standalone Redis). */
   private async eachSlot(op: Operation, items: readonly StoreCallItem[]): Promise<void> {
     if (items.length === 0) return;
-    const groups = slotGroups(items, this.keyPrefix, this.client.isCluster);
+    const groups = slotGroups(items, this.keyPrefix, this.redis.isCluster);
     await Promise.all(groups.map((group) => this.run(op, slotItems(items, group))));
   }
 
   private async run(op: Operation, items: readonly StoreCallItem[]): Promise<unknown> {
     const request = requestArgs(op, items, this.keyPrefix, this.clock ?? systemClock);
     // The consumes on one connection are gathered per turn of the event loop.
-    if (op === 'consume' && !this.client.isCluster) return this.batcher.consume(request);
+    if (op === 'consume' && !this.redis.isCluster) return this.batcher.consume(request);
     return this.program.call(request.keys, [op, this.now(), this.ttlSlack, ...callFields(request)]);
   }
 

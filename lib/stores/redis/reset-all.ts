@@ -1,15 +1,6 @@
 import calculateSlot from 'cluster-key-slot';
 
-/** A connection to one Redis (a standalone server, or one master of a Cluster). */
-interface Node {
-  call(command: string, ...args: string[]): Promise<unknown>;
-}
-
-/** An ioredis Redis or Cluster, as resetAll reads it. */
-export interface ResettableClient extends Node {
-  readonly isCluster: boolean;
-  nodes?(role: 'master'): Node[];
-}
+import type { RedisDriver, RedisNode } from './clients/redis-driver.js';
 
 /** Keys per SCAN step and per UNLINK: small steps, so Redis is never blocked for long. */
 const BATCH = 500;
@@ -22,18 +13,18 @@ const under = (prefix: string): string => `${prefix.replace(/[*?[\]\\]/g, (c) =>
  * batches (never KEYS or FLUSHDB: other keys of the server stay, and Redis answers other clients meanwhile).
  * Resolves with the number of keys removed.
  */
-export async function unlinkUnder(client: ResettableClient, prefix: string): Promise<number> {
-  const nodes = client.isCluster ? (client.nodes?.('master') ?? []) : [client];
+export async function unlinkUnder(client: RedisDriver, prefix: string): Promise<number> {
+  const nodes = await client.masters();
   let removed = 0;
   for (const node of nodes) removed += await unlinkOn(node, under(prefix), client.isCluster);
   return removed;
 }
 
-async function unlinkOn(node: Node, pattern: string, cluster: boolean): Promise<number> {
+async function unlinkOn(node: RedisNode, pattern: string, cluster: boolean): Promise<number> {
   let removed = 0;
   let cursor = '0';
   do {
-    const [next, keys] = (await node.call('SCAN', cursor, 'MATCH', pattern, 'COUNT', String(BATCH))) as [
+    const [next, keys] = (await node.command(['SCAN', cursor, 'MATCH', pattern, 'COUNT', String(BATCH)])) as [
       string,
       string[],
     ];
@@ -41,7 +32,7 @@ async function unlinkOn(node: Node, pattern: string, cluster: boolean): Promise<
     // On a Cluster, one UNLINK may name the keys of one slot only.
     const groups = cluster ? bySlot(keys) : [keys];
     const counts = await Promise.all(
-      groups.filter((group) => group.length > 0).map((group) => node.call('UNLINK', ...group)),
+      groups.filter((group) => group.length > 0).map((group) => node.command(['UNLINK', ...group])),
     );
     removed += counts.reduce<number>((sum, count) => sum + Number(count), 0);
   } while (cursor !== '0');
