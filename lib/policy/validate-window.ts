@@ -49,7 +49,13 @@ export function validateWindowPolicy(policy: RateLimitWindowPolicy, name: string
   // intermediate values reach a few times capacity × windowMs (two windows of a sliding counter seen from a
   // clock that stepped back, a GCRA key seen from behind), and must stay below 2^53 in Lua and TypeScript.
   const problem = checkUnits(Math.max(capacity, staticLimit), windowMs as number);
-  if (problem !== undefined) fail('limit', problem);
+  if (problem !== undefined) {
+    // the field to change: the burst when the limit alone fits
+    fail(
+      capacity > staticLimit && checkUnits(staticLimit, windowMs as number) === undefined ? 'burst' : 'limit',
+      problem,
+    );
+  }
   if (policy.algorithm === 'gcra') checkGcra(staticLimit, capacity, windowMs as number, fail);
   checkCommonFields(policy, fail);
   return Object.freeze({
