@@ -5,9 +5,9 @@ import { RATE_LIMIT_POLICIES, RATE_LIMIT_SKIP } from './rate-limit.constants.js'
 
 /**
  * Declares the policies of a controller or handler. Handler policies replace class and default policies of
- * the same name; all policies of a request are decided together. Stacked @RateLimit decorators on one class
+ * the same name; all policies of a request are decided together. Stacked `@RateLimit` decorators on one class
  * or handler add up, in source order (the top one first); one name twice on one target stops the start.
- * A subclass without a class-level @RateLimit of its own has its parent's; one with its own has only those
+ * A subclass without a class-level `@RateLimit` of its own has its parent's; one with its own has only those
  * (as with Nest's SetMetadata, read through Reflector.get).
  * @example @RateLimit({ name: 'export', algorithm: 'token-bucket', limit: 10_000, window: '1m', cost: (ctx) => rowsOf(ctx) })
  */

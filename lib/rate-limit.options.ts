@@ -5,7 +5,7 @@ import type { FailMode, RateLimitListEntry, RateLimitMode, RateLimitPolicy } fro
 import type { RateLimitStore } from './stores/rate-limit-store.js';
 import type { NodeRedisClient, PgPool, RedisConnection, RedisConnectionOptions } from './stores/client-types.js';
 
-/** Which rate-limit header fields responses carry. See the README for every value. */
+/** Which rate-limit header fields responses carry. docs/responses.md, "Header schemes", shows every value. */
 export type RateLimitHeaders = 'ietf' | 'legacy' | 'both' | 'none';
 
 /**

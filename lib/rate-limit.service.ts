@@ -83,7 +83,7 @@ export class RateLimitService implements OnModuleDestroy {
    * RateLimitUnavailableException (503) when the module shuts down. The waiters of one policy and key in
    * this process are served first come, first served: only the first of them asks the store, again after each
    * `retryAfterMs` (so one call per key per retry-after from each process, and the store keeps the rate across
-   * processes). README "Waiting instead of denying" has every edge case.
+   * processes). docs/service.md, "Waiting instead of denying", has every edge case.
    * @example const d = await rateLimits.acquire('provider-rpm', 'openai', { maxWaitMs: 30_000, signal });
    */
   async acquire(

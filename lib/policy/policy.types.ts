@@ -195,7 +195,7 @@ export interface RateLimitWindowPolicy extends PolicyBase {
  * @example { name: 'ai-monthly', algorithm: 'quota', period: 'month', timeZone: 'Europe/Paris', limit: (ctx) => planOf(ctx).tokens }
  */
 export interface RateLimitQuotaPolicy extends PolicyBase {
-  /** A calendar quota (see the README's Quotas section). */
+  /** A calendar quota (docs/quotas.md). */
   algorithm: 'quota';
   /** 'day' or 'month', as the clocks of `timeZone` show them. */
   period: QuotaPeriod;

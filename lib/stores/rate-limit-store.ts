@@ -99,7 +99,7 @@ export interface RateLimitStore {
 /**
  * How long (ms of real time) a cached denial may answer without news from the store's feed of changes: a
  * reset, unblock or refund made through another instance lifts a denial within this time plus the trip of
- * its announcement (README: "within 1 s").
+ * its announcement (docs/stores.md, "Changes reach every instance within 1 s").
  */
 export const DENY_CACHE_TRUST_MS = 750;
 
