@@ -106,7 +106,8 @@ describe.each(GRAPHQL_DRIVERS)('counting by outcome in GraphQL on %s', (driver) 
   let t: GraphQLTestApp;
   beforeAll(async () => {
     redis = await startRedis();
-    const rateLimit: RateLimitModuleOptions = { redis: { url: redis.url } };
+    // A generous timeout: 200 decisions at once on 2 shared cores must not fall into the fail mode here.
+    const rateLimit: RateLimitModuleOptions = { redis: { url: redis.url }, timeout: 2000 };
     t = await startGraphQLApp(driver, {
       resolvers: [LoginResolver, VaultResolver],
       rateLimit,
