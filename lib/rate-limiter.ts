@@ -38,6 +38,7 @@ import { conclude } from './request/conclusion.js';
 import { OutcomeRefunds } from './request/outcome.js';
 import { RequestResolver } from './request/request-items.js';
 import { StepEvaluator } from './request/step-evaluation.js';
+import { warnAtStart } from './start-warnings.js';
 import type { RateLimitStores } from './stores/rate-limit-stores.js';
 
 /**
@@ -123,20 +124,16 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
     this.engine.metrics = metrics;
     this.events.metrics = metrics;
     await this.engine.feed.start();
-    const quotas = [...this.planner.declared()].filter(({ policy }) => policy.quota !== undefined);
-    if (quotas.length > 0 && this.options.postgres === undefined) {
-      this.logger.warn(
-        `Quota policies (${quotas.map(({ policy }) => policy.name).join(', ')}) are kept in the rate-limit store: ` +
-          'not billing-grade (the memory store forgets them on restart; Redis keeps only the current period). ' +
-          'Set the `postgres` option for durable, exact quota usage.',
-      );
-    }
-    if (this.rpcPolicies && (this.lists.allow?.hasAddresses || this.lists.deny?.hasAddresses)) {
-      this.logger.warn(
-        "The module's allow or deny list names client addresses, which microservice messages do not have: " +
-          'there, only its functions can match.',
-      );
-    }
+    warnAtStart(
+      {
+        declared: this.planner.declared(),
+        storeOf: (policy) => this.engine.storeOf(policy),
+        postgres: this.options.postgres !== undefined,
+        rpcWithAddressLists:
+          this.rpcPolicies && (this.lists.allow?.hasAddresses === true || this.lists.deny?.hasAddresses === true),
+      },
+      this.logger,
+    );
   }
 
   /** Lets the refunds of ended invocations reach the store before the module closes its connections. */

@@ -10,7 +10,7 @@ import {
   localLimitOf,
 } from './common-fields.js';
 import type { RateLimitWindowPolicy, ResolvedPolicy } from './policy.types.js';
-import { checkUnits, describeValue } from './value-checks.js';
+import { checkGcraRate, checkUnits, describeValue } from './value-checks.js';
 import { parseWindow } from './window.js';
 
 /** The fields of a policy of a window-based algorithm (every algorithm but quota). */
@@ -86,12 +86,15 @@ function checkAnchor({ anchor, algorithm }: RateLimitWindowPolicy, fail: Fail): 
 
 /**
  * GCRA counts in µs (gcra.ts): its window, and its burst × emission interval when both are static, must stay
- * within MAX_LEAD_US (about 71 years) for its integers to stay exact.
+ * within MAX_LEAD_US (about 71 years) for its integers to stay exact, and a static limit must be one its
+ * whole-µs emission interval holds (checkGcraRate).
  */
 function checkGcra(limit: number, burst: number, windowMs: number, fail: Fail): void {
   if (1000 * windowMs > MAX_LEAD_US) {
     fail('window', `must not exceed ${MAX_LEAD_US / 1000} ms (about 71 years) for gcra, got ${windowMs}`);
   }
+  const rate = Number.isNaN(limit) ? undefined : checkGcraRate(limit, windowMs);
+  if (rate !== undefined) fail('limit', rate);
   if (Number.isNaN(limit) || Number.isNaN(burst)) return;
   const leadUs = burst * emissionUs(limit, windowMs);
   if (leadUs > MAX_LEAD_US) {

@@ -1,3 +1,5 @@
+import { emissionUs, gcraRatePerWindow, MAX_GCRA_SHORTFALL } from '../algorithms/gcra/gcra.js';
+
 /**
  * Checks of single values that apply both at start (a policy's static fields) and per request (what a limit,
  * burst or cost function returned), with the way a bad value is shown in their messages.
@@ -23,10 +25,35 @@ export function checkUnits(units: number, windowMs: number): string | undefined 
   return `limit (or burst) × window in ms must not exceed 2^51; got ${units} × ${windowMs}`;
 }
 
-/** A limit or burst returned for one request, checked like a static one (an integer >= 1 within the bounds). */
-export function checkRequestLimit(value: unknown, windowMs: number, fail: (problem: string) => never): number {
+/**
+ * Why GCRA cannot hold `limit` per `windowMs`, or undefined: it counts in whole µs, and an emission interval
+ * rounded up by more than MAX_GCRA_SHORTFALL of it would enforce a lower limit than the one declared.
+ */
+export function checkGcraRate(limit: number, windowMs: number): string | undefined {
+  const admitted = gcraRatePerWindow(limit, windowMs);
+  if (!(admitted < limit * (1 - MAX_GCRA_SHORTFALL))) return undefined;
+  const exact = (1000 * windowMs) / limit;
+  const lost = ((1 - admitted / limit) * 100).toFixed(1);
+  return (
+    `gcra counts time in whole microseconds: ${limit} per ${windowMs} ms is one request every ` +
+    `${+exact.toPrecision(6)} µs, rounded up to ${emissionUs(limit, windowMs)} µs, which admits only ` +
+    `${+admitted.toPrecision(6)} per window (${lost}% below the limit). Use token-bucket, which is exact at any ` +
+    `rate, or a limit that divides ${1000 * windowMs}`
+  );
+}
+
+/**
+ * A limit or burst returned for one request, checked like a static one (an integer >= 1 within the bounds; a
+ * GCRA limit that its µs clock can hold).
+ */
+export function checkRequestLimit(
+  value: unknown,
+  windowMs: number,
+  fail: (problem: string) => never,
+  gcraLimit = false,
+): number {
   const limit = checkQuotaLimit(value, fail);
-  const problem = checkUnits(limit, windowMs);
+  const problem = checkUnits(limit, windowMs) ?? (gcraLimit ? checkGcraRate(limit, windowMs) : undefined);
   return problem === undefined ? limit : fail(problem);
 }
 

@@ -152,7 +152,7 @@ export class RequestResolver {
     // A quota's window is a nominal period length: its bound is the limit alone.
     const check = (v: unknown): number =>
       planned.policy.quota === undefined
-        ? checkRequestLimit(v, planned.policy.windowMs, fail)
+        ? checkRequestLimit(v, planned.policy.windowMs, fail, field === 'limit' && planned.policy.algorithm === 'gcra')
         : checkQuotaLimit(v, fail);
     return isPromise(value) ? value.then(check) : check(value);
   }

@@ -10,7 +10,7 @@ import {
 } from '../../lib/index.js';
 import type { Clock } from '../../lib/clock.js';
 import { MAX_LEAD_US } from '../../lib/algorithms/gcra/gcra.js';
-import { MAX_UNITS } from '../../lib/policy/value-checks.js';
+import { checkGcraRate, MAX_UNITS } from '../../lib/policy/value-checks.js';
 import type { RateLimitAlgorithm } from '../../lib/policy/policy.types.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { nth } from '../support/harness.js';
@@ -84,8 +84,11 @@ const largePolicyArb = (i: number) =>
       const lead = Math.floor((MAX_LEAD_US * fraction * Math.min(1, limit / (burst ?? limit))) / 1000);
       const most = algorithm === 'gcra' ? Math.min(units, lead - Math.ceil(limit / 1000)) : units;
       const anchor = algorithm === 'fixed-window' && fromFirstRequest ? ('first-request' as const) : undefined;
-      return validatePolicy({ algorithm, limit, burst, anchor, window: Math.max(1, most - below), name: `p${i}` });
-    });
+      return { algorithm, limit, burst, anchor, window: Math.max(1, most - below), name: `p${i}` };
+    })
+    // GCRA refuses a limit its whole-µs emission interval would enforce lower (a short window of a large limit)
+    .filter((p) => p.algorithm !== 'gcra' || checkGcraRate(p.limit, p.window) === undefined)
+    .map((p) => validatePolicy(p));
 
 const policyArb = (i: number) =>
   fc.oneof({ arbitrary: smallPolicyArb(i), weight: 6 }, { arbitrary: largePolicyArb(i), weight: 1 });

@@ -25,6 +25,17 @@ export const MAX_LEAD_US = 2 ** 51;
 export const emissionUs = (limit: number, windowMs: number): number => ceilDiv(1000 * windowMs, limit);
 
 /**
+ * The most of its limit a GCRA policy may lose to the emission interval's rounding up to a whole µs (1%): past
+ * it (above about 10,000 a second, unless the limit divides 1000 × windowMs) validation refuses the policy, as a
+ * limit the module would silently enforce lower (800,000 a second has T = 2 µs: 500,000 a second).
+ */
+export const MAX_GCRA_SHORTFALL = 0.01;
+
+/** How many requests a window admits at the emission interval's rate, once the burst is spent. */
+export const gcraRatePerWindow = (limit: number, windowMs: number): number =>
+  (1000 * windowMs) / emissionUs(limit, windowMs);
+
+/**
  * ceil(a × b / c) for integers a, b >= 0 and c >= 1 below 2^53, exactly (the product may exceed 2^53), as the
  * Lua twin's mul_div_ceil and the SQL twin's numeric arithmetic compute it.
  */

@@ -10,7 +10,7 @@ export interface FleetBound {
   readonly kind: 'per-window' | 'sliding-estimate' | 'any-interval';
   readonly most: number;
   readonly allowed: number;
-  /** One line for a table: `most 800000 per 1s window (limit 800000)`. */
+  /** One line for a table: `most 500000 per 1s window (limit 500000)`. */
   readonly text: string;
 }
 

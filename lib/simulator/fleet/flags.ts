@@ -23,7 +23,7 @@ Flags:
   --instances <n>      instances in the fleet; default 100
   --rate <n>           requests per second the whole fleet offers; default 1000000
   --algorithm <name>   ${FLEET_ALGORITHMS.join(', ')}, or all; default fixed-window
-  --limit <n>          the policy's limit per window; default 800000
+  --limit <n>          the policy's limit per window; default 500000
   --window <duration>  as in policies: ms, or '500ms', '1s', '1m'; default 1s
   --burst <n>          token-bucket and gcra capacity; default the limit
   --lease <n>          the most units one take asks the store for (>= 2); default 100
