@@ -28,6 +28,9 @@ const IN_FLIGHTS = (args.find((a) => a.startsWith('--in-flight='))?.split('=')[1
 const KEYS = 10_000;
 const POOL_SIZE = 10;
 const LIMIT = 1_000_000_000;
+// GCRA holds a limit exactly only when its emission interval is a whole µs (validation refuses others):
+// 60,000,000 a minute is one per µs, still far above what is sent.
+const GCRA_LIMIT = 60_000_000;
 const dists = args
   .filter((a) => !a.startsWith('--'))
   .map((a, i) => (a.includes('=') ? a.split('=') : [`dist${i + 1}`, a]))
@@ -92,7 +95,8 @@ async function storeSubjects({ label, dir }) {
   await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
   const store = new lib.PostgresRateLimitStore({ pool, schema, pruneIntervalMs: 0 });
   await store.migrate();
-  const policy = (name, algorithm) => lib.validatePolicy({ name, algorithm, limit: LIMIT, window: '1m' });
+  const policy = (name, algorithm) =>
+    lib.validatePolicy({ name, algorithm, limit: algorithm === 'gcra' ? GCRA_LIMIT : LIMIT, window: '1m' });
   const one = [policy('per-user', 'sliding-window-counter')];
   const three = [...one, policy('burst', 'token-bucket'), policy('smooth', 'gcra')];
   const items = (policies) => identities.map((key) => policies.map((p) => ({ policy: p, key, cost: 1 })));
