@@ -28,6 +28,7 @@ export interface FleetChartData {
   readonly limit: number;
   readonly windowMs: number;
   readonly rttUs: number;
+  readonly rttJitterUs: number;
   readonly denyCache: boolean;
   readonly offered: number;
   readonly admitted: number;
@@ -46,6 +47,7 @@ export function chartDataOf(r: FleetResult): FleetChartData {
       limit: policy.limit,
       windowMs: policy.windowMs,
       rttUs: o.rttUs,
+      rttJitterUs: o.rttJitterUs,
       denyCache: o.denyCache,
     },
     ...{ offered: r.offered, admitted: r.admitted, storeCalls: r.storeCalls, callsPerRequest: callsPerRequest(r) },
@@ -139,7 +141,7 @@ export function fleetSvg(runs: readonly FleetResult[]): string {
   const title = `A fleet of ${o.instances} instances, ${count(o.ratePerSecond)} requests/s to one key`;
   const sub =
     `${o.arrivals} arrivals, ${count(first.policy.limit)} per ${formatMs(first.policy.windowMs)}, lease ${o.lease}, ` +
-    `store round trip ${o.rttUs / 1000} ms, ${o.denyCache ? 'cache of denials on' : 'no cache of denials'}, ${formatMs(o.durationMs)} simulated, seed ${o.seed}`;
+    `store round trip ${o.rttUs / 1000} ms${o.rttJitterUs > 0 ? ` (± ${o.rttJitterUs / 2000} ms each way)` : ''}, ${o.denyCache ? 'cache of denials on' : 'no cache of denials'}, ${formatMs(o.durationMs)} simulated, seed ${o.seed}`;
   const top = 96;
   const height = top + algorithms.length * PITCH;
   const json = JSON.stringify(runs.map(chartDataOf)).replace(

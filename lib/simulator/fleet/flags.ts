@@ -29,6 +29,8 @@ Flags:
   --lease <n>          the most units one take asks the store for (>= 2); default 100
   --growth <mode>      ${LEASE_MODES.join(', ')} (no lease: every request is a store call), or all; default all
   --rtt <duration>     a store call's round trip: '1ms', '250us', '0'; default 1ms
+  --rtt-jitter <d>     how much each half of a round trip varies (uniformly, by up to ± half of it), at most
+                       the round trip: '200us'; default 0
   --deny-cache <on|off> whether instances answer the store's denials locally until their retry-after, as
                        the engine does on Redis and PostgreSQL; default on
   --duration <d>       how long to simulate, like --window; default 2s
@@ -45,7 +47,8 @@ Example:
 `;
 
 const FLAGS = [
-  ...['instances', 'rate', 'algorithm', 'limit', 'window', 'burst', 'lease', 'growth', 'rtt', 'duration'],
+  ...['instances', 'rate', 'algorithm', 'limit', 'window', 'burst', 'lease', 'growth', 'rtt', 'rtt-jitter'],
+  'duration',
   ...['deny-cache', 'arrivals', 'skew', 'seed', 'out', 'help'],
 ] as const;
 
@@ -75,10 +78,15 @@ export function parseSimulateFleet(args: readonly string[]): FleetCommand | 'hel
   const growths = oneOf('growth', flags.growth ?? 'all', LEASE_MODES, true);
   const [denyCache] = oneOf('deny-cache', flags['deny-cache'] ?? 'on', ['on', 'off'], false);
   const [arrivals] = oneOf('arrivals', flags.arrivals ?? FLEET_DEFAULTS.arrivals, ARRIVAL_KINDS, false);
-  const rttUs = parseMicros(flags.rtt ?? '1ms');
-  if (rttUs === undefined) {
-    throw new UsageError(`--rtt must be a duration like '1ms', '250us', '0' or '2s', got ${JSON.stringify(flags.rtt)}`);
-  }
+  const micros = (flag: 'rtt' | 'rtt-jitter', fallback: string): number => {
+    const us = parseMicros(flags[flag] ?? fallback);
+    if (us !== undefined) return us;
+    throw new UsageError(
+      `--${flag} must be a duration like '1ms', '250us', '0' or '2s', got ${JSON.stringify(flags[flag])}`,
+    );
+  };
+  const rttUs = micros('rtt', '1ms');
+  const rttJitterUs = micros('rtt-jitter', '0');
   const skew = flags.skew === undefined ? 0 : Number(flags.skew);
   if (flags.skew !== undefined && (flags.skew.trim() === '' || !Number.isFinite(skew))) {
     throw new UsageError(`--skew must be a number from 0 to 4, got ${JSON.stringify(flags.skew)}`);
@@ -97,6 +105,7 @@ export function parseSimulateFleet(args: readonly string[]): FleetCommand | 'hel
     burst: integerFlag('burst', flags.burst),
     lease: integerFlag('lease', flags.lease, FLEET_DEFAULTS.lease) as number,
     rttUs,
+    rttJitterUs,
     denyCache: denyCache === 'on',
     durationMs: ms('duration', flags.duration ?? '2s'),
     arrivals: arrivals as ArrivalKind,

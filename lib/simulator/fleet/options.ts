@@ -28,6 +28,8 @@ export interface FleetOptions {
   readonly growth: LeaseMode;
   /** A store call's round trip in µs: the store decides after half of it, the reply arrives after all of it. */
   readonly rttUs: number;
+  /** How much each half of a round trip varies, in µs: uniformly by up to ± half of it; 0, the default: not at all. */
+  readonly rttJitterUs: number;
   /**
    * Whether each instance answers denials the store gave from its cache of denials until their retry-after, as
    * the engine does with a store in another process (Redis, PostgreSQL); without it every denial is a store call.
@@ -54,6 +56,7 @@ export const FLEET_DEFAULTS: FleetOptions = {
   lease: 100,
   growth: 'growing',
   rttUs: 1000,
+  rttJitterUs: 0,
   denyCache: true,
   durationMs: 2000,
   arrivals: 'poisson',
@@ -85,6 +88,9 @@ export function checkFleetOptions(o: FleetOptions): FleetOptions {
     fail('growth', `must be one of ${LEASE_MODES.join(', ')}, got ${o.growth}`);
   }
   if (!whole(o.rttUs, 0) || o.rttUs > 10_000_000) fail('rtt', `must be from 0 to 10s, got ${o.rttUs} µs`);
+  if (!whole(o.rttJitterUs, 0) || o.rttJitterUs > o.rttUs) {
+    fail('rtt-jitter', `must be from 0 to the round trip (${o.rttUs} µs), got ${o.rttJitterUs} µs`);
+  }
   if (!whole(o.durationMs, 1) || o.durationMs > 3_600_000)
     fail('duration', `must be from 1ms to 1h, got ${o.durationMs} ms`);
   if (!(ARRIVAL_KINDS as readonly string[]).includes(o.arrivals)) {

@@ -30,7 +30,7 @@ export function fleetTable(r: FleetResult): string {
   const { options: o, policy } = r;
   const head =
     `${policy.algorithm}, ${policy.limit} per ${policy.windowMs} ms, ${modeOf(r)}: ${o.instances} instances, ` +
-    `${count(o.ratePerSecond)} requests/s (${o.arrivals}${o.skew > 0 ? `, skew ${o.skew}` : ''}), round trip ${o.rttUs} µs, ${o.denyCache ? 'cache of denials' : 'no cache of denials'}, seed ${o.seed}`;
+    `${count(o.ratePerSecond)} requests/s (${o.arrivals}${o.skew > 0 ? `, skew ${o.skew}` : ''}), round trip ${o.rttUs} µs${o.rttJitterUs > 0 ? ` (± ${o.rttJitterUs / 2} µs each way)` : ''}, ${o.denyCache ? 'cache of denials' : 'no cache of denials'}, seed ${o.seed}`;
   const columns = [
     'second',
     'offered',

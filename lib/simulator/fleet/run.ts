@@ -7,7 +7,9 @@ import { SimulatorError } from '../traffic.js';
 import { sharesOf, FleetArrivals } from './arrivals.js';
 import { BoundCheck, type FleetBound } from './bounds.js';
 import { FleetInstance, type FleetCall } from './instance.js';
+import { EventQueue } from './event-queue.js';
 import { checkFleetOptions, FLEET_DEFAULTS, type FleetOptions } from './options.js';
+import { seeded } from './random.js';
 import { Tally, type FleetSecond } from './tally.js';
 
 /** A fleet run: what each second saw, the chart's finer slots, and the totals. */
@@ -62,12 +64,12 @@ function mapTable(): StateTable {
  * Simulates a fleet in virtual time: each instance's requests arrive (FleetArrivals) and are decided as the
  * engine decides them (FleetInstance); a store call reaches the shared store after half the round trip, which
  * decides it there and then with consumeAll (the memory store's procedure), and its reply reaches the instance
- * after the whole round trip; replies come back in the order the calls went out. Deterministic for a seed.
+ * after the whole round trip (each half varied by `rttJitterUs`, if set). Deterministic for a seed.
  * @example runFleet({ instances: 10, ratePerSecond: 10_000, limit: 5_000, durationMs: 2000 }).bound.most <= 5000
  */
 export function runFleet(asked: Partial<FleetOptions> = {}, { record = false } = {}): FleetResult {
   const options = checkFleetOptions({ ...FLEET_DEFAULTS, ...asked });
-  const { algorithm, windowMs, rttUs, durationMs } = options;
+  const { algorithm, windowMs, durationMs } = options;
   const policy = policyOf(options);
   const item: EngineItem = { policy, key: KEY, cost: 1, failMode: 'open', order: 0 };
   const instances = Array.from(
@@ -88,7 +90,6 @@ export function runFleet(asked: Partial<FleetOptions> = {}, { record = false } =
   const windowCount = Math.floor(durationMs / windowMs);
   const windows = Array.from({ length: windowCount }, () => ({ offered: 0, admitted: 0 }));
   const endUs = durationMs * 1000;
-  const half = Math.floor(rttUs / 2);
   const msOf = (us: number): number => Math.floor(us / 1000);
   const admittedAtMs: number[] | undefined = record ? [] : undefined;
   const grantedBy = new Float64Array(options.instances);
@@ -104,14 +105,17 @@ export function runFleet(asked: Partial<FleetOptions> = {}, { record = false } =
     const window = windows[Math.floor(ms / windowMs)];
     if (window !== undefined) window.admitted++;
   };
-  let calls: FleetCall[] = [];
+  /** Calls on their way to the store, and decided calls on their way back, each by when they get there. */
+  const toStore = new EventQueue<FleetCall>();
+  const toReply = new EventQueue<FleetCall>();
+  const delays = oneWayDelays(options);
   /** A request of `instance` at `atUs` (after waiting for `waited` takes): admitted here, refused, or a call. */
   const decide = (instance: FleetInstance, atUs: number, waited: number) => {
     const ms = msOf(atUs);
     const decided = instance.arrive(EPOCH_MS + ms, atUs, waited);
     if (decided === 'local') admit(ms, instance.index);
     else if (decided !== 'denied' && decided !== 'waiting') {
-      calls.push(decided);
+      toStore.push(atUs + delays.out(), decided);
       seconds.call(ms);
       slots.call(ms);
     }
@@ -121,19 +125,18 @@ export function runFleet(asked: Partial<FleetOptions> = {}, { record = false } =
   const resume = (instance: FleetInstance, atUs: number): void => {
     for (const waited of instance.resumed()) decide(instance, atUs, waited);
   };
-  let atStore = 0;
-  let replied = 0;
   for (;;) {
-    const storeUs = atStore < calls.length ? (calls[atStore] as FleetCall).sentUs + half : Infinity;
-    const replyUs = replied < calls.length ? (calls[replied] as FleetCall).sentUs + rttUs : Infinity;
+    const storeUs = toStore.nextUs;
+    const replyUs = toReply.nextUs;
     const arrivalUs = arrivals.atUs;
     // Arrivals stop at the end; the calls in flight then are still decided, for the bound.
     const nextArrivalUs = arrivalUs < endUs ? arrivalUs : Infinity;
     if (storeUs === Infinity && replyUs === Infinity && nextArrivalUs === Infinity) break;
     if (storeUs <= replyUs && storeUs <= nextArrivalUs) {
-      const call = calls[atStore++] as FleetCall;
+      const call = toStore.pop() as FleetCall;
       const ms = msOf(storeUs);
       call.decisions = consumeAll(call.items, EPOCH_MS + ms, table);
+      toReply.push(storeUs + delays.back(), call);
       const decision = call.decisions[0];
       if (decision?.allowed === true) {
         const i = call.instance.index;
@@ -141,14 +144,9 @@ export function runFleet(asked: Partial<FleetOptions> = {}, { record = false } =
         admit(ms, i);
       }
     } else if (replyUs <= nextArrivalUs) {
-      const call = calls[replied++] as FleetCall;
+      const call = toReply.pop() as FleetCall;
       call.instance.reply(call, EPOCH_MS + msOf(call.sentUs), EPOCH_MS + msOf(replyUs));
       resume(call.instance, replyUs);
-      if (replied > 65_536 && replied * 2 > calls.length) {
-        calls = calls.slice(replied);
-        atStore -= replied;
-        replied = 0;
-      }
     } else {
       const instance = instances[arrivals.instance] as FleetInstance;
       arrivals.advance();
@@ -176,6 +174,20 @@ export function runFleet(asked: Partial<FleetOptions> = {}, { record = false } =
     windows: algorithm === 'fixed-window' || algorithm === 'sliding-window-counter' ? windows : [],
     ...(admittedAtMs === undefined ? {} : { admittedAtMs }),
   };
+}
+
+/**
+ * The two halves of a call's round trip, in whole µs: the way out is half of `rttUs` (rounded down), the way back
+ * the rest, each varied uniformly by up to ± rttJitterUs / 2 (never below 0) from a source seeded apart from the
+ * arrivals'. Without jitter every call takes exactly the round trip, and replies come back in the order the calls
+ * went out.
+ */
+function oneWayDelays({ rttUs, rttJitterUs, seed }: FleetOptions): { out: () => number; back: () => number } {
+  const half = Math.floor(rttUs / 2);
+  if (rttJitterUs === 0) return { out: () => half, back: () => rttUs - half };
+  const next = seeded(seed ^ 0x5bd1e995);
+  const varied = (us: number) => Math.max(0, Math.round(us + (next() - 0.5) * rttJitterUs));
+  return { out: () => varied(half), back: () => varied(rttUs - half) };
 }
 
 /** The run's policy, checked by validatePolicy; its errors name the flag (`--burst`, `--lease`). */
