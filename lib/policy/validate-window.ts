@@ -58,6 +58,11 @@ export function validateWindowPolicy(policy: RateLimitWindowPolicy, name: string
   }
   if (policy.algorithm === 'gcra') checkGcra(staticLimit, capacity, windowMs as number, fail);
   checkCommonFields(policy, fail);
+  const local = localLimitOf(policy, staticLimit, fail);
+  // the local fallback decides a GCRA policy at its local limit: a rate its µs interval must hold as well
+  if (policy.algorithm === 'gcra' && local.localLimit !== undefined) {
+    failOn('localLimit', checkGcraRate(local.localLimit, windowMs as number), fail);
+  }
   return Object.freeze({
     name,
     id: name,
@@ -66,7 +71,7 @@ export function validateWindowPolicy(policy: RateLimitWindowPolicy, name: string
     windowMs: windowMs as number,
     capacity,
     failMode: policy.failMode,
-    ...localLimitOf(policy, staticLimit, fail),
+    ...local,
     mode: policy.mode,
     ...blockOf(policy, fail),
     ...leaseOf(policy, fail),
@@ -93,8 +98,7 @@ function checkGcra(limit: number, burst: number, windowMs: number, fail: Fail): 
   if (1000 * windowMs > MAX_LEAD_US) {
     fail('window', `must not exceed ${MAX_LEAD_US / 1000} ms (about 71 years) for gcra, got ${windowMs}`);
   }
-  const rate = Number.isNaN(limit) ? undefined : checkGcraRate(limit, windowMs);
-  if (rate !== undefined) fail('limit', rate);
+  if (!Number.isNaN(limit)) failOn('limit', checkGcraRate(limit, windowMs), fail);
   if (Number.isNaN(limit) || Number.isNaN(burst)) return;
   const leadUs = burst * emissionUs(limit, windowMs);
   if (leadUs > MAX_LEAD_US) {
@@ -104,4 +108,9 @@ function checkGcra(limit: number, burst: number, windowMs: number, fail: Fail): 
         `${emissionUs(limit, windowMs)} µs: lower burst or window, or raise limit`,
     );
   }
+}
+
+/** Fails on `field` with `problem`, if there is one. */
+function failOn(field: string, problem: string | undefined, fail: Fail): void {
+  if (problem !== undefined) fail(field, problem);
 }

@@ -35,6 +35,14 @@ describe('a GCRA limit its whole-µs emission interval cannot hold', () => {
     expect(gcraRatePerWindow(limit, policy.windowMs)).toBeGreaterThanOrEqual(limit * 0.99);
   });
 
+  it("applies to the local limit too: the local fallback decides GCRA at that rate (failMode 'local')", () => {
+    const local = { algorithm: 'gcra', limit: 1_000_000, window: '1s', failMode: 'local' } as const;
+    expect(() => validatePolicy({ ...local, name: 'hot', localLimit: 800_000 })).toThrow(
+      /^Invalid rate-limit policy "hot", field "localLimit": gcra counts time in whole microseconds: 800000 per/,
+    );
+    expect(validatePolicy({ ...local, localLimit: 500_000 }).localLimit).toBe(500_000);
+  });
+
   it('the rounding is what the step uses: 800,000 per 5 s would lose 10.7%, and is refused', () => {
     expect(emissionUs(800_000, 5000)).toBe(7);
     expect(() => validatePolicy({ algorithm: 'gcra', limit: 800_000, window: '5s' })).toThrow(/10\.7% below/);
