@@ -44,8 +44,8 @@ export interface FleetOptions {
 
 /**
  * The default run: 100 instances offering 1,000,000 requests a second to a fixed window of 500,000 per second
- * (the fleet offers twice the limit; a limit GCRA's whole-µs interval holds exactly), lease 100, takes growing, a 1 ms round trip and the cache of
- * denials, for 2 seconds (two windows).
+ * (the fleet offers twice the limit; a limit GCRA's whole-µs interval holds exactly), lease 100, takes growing,
+ * a 1 ms round trip and the cache of denials, for 2 seconds (two windows).
  */
 export const FLEET_DEFAULTS: FleetOptions = {
   instances: 100,
