@@ -4,6 +4,7 @@ import { HttpAdapterHost } from '@nestjs/core';
 import { EMPTY } from 'rxjs';
 
 import { RateLimitDroppedEvent } from './contexts/context-adapter.js';
+import { RateLimitGraphQLError } from './contexts/graphql-error.js';
 import { retryAfterSeconds } from './headers/rate-limit-headers.js';
 import type { RateLimitDecision } from './policy/policy.types.js';
 import { RATE_LIMIT_OPTIONS } from './rate-limit.module-definition.js';
@@ -182,10 +183,13 @@ export class RateLimitDenyListException extends HttpException {
  * Answers RateLimitExceededException and RateLimitUnavailableException with their status and body (the
  * `errors` option's: Nest's shape, or problem details as application/problem+json), and with `Retry-After` —
  * also when your own code throws them (after `RateLimitService.consume`, say) — and turns a microservice
- * event the limiter dropped into an empty result (nobody waits for an answer). Registered by RateLimitModule
- * as APP_FILTER; a filter of yours that catches them first takes over (`exception.problem()` gives the body).
+ * event the limiter dropped into an empty result (nobody waits for an answer), and a resolver's
+ * RateLimitGraphQLError into the resolver's result, which graphql-js reports as the field's error (thrown on,
+ * Nest 10 logs it as an unhandled error with its stack; a denial is not an error of the app). Registered by
+ * RateLimitModule as APP_FILTER; a filter of yours that catches them first takes over (`exception.problem()`
+ * gives the body).
  */
-@Catch(RateLimitExceededException, RateLimitUnavailableException, RateLimitDroppedEvent)
+@Catch(RateLimitExceededException, RateLimitUnavailableException, RateLimitDroppedEvent, RateLimitGraphQLError)
 export class RateLimitExceptionFilter implements ExceptionFilter {
   /** Checked at start by the limiter (limiter-settings.ts), which stops the application on a bad value. */
   private readonly problems: boolean;
@@ -198,9 +202,16 @@ export class RateLimitExceptionFilter implements ExceptionFilter {
   }
 
   catch(
-    exception: RateLimitExceededException | RateLimitUnavailableException | RateLimitDroppedEvent,
+    exception:
+      RateLimitExceededException | RateLimitUnavailableException | RateLimitDroppedEvent | RateLimitGraphQLError,
     host: ArgumentsHost,
   ): unknown {
+    // graphql-js treats an Error a resolver returns as the error it throws: located at the field, other fields
+    // resolved, the same answer as before, and nothing for Nest's external exception filter to log.
+    if (exception instanceof RateLimitGraphQLError) {
+      if (host.getType<string>() === 'graphql') return exception;
+      throw exception;
+    }
     if (exception instanceof RateLimitDroppedEvent) {
       if (host.getType() === 'rpc') return EMPTY;
       throw exception;

@@ -107,16 +107,19 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
       reflector,
     );
     const application = this.planner.walk(discovery, scanner, moduleRef);
-    if (options.global !== false) attachEnhancers(this, application.deferred, application.rpc);
+    // The guard on microservice and gateway handlers whatever `global` says: a global RateLimitGuard of the
+    // app's own may not reach them either (a hybrid app's microservice, gateways before Nest 12).
+    attachEnhancers(this, options.global !== false ? application.deferred : [], application.guarded);
     attachOutcomeObserver(application.counted);
     this.contexts = application.contexts;
-    this.rpcPolicies = application.rpc.length > 0;
+    this.rpcPolicies = application.guarded.some(({ context }) => context === 'rpc');
     this.unguarded = application.unguarded;
   }
 
   /** Loads the adapters of the contexts the application has (and so their optional packages), and warns. */
   async onModuleInit(): Promise<void> {
     // Global guards are known once Nest has applied the application's providers: here, not in the constructor.
+    // (Microservice and gateway handlers carry the limiter's own guard, for where a global one does not reach.)
     if (this.unguarded.length > 0 && !coveredGlobally(this.discovery, this.moduleRef)) refuseUnguarded(this.unguarded);
     await Promise.all(['http' as const, ...this.contexts].map((type) => this.adapters.load(type)));
     // At start, not at import: a MeterProvider registered before the application bootstraps is the one used.

@@ -7,7 +7,7 @@ import { RATE_LIMIT_POLICIES } from '../rate-limit.constants.js';
 import { checkFieldEnhancers } from './context-checks.js';
 import { coveredByDecorators, needsGuard } from './guard-coverage.js';
 import { contextOf, type ContextType, type HandlerKind, handlerKindOf } from './handler-kinds.js';
-import type { PlannedApplication, RoutePlan } from './route-plan.js';
+import type { GuardedHandler, PlannedApplication, RoutePlan } from './route-plan.js';
 
 /** What the walk needs of Nest and of the planner. */
 export interface ApplicationWalk {
@@ -25,12 +25,13 @@ export interface ApplicationWalk {
 /**
  * Plans every handler of the application — controllers (HTTP routes and microservice handlers) and providers
  * (GraphQL resolvers, WebSocket gateways) — so that a bad declaration stops the start, and collects what the
- * limiter wires from the plans: the contexts present, the handlers deferred, counted, on RPC, or unguarded.
+ * limiter wires from the plans: the contexts present, the handlers deferred, counted, guarded by the limiter
+ * itself (microservices, gateways), or unguarded.
  */
 export function walkApplication(walk: ApplicationWalk): PlannedApplication {
   const contexts = new Set<ContextType>();
   const deferred: { prototype: object; method: string }[] = [];
-  const rpc: { classRef: object; prototype: object; method: string }[] = [];
+  const guarded: GuardedHandler[] = [];
   const counted: { prototype: object; method: string }[] = [];
   const unguarded: RoutePlan[] = [];
   const seen = new Set<unknown>();
@@ -56,8 +57,9 @@ export function walkApplication(walk: ApplicationWalk): PlannedApplication {
       if (kind === 'graphql-field' && plan.policies.length > 0) checkFieldEnhancers(plan, walk.moduleRef);
       if (plan.deferred) deferred.push({ prototype, method });
       if (plan.counted && needsResult(plan, kind)) counted.push({ prototype, method });
-      if ((kind === 'rpc' || kind === 'rpc-event') && plan.policies.length > 0) {
-        rpc.push({ classRef: metatype, prototype, method });
+      const context = contextOf(kind);
+      if ((context === 'rpc' || context === 'ws') && plan.policies.length > 0) {
+        guarded.push({ context, classRef: metatype, prototype, method });
       }
       if (walk.guardsPlaced && needsGuard(plan) && !coveredByDecorators(walk.reflector, metatype, handler)) {
         unguarded.push(plan);
@@ -66,7 +68,7 @@ export function walkApplication(walk: ApplicationWalk): PlannedApplication {
     if (handlers === 0 && !controller) refuseClassPolicies(walk.reflector, metatype);
   }
   if (controllers.length > 0) contexts.add('http');
-  return { contexts, deferred, rpc, counted, unguarded };
+  return { contexts, deferred, guarded, counted, unguarded };
 }
 
 /** Policies on a class Nest calls no handler of (not a controller, resolver or gateway) would never apply. */

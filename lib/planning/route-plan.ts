@@ -87,12 +87,23 @@ export interface RoutePlannerOptions {
   readonly guardsPlaced: boolean;
 }
 
+/** A handler the limiter guards itself: a microservice handler, or a gateway's message handler. */
+export interface GuardedHandler {
+  readonly context: 'rpc' | 'ws';
+  readonly classRef: object;
+  readonly prototype: object;
+  readonly method: string;
+}
+
 /** What the walk over the application found: the context types in use, and handlers needing deferral. */
 export interface PlannedApplication {
   readonly contexts: ReadonlySet<ContextType>;
   readonly deferred: readonly { readonly prototype: object; readonly method: string }[];
-  /** Microservice handlers with policies (a hybrid app's microservice may not get the global guard). */
-  readonly rpc: readonly { readonly classRef: object; readonly prototype: object; readonly method: string }[];
+  /**
+   * Microservice and gateway handlers with policies, which the application's global guard may not reach (a
+   * hybrid app's microservice without `inheritAppConfig`; gateways before @nestjs/websockets 12).
+   */
+  readonly guarded: readonly GuardedHandler[];
   /**
    * Handlers with `count` policies whose results the outcome interceptor shows to the outcome watch (all but
    * HTTP routes whose only counted policies are concurrency limits: their response's end is enough).

@@ -13,6 +13,7 @@ import { EMPTY, from, switchMap, tap } from 'rxjs';
 
 import { RateLimitDroppedEvent } from '../contexts/context-adapter.js';
 import type { Evaluation } from '../engine/decision-engine.js';
+import type { GuardedHandler } from '../planning/route-plan.js';
 
 /** Where the module stands with an invocation: decided, or left to the interceptor (after every guard). */
 export const STATE = Symbol('nest-rate-limit:state');
@@ -92,18 +93,24 @@ const OUTCOME_OBSERVER: NestInterceptor = {
   },
 };
 
-/** The limiter of the application that last planned a microservice controller class. */
-const RPC_LIMITERS = new WeakMap<object, Decider>();
+/** The limiter of the application that last planned a microservice controller or gateway class. */
+const HANDLER_LIMITERS = new WeakMap<object, Decider>();
 
 /**
- * The guard the limiter puts on microservice handlers with policies. A hybrid app's microservice gets the
- * app's global guard only with `connectMicroservice(options, { inheritAppConfig: true })`: without it those
- * handlers would go unlimited, silently. With it (or in a standalone microservice) the global guard has
- * decided first, and this one finds the message decided.
+ * The guard the limiter puts on microservice and gateway handlers with policies, where the application's
+ * global guard may not run:
+ * - a hybrid app's microservice gets the global guard only with `connectMicroservice(options, {
+ *   inheritAppConfig: true })`;
+ * - gateways get no global guard before @nestjs/websockets 12 (its socket module builds their guards without
+ *   the application's configuration).
+ * The same holds for a RateLimitGuard that the application makes global itself (`global: false` and an
+ * APP_GUARD). Without it those handlers would go unlimited, silently. Where the global guard runs, it has decided first
+ * (or deferred to the interceptor), and this one finds the invocation decided. It runs after the class's and
+ * the handler's own guards, so a user they authenticate is known.
  */
-const RPC_GUARD: CanActivate = {
+const HANDLER_GUARD: CanActivate = {
   async canActivate(ctx) {
-    await RPC_LIMITERS.get(ctx.getClass())?.handle(ctx, 'guard');
+    await HANDLER_LIMITERS.get(ctx.getClass())?.handle(ctx, 'guard');
     return true;
   },
 };
@@ -141,25 +148,27 @@ const withDeferredDecisions: HandlerDecorator = (owner, method, descriptor) =>
 const withOutcomeObserver: HandlerDecorator = (owner, method, descriptor) =>
   UseInterceptors(OUTCOME_OBSERVER)(owner, method, descriptor);
 const withRpcGuard: HandlerDecorator = (owner, method, descriptor) => {
-  UseGuards(RPC_GUARD)(owner, method, descriptor);
+  UseGuards(HANDLER_GUARD)(owner, method, descriptor);
   UseFilters(new DroppedEventFilter())(owner, method, descriptor);
 };
+const withGatewayGuard: HandlerDecorator = (owner, method, descriptor) =>
+  UseGuards(HANDLER_GUARD)(owner, method, descriptor);
 
 /**
  * Puts the limiter's enhancers on the handlers that need them, with Nest's own decorators, while Nest
  * instantiates providers (before it reads handlers' enhancers to build routes, resolvers, gateways and
  * message handlers): the deferral interceptor where user-keyed policies wait for a route's own guards, and
- * the guard on microservice handlers. Other handlers pay for nothing.
+ * the guard on microservice and gateway handlers. Other handlers pay for nothing.
  */
 export function attachEnhancers(
   limiter: Decider,
   deferred: readonly { prototype: object; method: string }[],
-  rpc: readonly { classRef: object; prototype: object; method: string }[],
+  guarded: readonly GuardedHandler[],
 ): void {
   for (const { prototype, method } of deferred) decorateHandler(prototype, method, withDeferredDecisions);
-  for (const { classRef, prototype, method } of rpc) {
-    RPC_LIMITERS.set(classRef, limiter);
-    decorateHandler(prototype, method, withRpcGuard);
+  for (const { context, classRef, prototype, method } of guarded) {
+    HANDLER_LIMITERS.set(classRef, limiter);
+    decorateHandler(prototype, method, context === 'rpc' ? withRpcGuard : withGatewayGuard);
   }
 }
 

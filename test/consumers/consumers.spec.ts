@@ -1,14 +1,9 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { cp, mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import type { ChildProcess } from 'node:child_process';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify, stripVTControlCharacters } from 'node:util';
+import { stripVTControlCharacters } from 'node:util';
 
-const run = promisify(execFile);
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const HERE = fileURLToPath(new URL('.', import.meta.url));
-const INSTALL_MS = 300_000;
+import { installConsumer, INSTALL_MS, type Packed, packPackage, run, startApp } from './consumer-kit.js';
 
 /**
  * Apps a team has today, each installing the packed tarball (its own lock file for the rest) with none of the
@@ -30,36 +25,23 @@ const CONSUMERS = [
   { name: 'nest12-vitest', nest: '12', commonjs: false, runner: 'vitest', realImport: true },
 ] as const;
 
-let work: string;
-let tarball: string;
+let packed: Packed;
 
 beforeAll(async () => {
-  work = await mkdtemp(join(tmpdir(), 'nest-rate-limit-consumers-'));
-  // dist/ is built by `npm test`; packing must not build it again while other suites run on it.
-  const { stdout } = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], {
-    cwd: ROOT,
-  });
-  tarball = join(work, (JSON.parse(stdout) as { filename: string }[])[0]?.filename ?? 'missing');
+  packed = await packPackage();
 }, 60_000);
 
 afterAll(async () => {
-  if (work !== undefined) await rm(work, { recursive: true, force: true });
+  await packed?.dispose();
 });
 
 describe.each(CONSUMERS)('a $name app on the packed package', ({ name, nest, commonjs, runner, realImport }) => {
   let dir: string;
 
   beforeAll(async () => {
-    dir = join(work, name);
-    await mkdir(dir);
-    await cp(join(HERE, name), dir, { recursive: true });
-    await cp(join(HERE, 'app', 'src'), join(dir, 'src'), { recursive: true });
-    if (runner === 'jest') await cp(join(HERE, 'app', 'e2e'), join(dir, 'e2e'), { recursive: true });
-    const npm = (...args: string[]) =>
-      run('npm', [...args, '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: dir, timeout: INSTALL_MS });
-    await npm('ci');
-    // Not --legacy-peer-deps: an install that conflicts with the app's Nest fails here (ERESOLVE).
-    await npm('install', '--no-save', tarball);
+    const sources: [string, string][] = [[join('app', 'src'), 'src']];
+    if (runner === 'jest') sources.push([join('app', 'e2e'), 'e2e']);
+    dir = await installConsumer(packed, name, sources);
   }, 2 * INSTALL_MS);
 
   it(`installs into Nest ${nest} without any optional peer`, async () => {
@@ -105,7 +87,9 @@ describe.each(CONSUMERS)('a $name app on the packed package', ({ name, nest, com
     let base: string;
 
     beforeAll(async () => {
-      ({ app, base } = await startApp(dir, flags as string[]));
+      const started = await startApp(dir, [], flags as string[]);
+      app = started.app;
+      base = `http://127.0.0.1:${started.ports[0]}`;
     }, 30_000);
     afterAll(() => app?.kill());
 
@@ -155,19 +139,3 @@ describe.each(CONSUMERS)('a $name app on the packed package', ({ name, nest, com
     }
   });
 });
-
-/** Starts the consumer's compiled app on a free loopback port; resolves once it listens. */
-function startApp(dir: string, flags: string[]): Promise<{ app: ChildProcess; base: string }> {
-  const app = spawn(process.execPath, [...flags, join('dist', 'main.js')], { cwd: dir, stdio: 'pipe' });
-  let output = '';
-  return new Promise((resolve, reject) => {
-    const failed = (why: string) => reject(new Error(`${why}; the app printed:\n${output}`));
-    app.stdout?.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      const port = /listening on (\d+)/.exec(output)?.[1];
-      if (port !== undefined) resolve({ app, base: `http://127.0.0.1:${port}` });
-    });
-    app.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    app.once('exit', (code) => failed(`the app exited with ${code}`));
-  });
-}
