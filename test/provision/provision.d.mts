@@ -14,3 +14,5 @@ export declare function provisionTools(
     here?: { manager: PackageManager | undefined; root: boolean };
   },
 ): Partial<Record<Tool, string>>;
+
+export declare class ProvisionError extends Error {}

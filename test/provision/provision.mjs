@@ -8,6 +8,14 @@ import { fileURLToPath } from 'node:url';
 
 import { decideTools, missingToolsError, packageManagerOf, TOOLS } from './decide.mjs';
 
+/** What the machine lacks: Jest prints it without a stack, which would only bury the command to run. */
+export class ProvisionError extends Error {
+  constructor(message) {
+    super(message);
+    this.stack = '';
+  }
+}
+
 export function say(line) {
   process.stderr.write(`provision: ${line}\n`);
 }
@@ -50,7 +58,7 @@ function run(command, args) {
   });
   if (result.error !== undefined || result.status !== 0) {
     const output = `${result.stdout ?? ''}${result.stderr ?? ''}`.trim().split('\n').slice(-20).join('\n');
-    throw new Error(`\`${command} ${args.join(' ')}\` failed: ${result.error?.message ?? output}`);
+    throw new ProvisionError(`\`${command} ${args.join(' ')}\` failed: ${result.error?.message ?? output}`);
   }
 }
 
@@ -62,7 +70,7 @@ export function provisionTools(tools, { env = process.env, here = machine() } = 
   const found = Object.fromEntries(tools.map((tool) => [tool, find(tool, env)]));
   const decisions = decideTools(found, here);
   const error = missingToolsError(decisions);
-  if (error !== undefined) throw new Error(error);
+  if (error !== undefined) throw new ProvisionError(error);
   const packages = decisions.filter((d) => d.action === 'install').map((d) => d.package);
   if (packages.length > 0) {
     say(`installing ${packages.join(' and ')} with apt-get`);
@@ -73,7 +81,7 @@ export function provisionTools(tools, { env = process.env, here = machine() } = 
   for (const decision of decisions) {
     const path = decision.action === 'found' ? decision.path : find(decision.tool, env);
     if (path === undefined)
-      throw new Error(`${decision.tool}: apt-get installed ${decision.package}, yet it is not on the PATH`);
+      throw new ProvisionError(`${decision.tool}: apt-get installed ${decision.package}, yet it is not on the PATH`);
     say(`${decision.tool}: ${decision.action === 'found' ? 'found' : 'installed'} at ${path}`);
     paths[decision.tool] = path;
   }
