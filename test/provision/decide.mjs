@@ -58,7 +58,7 @@ export function missingToolsError(decisions) {
   if (missing.length === 0) return undefined;
   return [
     `npm test needs ${missing.map((d) => d.tool).join(' and ')}, not found on the PATH ` +
-      '(it installs them itself only as root on Debian or Ubuntu):',
+      '(it installs what is missing itself only as root on Debian or Ubuntu):',
     ...missing.map((d) => `  ${d.tool} (${TOOLS[d.tool].why}): ${d.hint}`),
   ].join('\n');
 }

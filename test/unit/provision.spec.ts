@@ -66,8 +66,8 @@ describe('redis-server and chromium', () => {
   test('every missing tool in one error, each with its command; none when nothing is missing', () => {
     const decisions = decideTools({ 'redis-server': undefined, chromium: undefined }, { manager: 'apt', root: false });
     expect(missingToolsError(decisions)).toBe(
-      'npm test needs redis-server and chromium, not found on the PATH (it installs them itself only as root on ' +
-        'Debian or Ubuntu):\n' +
+      'npm test needs redis-server and chromium, not found on the PATH (it installs what is missing itself only ' +
+        'as root on Debian or Ubuntu):\n' +
         '  redis-server (the Redis tests start their own redis-server): sudo apt-get install redis-server\n' +
         "  chromium (the docs' browser tests drive it): sudo apt-get install chromium",
     );
