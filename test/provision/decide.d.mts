@@ -19,7 +19,7 @@ export declare function decideTools(
   machine: { manager: PackageManager | undefined; root: boolean },
 ): ToolDecision[];
 
-export declare function missingToolsError(decisions: ToolDecision[]): string | undefined;
+export declare function missingToolsError(decisions: ToolDecision[], others?: ToolDecision[]): string | undefined;
 
 export interface PostgresTarget {
   host: string;

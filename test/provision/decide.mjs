@@ -52,14 +52,21 @@ export function decideTools(found, { manager, root }) {
   });
 }
 
-/** The one error for every missing tool, each with the command that installs it here. */
-export function missingToolsError(decisions) {
+/**
+ * The one error for every missing tool this run needs, each with the command that installs it here, and the
+ * tools the run's other tiers need that are missing too (`others`): a full run on a fresh machine stops once,
+ * not once per tier.
+ */
+export function missingToolsError(decisions, others = []) {
   const missing = decisions.filter((decision) => decision.action === 'missing');
   if (missing.length === 0) return undefined;
+  const line = (d) => `  ${d.tool} (${TOOLS[d.tool].why}): ${d.hint}`;
+  const alsoMissing = others.filter((decision) => decision.action === 'missing');
   return [
     `npm test needs ${missing.map((d) => d.tool).join(' and ')}, not found on the PATH ` +
       '(it installs what is missing itself only as root on Debian or Ubuntu):',
-    ...missing.map((d) => `  ${d.tool} (${TOOLS[d.tool].why}): ${d.hint}`),
+    ...missing.map(line),
+    ...(alsoMissing.length > 0 ? ['and, for the other tiers of npm test:', ...alsoMissing.map(line)] : []),
   ].join('\n');
 }
 

@@ -64,12 +64,16 @@ function run(command, args) {
 
 /**
  * Makes sure `tools` (names of TOOLS) are on this machine, and returns where each is. Throws one error for
- * all that are missing and cannot be installed here, before anything is installed.
+ * all that are missing and cannot be installed here, before anything is installed; it names the other tools
+ * missing too (the other tiers' global setups would stop the next run for them).
  */
 export function provisionTools(tools, { env = process.env, here = machine() } = {}) {
-  const found = Object.fromEntries(tools.map((tool) => [tool, find(tool, env)]));
-  const decisions = decideTools(found, here);
-  const error = missingToolsError(decisions);
+  const all = decideTools(Object.fromEntries(Object.keys(TOOLS).map((tool) => [tool, find(tool, env)])), here);
+  const decisions = all.filter((decision) => tools.includes(decision.tool));
+  const error = missingToolsError(
+    decisions,
+    all.filter((decision) => !tools.includes(decision.tool)),
+  );
   if (error !== undefined) throw new ProvisionError(error);
   const packages = decisions.filter((d) => d.action === 'install').map((d) => d.package);
   if (packages.length > 0) {

@@ -75,6 +75,22 @@ describe('redis-server and chromium', () => {
       missingToolsError(decideTools({ 'redis-server': '/usr/bin/redis-server' }, { manager: 'apt', root: false })),
     ).toBe(undefined);
   });
+
+  test("the other tiers' missing tools are named in the same error, and stop nothing alone", () => {
+    const debianUser = { manager: 'apt', root: false } as const;
+    const redis = decideTools({ 'redis-server': undefined }, debianUser);
+    const chromium = decideTools({ chromium: undefined }, debianUser);
+    expect(missingToolsError(redis, chromium)).toBe(
+      'npm test needs redis-server, not found on the PATH (it installs what is missing itself only as root on ' +
+        'Debian or Ubuntu):\n' +
+        '  redis-server (the Redis tests start their own redis-server): sudo apt-get install redis-server\n' +
+        'and, for the other tiers of npm test:\n' +
+        "  chromium (the docs' browser tests drive it): sudo apt-get install chromium",
+    );
+    expect(missingToolsError(decideTools({ 'redis-server': '/usr/bin/redis-server' }, debianUser), chromium)).toBe(
+      undefined,
+    );
+  });
 });
 
 describe('PostgreSQL', () => {
@@ -148,6 +164,8 @@ describe('the real look-up, on a PATH this test makes', () => {
   test('without redis-server on the PATH, not root: one error naming the command, nothing installed', () => {
     expect(() =>
       provisionTools(['redis-server'], { env: { PATH: '/nowhere' }, here: { manager: 'apt', root: false } }),
-    ).toThrow(/^npm test needs redis-server, not found on the PATH.*\n.*: sudo apt-get install redis-server$/);
+    ).toThrow(
+      /^npm test needs redis-server, not found on the PATH.*\n {2}redis-server .*: sudo apt-get install redis-server(\n|$)/,
+    );
   });
 });
