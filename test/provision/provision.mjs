@@ -1,6 +1,6 @@
 // The programs the tests start: found on the PATH, installed with apt-get as root on Debian or Ubuntu, or one
-// error naming the command that installs each. Jest's global setup calls it before the first test, and .ci/run
-// runs this file before `npm ci` (it imports nothing from node_modules), so CI and `npm test` decide alike.
+// error naming the command that installs each. Jest's global setup calls it before the first test; npm test
+// (before its build) and .ci/run (before `npm ci`: it imports nothing from node_modules) run this file.
 import { spawnSync } from 'node:child_process';
 import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
@@ -92,8 +92,8 @@ export function provisionTools(tools, { env = process.env, here = machine() } = 
   return paths;
 }
 
-// `node test/provision/provision.mjs` (.ci/run): every program, before node_modules exist. PostgreSQL is
-// decided by the test run itself, which starts and stops an embedded one when it needs it.
+// `node test/provision/provision.mjs` (npm test's pretest, .ci/run): every program. PostgreSQL is decided by
+// the test run itself, which starts and stops an embedded one when it needs it.
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   try {
     provisionTools(Object.keys(TOOLS));
