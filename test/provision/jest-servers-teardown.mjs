@@ -1,3 +1,6 @@
+// Stops the embedded PostgreSQL of jest-servers.mjs, if it started one, and removes its data folder.
 export default async function teardown() {
-  await globalThis.provisionedPostgres?.stop();
+  const postgres = globalThis.provisionedPostgres;
+  delete globalThis.provisionedPostgres;
+  await postgres?.stop();
 }

@@ -110,8 +110,11 @@ async function startEmbedded(target) {
     target: started,
     databaseDir,
     async stop() {
-      await server.stop();
-      await rm(databaseDir, { recursive: true, force: true });
+      try {
+        await server.stop();
+      } finally {
+        await rm(databaseDir, { recursive: true, force: true });
+      }
       say(`stopped the embedded PostgreSQL and removed ${databaseDir}`);
     },
   };
