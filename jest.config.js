@@ -1,5 +1,5 @@
 /** Jest runs the TypeScript sources as native ES modules (Nest 12 is ESM only). */
-export default {
+const common = {
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: {
@@ -10,6 +10,31 @@ export default {
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }] },
-  testMatch: ['<rootDir>/test/**/*.spec.ts'],
   testTimeout: 30000,
+};
+
+/**
+ * One project per need, because Jest runs a project's global setup only when the run has a test of it: a run
+ * of test/unit starts, installs and checks nothing; test/docs gets chromium; the rest redis-server and a
+ * PostgreSQL (test/provision/).
+ */
+export default {
+  testTimeout: 30000,
+  projects: [
+    { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.spec.ts'] },
+    {
+      ...common,
+      displayName: 'docs',
+      testMatch: ['<rootDir>/test/docs/**/*.spec.ts'],
+      globalSetup: '<rootDir>/test/provision/jest-chromium.mjs',
+    },
+    {
+      ...common,
+      displayName: 'servers',
+      testMatch: ['<rootDir>/test/**/*.spec.ts'],
+      testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/unit/', '<rootDir>/test/docs/'],
+      globalSetup: '<rootDir>/test/provision/jest-servers.mjs',
+      globalTeardown: '<rootDir>/test/provision/jest-servers-teardown.mjs',
+    },
+  ],
 };

@@ -1,6 +1,9 @@
 import pg from 'pg';
 
-/** Connection settings of the machine's PostgreSQL (override with PGHOST, PGPORT, PGUSER, PGDATABASE). */
+/**
+ * Connection settings of the run's PostgreSQL: PGHOST, PGPORT, PGUSER and PGDATABASE, which npm test's global
+ * setup (test/provision/postgres.mjs) sets to the server it chose or started.
+ */
 export const PG_CONFIG = {
   host: process.env.PGHOST ?? '127.0.0.1',
   port: Number(process.env.PGPORT ?? 5432),
