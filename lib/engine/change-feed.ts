@@ -1,7 +1,11 @@
 import type { Logger } from '../logger.js';
 
 import type { ResolvedPolicy } from '../policy/policy.types.js';
-import type { RateLimitStoreChange, RateLimitStoreChanges } from '../stores/rate-limit-store.js';
+import {
+  DENY_CACHE_TRUST_MS,
+  type RateLimitStoreChange,
+  type RateLimitStoreChanges,
+} from '../stores/rate-limit-store.js';
 import { withTimeout } from '../stores/store-timeout.js';
 import type { DenyCache } from './deny-cache.js';
 import type { LeaseBook } from './lease-book.js';
@@ -63,7 +67,7 @@ export class ChangeFeed {
         this.down = true;
         this.logger.warn(
           `The feed of changes is down (${reason.message}): until it is back, a cached denial answers for at ` +
-            'most 1 s before the store is asked again',
+            `most ${DENY_CACHE_TRUST_MS} ms before the store is asked again`,
         );
       },
     });
