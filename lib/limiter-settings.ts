@@ -3,7 +3,7 @@ import type { Logger } from '@nestjs/common';
 import { compileTrust, isTrustAll, type TrustFn } from './keys/client-ip.js';
 import { compileList } from './lists/address-list.js';
 import type { ModuleLists } from './lists/screening.js';
-import type { FailMode, RateLimitMode } from './policy/policy.types.js';
+import type { FailMode, RateLimitKey, RateLimitMode } from './policy/policy.types.js';
 import { checkOptionFields, fieldNames } from './unknown-fields.js';
 import type { RateLimitErrors, RateLimitHeaders, RateLimitModuleOptions } from './rate-limit.options.js';
 
@@ -23,6 +23,7 @@ export const MODULE_OPTIONS = fieldNames<RateLimitModuleOptions>({
   mode: true,
   onDecision: true,
   timeout: true,
+  key: true,
   keyPrefix: true,
   clock: true,
   user: true,
@@ -46,6 +47,8 @@ export interface LimiterSettings {
   readonly ipv6Prefix: number;
   readonly trust: TrustFn;
   readonly lists: ModuleLists;
+  /** The module's `key` option, checked: the key of every policy that names none (else `'user'`). */
+  readonly key: RateLimitKey | undefined;
 }
 
 const option = (name: string, problem: string, value: unknown): never => {
@@ -94,5 +97,9 @@ export function limiterSettings(options: RateLimitModuleOptions, logger: Logger)
     );
   }
   const lists = { allow: listOption('allow', options.allow), deny: listOption('deny', options.deny) };
-  return { headers, errors, failMode, instances, mode, timeoutMs, ipv6Prefix, trust, lists };
+  const key = options.key;
+  if (key !== undefined && key !== 'ip' && key !== 'user' && typeof key !== 'function') {
+    option('key', "must be 'ip', 'user' or a function of the request (ctx, id) => string | undefined", key);
+  }
+  return { headers, errors, failMode, instances, mode, timeoutMs, ipv6Prefix, trust, lists, key };
 }

@@ -1,7 +1,13 @@
 import type { ExecutionContext } from '@nestjs/common';
 
 import type { RateLimitDecisionEvent } from './request/decision-events.js';
-import type { FailMode, RateLimitListEntry, RateLimitMode, RateLimitPolicy } from './policy/policy.types.js';
+import type {
+  FailMode,
+  RateLimitListEntry,
+  RateLimitMode,
+  RateLimitPolicy,
+  RateLimitKey,
+} from './policy/policy.types.js';
 import type { RateLimitStore } from './stores/rate-limit-store.js';
 import type { NodeRedisClient, PgPool, RedisConnection, RedisConnectionOptions } from './stores/client-types.js';
 
@@ -109,6 +115,13 @@ export interface RateLimitModuleOptions {
   onDecision?: (event: RateLimitDecisionEvent) => void;
   /** Milliseconds per store call, default 100; past it the call counts as a store failure. */
   timeout?: number;
+  /**
+   * The key of every policy that names none (`'ip'`, `'user'` or a function of the request, as a policy's `key`);
+   * default `'user'`, which counts an anonymous request by its client IP. One line ports a @nestjs/throttler
+   * `getTracker`.
+   * @example key: (ctx) => ctx.switchToHttp().getRequest().headers['x-api-key']
+   */
+  key?: RateLimitKey;
   /** Default 'rl:'. */
   keyPrefix?: string;
   /** Default 'local'; 'store' takes time from the store (Redis TIME) as the one clock of every instance. */

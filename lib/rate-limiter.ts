@@ -76,7 +76,7 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
     httpAdapterHost: HttpAdapterHost,
     private readonly moduleRef: ModuleRef,
   ) {
-    const { headers, failMode, instances, mode, timeoutMs, ipv6Prefix, trust, lists } = limiterSettings(
+    const { headers, failMode, instances, mode, timeoutMs, ipv6Prefix, trust, lists, key } = limiterSettings(
       options,
       this.logger,
     );
@@ -103,6 +103,7 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
         hasUserOption: options.user !== undefined,
         moduleLists: this.lists.allow !== undefined || this.lists.deny !== undefined,
         guardsPlaced: options.global === false,
+        key,
       },
       reflector,
     );

@@ -23,7 +23,7 @@ function sameLimits(a: ResolvedPolicy, b: ResolvedPolicy): boolean {
 export class DeclaredPolicies {
   private readonly named = new Map<string, { policy: ResolvedPolicy; where: string }>();
 
-  constructor(private readonly options: Pick<RoutePlannerOptions, 'failMode' | 'mode'>) {}
+  constructor(private readonly options: Pick<RoutePlannerOptions, 'failMode' | 'mode' | 'key'>) {}
 
   /** The policy declared under `name` (first declaration), or the route copy under `name@route`. */
   get(name: string): ResolvedPolicy | undefined {
@@ -69,8 +69,9 @@ export class DeclaredPolicies {
       policy: resolved,
       limit: typeof policy.limit === 'function' ? policy.limit : undefined,
       burst: policy.algorithm !== 'quota' && typeof policy.burst === 'function' ? policy.burst : undefined,
-      key: policy.key ?? 'user',
-      explicitUser: policy.key === 'user',
+      key: policy.key ?? this.options.key ?? 'user',
+      // A 'user' the policy or the module names claims a limit per account (the built-in default claims nothing).
+      explicitUser: (policy.key ?? this.options.key) === 'user',
       cost: policy.cost,
       failMode,
       shadow: (policy.mode ?? this.options.mode) === 'shadow',

@@ -85,6 +85,8 @@ export interface RoutePlannerOptions {
   readonly moduleLists: boolean;
   /** `global: false`: the application places RateLimitGuard, so the planner notes the handlers it does not cover. */
   readonly guardsPlaced: boolean;
+  /** The module's `key` option: the key of every policy that names none (else `'user'`). */
+  readonly key: RateLimitKey | undefined;
 }
 
 /** A handler the limiter guards itself: a microservice handler, or a gateway's message handler. */
