@@ -37,6 +37,7 @@ import type { RateLimitHeaders, RateLimitModuleOptions } from './rate-limit.opti
 import { conclude } from './request/conclusion.js';
 import { OutcomeRefunds } from './request/outcome.js';
 import { RequestResolver } from './request/request-items.js';
+import { SkipWatch } from './request/skip-watch.js';
 import { StepEvaluator } from './request/step-evaluation.js';
 import { warnAtStart } from './start-warnings.js';
 import type { RateLimitStores } from './stores/rate-limit-stores.js';
@@ -92,7 +93,12 @@ export class RateLimiter implements Decider, OnModuleInit, OnModuleDestroy {
       onError: options.onError,
     });
     this.events = new DecisionEvents(this.logger, options.onDecision);
-    this.resolver = new RequestResolver(this.engine, options.user, this.logger);
+    this.resolver = new RequestResolver(
+      this.engine,
+      options.user,
+      this.logger,
+      new SkipWatch(this.logger, this.events),
+    );
     this.outcomes = new OutcomeRefunds(this.engine);
     this.steps = new StepEvaluator(this.engine, this.resolver, this.lists);
     this.planner = new RoutePlanner(

@@ -6,10 +6,11 @@ import { importPeer } from '../optional-peer.js';
  * How one policy of a request was decided, as the `rate_limit.outcome` attribute: by its store (allowed,
  * denied; shadow-denied for a shadow policy that would have denied), by the local cache of denials
  * (deny-cache), or not by its store because that failed (failed-open: left out; failed-closed: refused;
- * failed-local: decided, allowed or denied, in this process on its local limit).
+ * failed-local: decided, allowed or denied, in this process on its local limit), or not at all because its
+ * key function returned undefined for the request (skipped).
  */
 export type RateLimitMetricOutcome =
-  'allowed' | 'denied' | 'shadow-denied' | 'failed-open' | 'failed-closed' | 'failed-local' | 'deny-cache';
+  'allowed' | 'denied' | 'shadow-denied' | 'failed-open' | 'failed-closed' | 'failed-local' | 'deny-cache' | 'skipped';
 
 /** One store call: which store and operation, and how long it took. */
 export type StoreName = 'memory' | 'redis' | 'postgres' | 'custom';

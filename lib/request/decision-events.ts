@@ -1,7 +1,7 @@
 import type { ExecutionContext, Logger } from '@nestjs/common';
 
 import type { RateLimitMetrics } from '../metrics/otel-metrics.js';
-import type { RateLimitDecision } from '../policy/policy.types.js';
+import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 import type { RateLimitStoreItem } from '../stores/rate-limit-store.js';
 import { ThrottledLog } from '../throttled-log.js';
 import { isFromDenyCache } from '../engine/cached-denials.js';
@@ -16,6 +16,8 @@ const SHADOW_QUIET_MS = 60_000;
  * as in the decision (retryAfterMs 0 when allowed, Infinity when the cost can never fit). `shadow` is true for
  * a policy in mode 'shadow': `allowed: false` then means it would have denied, and the request went on.
  * `context` is the Nest ExecutionContext of the request, or undefined for RateLimitService calls.
+ * `skipped` is true when the policy's key function returned undefined for the request: the policy did not
+ * apply (nothing consumed), `key` is '' and `remaining` the policy's limit.
  */
 export interface RateLimitDecisionEvent {
   readonly policy: string;
@@ -27,6 +29,7 @@ export interface RateLimitDecisionEvent {
   readonly remaining: number;
   readonly retryAfterMs: number;
   readonly context: ExecutionContext | undefined;
+  readonly skipped: boolean;
 }
 
 /**
@@ -70,10 +73,33 @@ export class DecisionEvents {
           remaining: decision.remaining,
           retryAfterMs: decision.retryAfterMs,
           context,
+          skipped: false,
         });
       } catch (error) {
         this.logger.error(`onDecision hook threw: ${(error as Error)?.message ?? String(error)}`);
       }
+    }
+  }
+
+  /** A policy its key function skipped for this invocation (SkipWatch): the metrics and the hook are told. */
+  skipped(policy: ResolvedPolicy, context: ExecutionContext): void {
+    this.metrics?.decision(policy.name, 'skipped');
+    if (this.hook === undefined) return;
+    try {
+      this.hook({
+        policy: policy.name,
+        key: '',
+        allowed: true,
+        shadow: false,
+        blocked: false,
+        cost: 0,
+        remaining: policy.limit,
+        retryAfterMs: 0,
+        context,
+        skipped: true,
+      });
+    } catch (error) {
+      this.logger.error(`onDecision hook threw: ${(error as Error)?.message ?? String(error)}`);
     }
   }
 

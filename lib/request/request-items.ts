@@ -6,6 +6,7 @@ import type { PlanEntry, PlannedPolicy } from '../planning/route-planner.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import { checkCost, checkQuotaLimit, checkRequestLimit } from '../policy/value-checks.js';
 import type { RateLimitIdentities } from '../policy/policy.types.js';
+import type { SkipWatch } from './skip-watch.js';
 
 type MaybePromise<T> = T | Promise<T>;
 export const isPromise = <T>(value: MaybePromise<T> | unknown): value is Promise<T> =>
@@ -40,6 +41,7 @@ export class RequestResolver {
     private readonly engine: DecisionEngine,
     private readonly user: ((ctx: ExecutionContext) => string | undefined) | undefined,
     private readonly logger: Logger,
+    private readonly skips: SkipWatch,
   ) {}
 
   /** `where` is the handler's `Class.method` (a module default's own `where` names no handler). */
@@ -56,6 +58,13 @@ export class RequestResolver {
       try {
         let key = this.identity(entry, ctx, adapter, where);
         if (isPromise(key)) key = await key;
+        if (typeof planned.key === 'function') {
+          if (key === undefined) {
+            this.skips.skipped(entry, ctx, where);
+            continue;
+          }
+          this.skips.applied(entry);
+        }
         if (key === undefined) continue;
         let cost = this.cost(planned, ctx);
         if (isPromise(cost)) cost = await cost;

@@ -29,6 +29,7 @@ const OUTCOMES: Record<RateLimitMetricOutcome, true> = {
   'failed-closed': true,
   'failed-local': true,
   'deny-cache': true,
+  skipped: true,
 };
 
 /** Each sample name the exporter exposes, with the label names its samples carry. */

@@ -223,6 +223,7 @@ expectTypeOf<RateLimitDecisionEvent>().toEqualTypeOf<{
   readonly remaining: number;
   readonly retryAfterMs: number;
   readonly context: ExecutionContext | undefined;
+  readonly skipped: boolean;
 }>();
 
 // --- A custom store ------------------------------------------------------------------------------------------
