@@ -1,4 +1,5 @@
 import { Cluster as IoredisCluster, Redis as Ioredis } from 'ioredis';
+import { Cluster as Ioredis5Cluster, Redis as Ioredis5 } from 'ioredis5';
 import { Cluster as IovalkeyCluster, Redis as Iovalkey } from 'iovalkey';
 import * as redis6 from 'redis';
 import * as redis5 from 'redis5';
@@ -82,11 +83,12 @@ function nodeRedisKind(
 }
 
 /**
- * Every client package the module drives: ioredis, node-redis (the current major and the one before) and
- * iovalkey. The Redis suites run once per entry (`describe.each(REDIS_CLIENTS)`).
+ * Every client package the module drives, in each major its peer ranges accept: ioredis 6 and 5, node-redis 6
+ * and 5, and iovalkey. The Redis suites run once per entry (`describe.each(REDIS_CLIENTS)`).
  */
 export const REDIS_CLIENTS: readonly RedisClientKind[] = [
   ioredisKind('ioredis', { Redis: Ioredis, Cluster: IoredisCluster }),
+  ioredisKind('ioredis 5', { Redis: Ioredis5, Cluster: Ioredis5Cluster }),
   nodeRedisKind('node-redis 6', redis6),
   // The major before: its factories' types differ from 6's only in type parameters the tests do not use.
   nodeRedisKind(
