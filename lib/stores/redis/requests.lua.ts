@@ -108,16 +108,27 @@ local function batch(KEYS, ARGV)
     local count = tonumber(ARGV[b])
     if count == 1 then
       k = k + 1
+      local p = policies[tonumber(ARGV[b + 1])]
       local cost, up = cost_of(ARGV[b + 2])
-      emit(out, consume_one(KEYS[k], policies[tonumber(ARGV[b + 1])], cost, now, slack, up))
+      if not (p.lean and not up and lean_one(KEYS[k], p, cost, now, slack, out)) then
+        emit(out, consume_one(KEYS[k], p, cost, now, slack, up))
+      end
     else
-      local items = {}
+      local lean = true
       for i = 1, count do
         local cost, up = cost_of(ARGV[b + 2 * i])
-        items[i] = item_of(KEYS[k + i], policies[tonumber(ARGV[b + 2 * i - 1])], cost, up)
+        LEAN_KEY[i], LEAN_P[i], LEAN_COST[i] = KEYS[k + i], policies[tonumber(ARGV[b + 2 * i - 1])], cost
+        if up then lean = false end
+      end
+      if not (lean and lean_request(count) and lean_items(count, now, slack, out)) then
+        local items = {}
+        for i = 1, count do
+          local _, up = cost_of(ARGV[b + 2 * i])
+          items[i] = item_of(LEAN_KEY[i], LEAN_P[i], LEAN_COST[i], up)
+        end
+        decide_items('consume', items, now, slack, out)
       end
       k = k + count
-      decide_items('consume', items, now, slack, out)
     end
     b = b + 1 + 2 * count
   end
