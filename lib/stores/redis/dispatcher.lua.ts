@@ -210,7 +210,7 @@ for i = 1, #KEYS do
   local p, cost, up
   p, cost, b, up = policy_at(ARGV, b, true)
   items[i] = item_of(KEYS[i], p, cost, up)
-  LEAN_KEY[i], LEAN_P[i], LEAN_COST[i] = KEYS[i], p, cost
+  LEAN_KEY[i], LEAN_P[i], LEAN_COST[i], LEAN_ARG[i] = KEYS[i], p, cost, cost
   if up then lean = false end
 end
 local now, slack, out = clock(ARGV[2]), tonumber(ARGV[3]), {}

@@ -94,36 +94,47 @@ local function decide_items(op, items, now, slack, out)
     end
   end
 end
+-- A batch's fields are read without tonumber where they allow it (strtod, which Lua's tonumber calls, is a
+-- good part of a lean item's time): a request's item count compared as text, policies looked up by their
+-- number's text, costs read once per call for each distinct field.
 local function batch(KEYS, ARGV)
   local now, slack = clock(ARGV[2]), tonumber(ARGV[3])
   local policies, b = {}, 4
   for i = 1, tonumber(ARGV[4]) do
     local p, no_cost
     p, no_cost, b = policy_at(ARGV, b, false)
-    policies[i] = p
+    policies[fmt(i)] = p
   end
+  local costs = {}
   local out, k, n = {}, 0, #ARGV
   b = b + 1
   while b <= n do
-    local count = tonumber(ARGV[b])
+    local field = ARGV[b]
+    local count = 1
+    if field ~= '1' then count = tonumber(field) end
     if count == 1 then
       k = k + 1
-      local p = policies[tonumber(ARGV[b + 1])]
-      local cost, up = cost_of(ARGV[b + 2])
-      if not (p.lean and not up and lean_one(KEYS[k], p, cost, now, slack, out)) then
+      local p, arg = policies[ARGV[b + 1]], ARGV[b + 2]
+      local cost, up = costs[arg], nil
+      if cost == nil then
+        cost, up = cost_of(arg)
+        if up == nil then costs[arg] = cost end
+      end
+      if not (p.lean and up == nil and lean_one(KEYS[k], p, cost, now, slack, out, arg)) then
         emit(out, consume_one(KEYS[k], p, cost, now, slack, up))
       end
     else
       local lean = true
       for i = 1, count do
-        local cost, up = cost_of(ARGV[b + 2 * i])
-        LEAN_KEY[i], LEAN_P[i], LEAN_COST[i] = KEYS[k + i], policies[tonumber(ARGV[b + 2 * i - 1])], cost
+        local arg = ARGV[b + 2 * i]
+        local cost, up = cost_of(arg)
+        LEAN_KEY[i], LEAN_P[i], LEAN_COST[i], LEAN_ARG[i] = KEYS[k + i], policies[ARGV[b + 2 * i - 1]], cost, arg
         if up then lean = false end
       end
       if not (lean and lean_request(count) and lean_items(count, now, slack, out)) then
         local items = {}
         for i = 1, count do
-          local _, up = cost_of(ARGV[b + 2 * i])
+          local _, up = cost_of(LEAN_ARG[i])
           items[i] = item_of(LEAN_KEY[i], LEAN_P[i], LEAN_COST[i], up)
         end
         decide_items('consume', items, now, slack, out)
