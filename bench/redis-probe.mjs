@@ -8,10 +8,14 @@
 // under a name of the same length. Prints JSON; with --markdown, a results file (BENCH_OUT, default
 // bench/RESULTS-redis-probe.md) that says the machine's load while it ran.
 //
-// Environment: BENCH_ROUNDS (default 9), BENCH_REQUESTS (default 20,000), BENCH_VARIANTS (comma-separated).
-import { spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+// Environment: BENCH_ROUNDS (default 9), BENCH_REQUESTS (default 20,000), BENCH_VARIANTS (comma-separated);
+// BENCH_CALLGRIND=1 runs redis-server under valgrind's callgrind and adds the instructions it ran in the measured
+// phase per decision (all of them: reading, parsing, commands, replies), which a loaded machine leaves as they
+// are (slow: use BENCH_REQUESTS=2000 BENCH_ROUNDS=1).
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { Redis } from 'ioredis';
@@ -36,14 +40,15 @@ const median = (xs) => {
   return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
 
+const callgrind = process.env.BENCH_CALLGRIND === '1';
+const dumps = callgrind ? mkdtempSync(join(os.tmpdir(), 'redis-probe-callgrind-')) : '';
 const port = await freePort();
-const server = spawn(
-  'redis-server',
-  ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-  {
-    stdio: 'ignore',
-  },
-);
+const redisArgs = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
+const server = callgrind
+  ? spawn('valgrind', ['--tool=callgrind', `--callgrind-out-file=${dumps}/cg.out`, 'redis-server', ...redisArgs], {
+      stdio: 'ignore',
+    })
+  : spawn('redis-server', redisArgs, { stdio: 'ignore' });
 process.once('exit', () => server.kill('SIGKILL'));
 for (let i = 0; !(await ping(port)); i++) {
   if (i > 200) throw new Error(`redis-server did not start on ${port}`);
@@ -122,10 +127,22 @@ async function commandStats() {
 // Commands a client sends: the others in commandstats ran inside them.
 const OUTER = new Set(['fcall', 'evalsha', 'eval', 'fcall_ro', 'evalsha_ro']);
 
+/** Instructions redis-server ran while `run` ran (callgrind's counters zeroed, then dumped). */
+async function instructions(run) {
+  execFileSync('callgrind_control', ['-z', String(server.pid)], { stdio: 'ignore' });
+  await run();
+  execFileSync('callgrind_control', ['-d', String(server.pid)], { stdio: 'ignore' });
+  const last = readdirSync(dumps)
+    .filter((f) => f.startsWith('cg.out.'))
+    .sort((a, b) => Number(a.split('.').at(-1)) - Number(b.split('.').at(-1)))
+    .at(-1);
+  return Number(/^(?:summary|totals): (\d+)/m.exec(readFileSync(join(dumps, last), 'utf8'))?.[1]);
+}
+
 async function measure(decide, decisions) {
   await drive(decide); // the keys exist before the measured phase, as in a running app
   await admin.config('RESETSTAT');
-  await drive(decide);
+  const ir = callgrind ? await instructions(() => drive(decide)) : (await drive(decide), undefined);
   const stats = await commandStats();
   for (const c of Object.keys(stats)) if (c.startsWith('config')) delete stats[c];
   const outer = Object.keys(stats).filter((c) => OUTER.has(c));
@@ -136,7 +153,8 @@ async function measure(decide, decisions) {
       { callsPerRequest: calls / REQUESTS, usecPerDecision: usec / (REQUESTS * decisions) },
     ]),
   );
-  return { usPerDecision: total / (REQUESTS * decisions), perCommand };
+  const irPerDecision = ir === undefined ? undefined : Math.round(ir / (REQUESTS * decisions));
+  return { usPerDecision: total / (REQUESTS * decisions), irPerDecision, perCommand };
 }
 
 /** MEMORY USAGE of `key`, and of an integer counter with a TTL under a name of the same length. */
@@ -173,14 +191,25 @@ const results = Object.fromEntries(
         usecPerDecision: median(rounds[name].map((r) => r.perCommand[c]?.usecPerDecision ?? 0)),
       };
     }
+    const ir = rounds[name].map((r) => r.irPerDecision).filter((x) => x !== undefined);
     return [
       name,
-      { usPerDecision: median(us), spread: [Math.min(...us), Math.max(...us)], commands, memory: memory[name] },
+      {
+        usPerDecision: median(us),
+        spread: [Math.min(...us), Math.max(...us)],
+        irPerDecision: ir.length > 0 ? median(ir) : undefined,
+        commands,
+        memory: memory[name],
+      },
     ];
   }),
 );
 const flex = results['rate-limiter-flexible']?.usPerDecision;
-for (const r of Object.values(results)) if (flex) r.ratioToFlexible = r.usPerDecision / flex;
+const flexIr = results['rate-limiter-flexible']?.irPerDecision;
+for (const r of Object.values(results)) {
+  if (flex) r.ratioToFlexible = r.usPerDecision / flex;
+  if (flexIr && r.irPerDecision) r.irRatioToFlexible = r.irPerDecision / flexIr;
+}
 const out = {
   rounds: ROUNDS,
   requests: REQUESTS,
@@ -201,7 +230,9 @@ if (process.argv.includes('--markdown')) {
       .map(([c, v]) => `${c} ${f(v.usecPerDecision)}`)
       .join(', ');
     const mem = r.memory?.[0];
-    return `| ${name} | ${f(r.usPerDecision)} | ${f(r.spread[0])}–${f(r.spread[1])} | ${f(r.ratioToFlexible)} | ${cmds} | ${mem ? `${mem.bytes} (${mem.integerCounter})` : '—'} |`;
+    const ir =
+      r.irPerDecision === undefined ? '—' : `${(r.irPerDecision / 1000).toFixed(1)}k (${f(r.irRatioToFlexible)})`;
+    return `| ${name} | ${f(r.usPerDecision)} | ${f(r.spread[0])}–${f(r.spread[1])} | ${f(r.ratioToFlexible)} | ${ir} | ${cmds} | ${mem ? `${mem.bytes} (${mem.integerCounter})` : '—'} |`;
   });
   const file = process.env.BENCH_OUT ?? fileURLToPath(new URL('RESULTS-redis-probe.md', import.meta.url));
   writeFileSync(
@@ -217,8 +248,8 @@ This module batches the requests of a turn of the event loop into one call; the 
 ioredis auto-pipelining (one script call per decision). Memory: \`MEMORY USAGE\` of a key after the run, and in
 brackets an integer counter with a TTL under a name of the same length.
 
-| variant | µs per decision | spread | × rate-limiter-flexible | inside (µs per decision) | bytes per key |
-|---|---:|---|---:|---|---:|
+| variant | µs per decision | spread | × rate-limiter-flexible | instructions per decision (× flexible) | inside (µs per decision) | bytes per key |
+|---|---:|---|---:|---:|---|---:|
 ${rows.join('\n')}
 `,
   );

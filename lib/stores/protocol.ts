@@ -34,3 +34,9 @@ export const POLICY_FIELD = { code: 1, limit: 2, window: 3, capacity: 4 } as con
 
 /** The number of POLICY_FIELD fields, before an item's cost. */
 export const POLICY_FIELDS = Object.keys(POLICY_FIELD).length;
+
+/**
+ * In a batch call (requests.lua.ts), in place of a request's number of items: a run of one-item requests of one
+ * policy and one cost follows (their number, the policy's, the cost field), which names each request's key only.
+ */
+export const BATCH_RUN = 0;

@@ -3,7 +3,7 @@ import { periodOf } from '../../algorithms/quota/quota.js';
 import type { Clock } from '../../clock.js';
 import type { ResolvedPolicy } from '../../policy/policy.types.js';
 import { storageKey } from '../storage-key.js';
-import { BLOCK_FLAG, POLICY_FIELDS, REPLY_WIDTH, UP_TO_SEPARATOR } from '../protocol.js';
+import { BATCH_RUN, BLOCK_FLAG, POLICY_FIELDS, REPLY_WIDTH, UP_TO_SEPARATOR } from '../protocol.js';
 import type { StoreCallItem } from '../rate-limit-store.js';
 
 /**
@@ -48,7 +48,8 @@ export function callFields({ items }: RequestArgs): string[] {
 
 /**
  * The keys and arguments of one 'batch' call of `requests` (requests.lua.ts): the policies they use, once
- * each, then per request its number of items and each item's policy (its number) and cost.
+ * each, then per request its number of items and each item's policy (its number) and cost; consecutive
+ * one-item requests of one policy and cost as one run (BATCH_RUN), most requests under load.
  */
 export function batchArgs(
   requests: readonly RequestArgs[],
@@ -59,19 +60,37 @@ export function batchArgs(
   const numbers = new Map<readonly string[], number>();
   const policies: string[] = [];
   const tail: string[] = [];
-  for (const request of requests) {
+  const numberOf = (policy: readonly string[]): string => {
+    let number = numbers.get(policy);
+    if (number === undefined) {
+      numbers.set(policy, (number = numbers.size + 1));
+      policies.push(...policy);
+    }
+    return String(number);
+  };
+  for (let at = 0; at < requests.length;) {
+    const request = requests[at] as RequestArgs;
+    const only = request.items.length === 1 ? (request.items[0] as ItemArgs) : undefined;
+    let end = at + 1;
+    while (only !== undefined && end < requests.length && sameItem(requests[end] as RequestArgs, only)) end++;
+    if (only !== undefined && end - at > 1) {
+      for (let i = at; i < end; i++) keys.push(...(requests[i] as RequestArgs).keys);
+      tail.push(String(BATCH_RUN), String(end - at), numberOf(only.policy), only.cost);
+      at = end;
+      continue;
+    }
     keys.push(...request.keys);
     tail.push(String(request.items.length));
-    for (const { policy, cost } of request.items) {
-      let number = numbers.get(policy);
-      if (number === undefined) {
-        numbers.set(policy, (number = numbers.size + 1));
-        policies.push(...policy);
-      }
-      tail.push(String(number), cost);
-    }
+    for (const { policy, cost } of request.items) tail.push(numberOf(policy), cost);
+    at += 1;
   }
   return { keys, args: ['batch', now, slack, String(numbers.size), ...policies, ...tail] };
+}
+
+/** Whether `request` is one item of `item`'s policy and cost. */
+function sameItem(request: RequestArgs, item: ItemArgs): boolean {
+  const only = request.items.length === 1 ? request.items[0] : undefined;
+  return only !== undefined && only.policy === item.policy && only.cost === item.cost;
 }
 
 /** Each request's part of the reply of a batch: REPLY_WIDTH integers per item, one request after the other. */

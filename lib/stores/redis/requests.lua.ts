@@ -1,4 +1,4 @@
-import { REPLY } from '../protocol.js';
+import { BATCH_RUN as RUN, REPLY } from '../protocol.js';
 
 const { allowed: ALLOWED } = REPLY;
 
@@ -11,7 +11,9 @@ const { allowed: ALLOWED } = REPLY;
  *
  * batch(KEYS, ARGV): several consumes in one call. ARGV: 'batch', the time (or ''), the TTL slack, the number of
  * policies, each policy's fields as an item's without the cost, then per request its number of items and, per
- * item, the number of its policy (1-based) and its cost field (with its up-to for a lease); KEYS: the items' keys, in order. Each request is
+ * item, the number of its policy (1-based) and its cost field (with its up-to for a lease) — or, for a run of
+ * one-item requests of one policy and cost, BATCH_RUN (protocol.ts), their number, the policy's and the cost field; KEYS: the
+ * items' keys, in order. Each request is
  * decided as its own consume, all-or-nothing, after the ones before it; returns their replies one after the
  * other.
  */
@@ -112,7 +114,17 @@ local function batch(KEYS, ARGV)
     local field = ARGV[b]
     local count = 1
     if field ~= '1' then count = tonumber(field) end
-    if count == 1 then
+    if count == ${RUN} then
+      local p, arg = policies[ARGV[b + 2]], ARGV[b + 3]
+      local cost, up = cost_of(arg)
+      for _ = 1, tonumber(ARGV[b + 1]) do
+        k = k + 1
+        if not (p.lean and up == nil and lean_one(KEYS[k], p, cost, now, slack, out, arg)) then
+          emit(out, consume_one(KEYS[k], p, cost, now, slack, up))
+        end
+      end
+      b = b + 4
+    elseif count == 1 then
       k = k + 1
       local p, arg = policies[ARGV[b + 1]], ARGV[b + 2]
       local cost, up = costs[arg], nil
@@ -123,6 +135,7 @@ local function batch(KEYS, ARGV)
       if not (p.lean and up == nil and lean_one(KEYS[k], p, cost, now, slack, out, arg)) then
         emit(out, consume_one(KEYS[k], p, cost, now, slack, up))
       end
+      b = b + 3
     else
       local lean = true
       for i = 1, count do
@@ -140,8 +153,8 @@ local function batch(KEYS, ARGV)
         decide_items('consume', items, now, slack, out)
       end
       k = k + count
+      b = b + 1 + 2 * count
     end
-    b = b + 1 + 2 * count
   end
   return out
 end
