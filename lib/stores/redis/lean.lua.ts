@@ -1,32 +1,30 @@
 import { ALGORITHM_CODES } from '../../algorithms/index.js';
 import { REPLY, REPLY_WIDTH } from '../protocol.js';
 
-const { allowed: ALLOWED, denied: DENIED } = REPLY;
+const { allowed: ALLOWED } = REPLY;
 const FW = ALGORITHM_CODES['fixed-window'];
 const GCRA = ALGORITHM_CODES.gcra;
 /** `out[n + 1], ... = a, r, reset, retry`: one item's reply appended. */
-const appendedAt = (n: string, values: string): string =>
+export const appendedAt = (n: string, values: string): string =>
   `${Array.from({ length: REPLY_WIDTH }, (_, i) => `out[${n} + ${i + 1}]`).join(', ')} = ${values}`;
 
 /**
- * The lean consume: the most common shape of a request — enforced policies of a clock-aligned fixed window or a
- * GCRA with a static limit, no block, lease or shadow — decided with the numbers in locals and reused arrays
- * rather than the twins' state and reply tables. A fixed window counts first (INCRBY, whose reply is the state
- * before it plus the cost) and undoes it when the request is denied (DECRBY, or DEL of the key it made): one
- * command for an allowed request in its window, where reading and writing take two, and, the script being
- * atomic, nothing else ever sees the count a denial undid. Its decisions and the states it leaves are the
- * twins' (period_step, the GCRA twin's step at the policy's limit); a value of a layout it does not read (a
- * block, a state of an earlier version, a GCRA limit per plan) sends the request to the twins' path, with
- * nothing written. Relies on the prelude, the codec, fixedWindowCounterLua and the GCRA core; defined with the
- * definitions.
+ * The lean consume: the most common shape of a request — enforced policies without a block, a lease or shadow
+ * mode — decided without consume_one's and decide_items' tables (items, states, replies): a fixed window and a
+ * GCRA of a static limit with the numbers in locals (lean-kernels.lua.ts), any other kernel with its twin's
+ * step and codec. A value of a layout it does not read (a block; for a fixed window or a GCRA, a state of an
+ * earlier version or a GCRA limit per plan) sends the request to the twins' path, with every key as it was.
+ * Defined with the definitions, after leanKernelsLua.
  *
- * lean_kind(code, p): marks an enforced policy without a block (p from policy_at) as lean when its kernel has
- * a lean step. lean_one(key, p, cost, now, slack, out, arg) and lean_items(n, now, slack, out) (the items in
- * LEAN_KEY, LEAN_P, LEAN_COST, LEAN_ARG: distinct keys, lean_request; arg: the cost's field, or nil) append the replies and return true, or false
- * having left every key as it was.
+ * lean_kind(code, p): marks an enforced policy without a block (p from policy_at) as lean. lean_one(key, p,
+ * cost, now, slack, out, arg) and lean_items(n, now, slack, out) (the items in LEAN_KEY, LEAN_P, LEAN_COST and
+ * LEAN_ARG, the cost's field or nil; distinct keys: lean_request) append the replies and return true, or false
+ * having left every key as it was. All-or-nothing as decide_items.
  */
 export const leanLua = `
+local TWIN = 'twin'
 local function lean_kind(code, p)
+  p.lean = TWIN
   if code == ${FW} then p.lean = ${FW} end
   if code == ${GCRA} then
     p.lean = ${GCRA}
@@ -34,105 +32,57 @@ local function lean_kind(code, p)
     p.burst = min(p.cap, floor(MAX_LEAD_US / p.t))
   end
 end
--- fixed window, counted first: INCRBY the cost (arg: its field as the call gave it, which Redis takes without
--- the float formatting of a Lua number), then read the state before it from the reply. Returns the
--- window's index, the count before, and what the key needs once allowed: nothing (FW_KEPT: INCRBY wrote it,
--- and its TTL already ends with its window), a SET (FW_NEW: it did not exist, FW_SET: another window or a
--- count past the integer layout); nil when INCRBY refused the value (another layout: nothing was written).
-local FW_KEPT, FW_NEW, FW_SET = 1, 2, 3
-local function fw_lean_count(key, window, now, cost, arg)
-  local v = redis.pcall('INCRBY', key, arg)
-  if type(v) ~= 'number' then return nil end
-  local index = floor(now / window)
-  if v == cost then return index, 0, FW_NEW end
-  local old = v - cost
-  local stored = floor(old / FW_SCALE)
-  if stored < index then return index, 0, FW_SET end
-  local count = old - stored * FW_SCALE
-  if count + cost >= FW_SCALE then return stored, count, FW_SET end
-  return stored, count, FW_KEPT
-end
-local function fw_lean_decide(limit, window, index, count, now, cost)
-  local reset = (index + 1) * window - now
-  if cost > limit then
-    if count == 0 then reset = 0 end
-    return ${DENIED}, max(0, limit - count), reset, NEVER
-  end
-  local n = count + cost
-  if n > limit then return ${DENIED}, max(0, limit - count), reset, reset end
-  if n == 0 then return ${ALLOWED}, limit, 0, 0 end
-  return ${ALLOWED}, limit - n, reset, 0
-end
--- once allowed: the state the twin writes, where INCRBY alone did not
-local function fw_lean_settle(key, index, count, how, cost, reset, slack)
-  if how ~= FW_KEPT then
-    redis.call('SET', key, fw_int_encode(index, count + cost), 'PX', max(max(reset, 0) + slack, 1))
-  end
-end
--- once denied (by this item or another): the key as it was
-local function fw_lean_undo(key, how, arg)
-  if how == FW_NEW then redis.call('DEL', key) else redis.call('DECRBY', key, arg) end
-end
--- GCRA: the TAT's lead over now in µs (nil: another layout than the TAT alone)
-local function gcra_lean_read(raw, now)
-  if not raw then return 0 end
-  local first = byte(raw, 1)
-  if first == nil or first < 48 or first > 57 then return nil end
-  local tat = tonumber(raw)
-  if not tat then return nil end
-  return max(0, tat - now * 1000)
-end
-local function gcra_lean_decide(p, lead, cost)
-  local t, burst = p.t, p.burst
-  local remaining, reset = max(0, burst - ceil_div(lead, t)), ceil_div(lead, 1000)
-  if cost > burst then return ${DENIED}, remaining, reset, NEVER end
-  local room = (burst - cost) * t
-  if lead > room then return ${DENIED}, remaining, reset, ceil_div(lead - room, 1000) end
-  if cost == 0 then return ${ALLOWED}, remaining, reset, 0 end
-  local nxt = lead + cost * t
-  return ${ALLOWED}, burst - ceil_div(nxt, t), ceil_div(nxt, 1000), 0
-end
--- an item's state (a GCRA reads its key, a fixed window counts first: fw_lean_count), nil for another layout
+-- an item's state (a fixed window counts first: fw_lean_count; the others read their key), nil for a layout
+-- the lean path leaves to the twins' (for any other kernel: a block)
 local function lean_read(key, p, now, cost, arg)
   if p.lean == ${FW} then return fw_lean_count(key, p.window, now, cost, arg) end
-  return gcra_lean_read(redis.call('GET', key), now)
+  local raw = redis.call('GET', key)
+  if p.lean == ${GCRA} then return gcra_lean_read(raw, now) end
+  if not raw then return false end
+  if byte(raw, 1) == 33 then return nil end
+  return p.algo.decode(raw)
 end
+-- allowed, remaining, reset_ms, retry_ms, and for any other kernel the new state (its twin's step)
 local function lean_decide(p, a, b, now, cost)
   if p.lean == ${FW} then return fw_lean_decide(p.limit, p.window, a, b, now, cost) end
-  return gcra_lean_decide(p, a, cost)
+  if p.lean == ${GCRA} then return gcra_lean_decide(p, a, cost) end
+  local new_st, allowed, remaining, reset, retry = p.algo.step(a, p.limit, p.window, p.cap, now, cost, p.nxt)
+  return allowed, remaining, reset, retry, new_st
 end
--- an allowed item's write (a GCRA's TAT; what a fixed window's INCRBY left to do), or a denied one's undoing
-local function lean_write(key, p, a, b, c, now, cost, reset, slack, allowed, arg)
+-- an allowed item's write (what a fixed window's INCRBY left to do), or a denied one's undoing (a fixed
+-- window's count; the others wrote nothing)
+local function lean_write(key, p, a, b, c, now, cost, reset, slack, allowed, arg, new_st)
   if p.lean == ${FW} then
     if allowed then return fw_lean_settle(key, a, b, c, cost, reset, slack) end
     return fw_lean_undo(key, c, arg)
   end
-  if allowed and cost > 0 then redis.call('SET', key, fmt(now * 1000 + a + cost * p.t), 'PX', max(reset + slack, 1)) end
+  if not allowed or cost <= 0 then return end
+  if p.lean == ${GCRA} then
+    redis.call('SET', key, fmt(now * 1000 + a + cost * p.t), 'PX', max(reset + slack, 1))
+  elseif new_st then
+    redis.call('SET', key, p.algo.encode(new_st), 'PX', max(max(reset, 0) + slack, 1))
+  else
+    redis.call('DEL', key)
+  end
 end
--- lean_one of a fixed window: fw_lean_count, fw_lean_decide and what follows in one function, as most
--- requests take it (a Lua call costs Redis about as much as a GET)
-local function fw_one(key, p, cost, now, slack, out, arg)
-  local v = redis.pcall('INCRBY', key, arg)
-  if type(v) ~= 'number' then return false end
-  local window, limit = p.window, p.limit
-  local index, count, how = floor(now / window), 0, FW_NEW
-  if v ~= cost then
-    local old = v - cost
-    local stored = floor(old / FW_SCALE)
-    how = FW_SET
-    if stored >= index then
-      index, count = stored, old - stored * FW_SCALE
-      if count + cost < FW_SCALE then how = FW_KEPT end
+-- lean_one of any other kernel: its twin's step, without consume_one's block check and reply table
+local function twin_one(key, p, cost, now, slack, out)
+  local raw = redis.call('GET', key)
+  local st = false
+  if raw then
+    if byte(raw, 1) == 33 then return false end
+    st = p.algo.decode(raw)
+  end
+  local new_st, allowed, remaining, reset, retry = p.algo.step(st, p.limit, p.window, p.cap, now, cost, p.nxt)
+  if allowed == ${ALLOWED} and cost > 0 then
+    if new_st then
+      redis.call('SET', key, p.algo.encode(new_st), 'PX', max(max(reset, 0) + slack, 1))
+    else
+      redis.call('DEL', key)
     end
   end
-  local reset, n, at = (index + 1) * window - now, count + cost, #out
-  if cost <= limit and n <= limit then
-    if how ~= FW_KEPT then redis.call('SET', key, fw_int_encode(index, n), 'PX', max(max(reset, 0) + slack, 1)) end
-    ${appendedAt('at', `${ALLOWED}, limit - n, reset, 0`)}
-    return true
-  end
-  fw_lean_undo(key, how, arg)
-  ${appendedAt('at', 'fw_lean_decide(limit, window, index, count, now, cost)')}
+  local at = #out
+  ${appendedAt('at', 'allowed, remaining, reset, retry')}
   return true
 end
 local function lean_one(key, p, cost, now, slack, out, arg)
@@ -140,17 +90,11 @@ local function lean_one(key, p, cost, now, slack, out, arg)
     if cost < 1 then return false end
     return fw_one(key, p, cost, now, slack, out, arg or cost)
   end
-  arg = arg or cost
-  local a, b, c = lean_read(key, p, now, cost, arg)
-  if a == nil then return false end
-  local allowed, remaining, reset, retry = lean_decide(p, a, b, now, cost)
-  lean_write(key, p, a, b, c, now, cost, reset, slack, allowed == ${ALLOWED}, arg)
-  local n = #out
-  ${appendedAt('n', 'allowed, remaining, reset, retry')}
-  return true
+  if p.lean == ${GCRA} then return gcra_one(key, p, cost, now, slack, out) end
+  return twin_one(key, p, cost, now, slack, out)
 end
 local LEAN_KEY, LEAN_P, LEAN_COST, LEAN_ARG = {}, {}, {}, {}
-local LA, LB, LC, LOK, LREM, LRESET, LRETRY = {}, {}, {}, {}, {}, {}, {}
+local LA, LB, LC, LOK, LREM, LRESET, LRETRY, LNEW = {}, {}, {}, {}, {}, {}, {}, {}
 -- all-or-nothing as decide_items: kept only when every item is allowed (a fixed window's count undone
 -- otherwise); an allowed item then replies as it stands (its step at cost 0 on the state found)
 local function lean_items(count, now, slack, out)
@@ -165,17 +109,18 @@ local function lean_items(count, now, slack, out)
       return false
     end
     LA[i], LB[i], LC[i] = a, b, c
-    LOK[i], LREM[i], LRESET[i], LRETRY[i] = lean_decide(p, a, b, now, cost)
+    LOK[i], LREM[i], LRESET[i], LRETRY[i], LNEW[i] = lean_decide(p, a, b, now, cost)
     if LOK[i] ~= ${ALLOWED} then all = false end
   end
   local n = #out
   for i = 1, count do
     local p, cost = LEAN_P[i], LEAN_COST[i]
-    lean_write(LEAN_KEY[i], p, LA[i], LB[i], LC[i], now, cost, LRESET[i], slack, all, LEAN_ARG[i])
+    lean_write(LEAN_KEY[i], p, LA[i], LB[i], LC[i], now, cost, LRESET[i], slack, all, LEAN_ARG[i], LNEW[i])
     if all or LOK[i] ~= ${ALLOWED} then
       ${appendedAt('n', 'LOK[i], LREM[i], LRESET[i], LRETRY[i]')}
     else
-      ${appendedAt('n', 'lean_decide(p, LA[i], LB[i], now, 0)')}
+      local _, remaining, reset = lean_decide(p, LA[i], LB[i], now, 0)
+      ${appendedAt('n', `${ALLOWED}, remaining, reset, 0`)}
     end
     n = n + ${REPLY_WIDTH}
   end
@@ -185,7 +130,8 @@ end
 -- window's cost of 0 counts nothing (its INCRBY would make a key)
 local function lean_request(count)
   for i = 1, count do
-    if not LEAN_P[i].lean or LEAN_COST[i] < 1 and LEAN_P[i].lean == ${FW} then return false end
+    local lean = LEAN_P[i].lean
+    if not lean or LEAN_COST[i] < 1 and lean == ${FW} then return false end
     for j = 1, i - 1 do
       if LEAN_KEY[j] == LEAN_KEY[i] then return false end
     end

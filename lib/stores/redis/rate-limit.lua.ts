@@ -15,6 +15,7 @@ import { slidingWindowLogLua } from '../../algorithms/sliding-window-log/sliding
 import { tokenBucketLua } from '../../algorithms/token-bucket/token-bucket.lua.js';
 import { NEVER_FITS } from '../protocol.js';
 import { dispatcherCall, dispatcherSetup } from './dispatcher.lua.js';
+import { leanKernelsLua } from './lean-kernels.lua.js';
 import { leanLua } from './lean.lua.js';
 import { requestsLua } from './requests.lua.js';
 import { stateCodecLua } from './state-codec.lua.js';
@@ -71,6 +72,7 @@ const definitions = [
   periodCounterLua,
   fixedWindowCounterLua,
   gcraCoreLua,
+  leanKernelsLua,
   leanLua,
   ...makers(),
   dispatcherSetup,
