@@ -8,7 +8,8 @@
 // under a name of the same length. Prints JSON; with --markdown, a results file (BENCH_OUT, default
 // bench/RESULTS-redis-probe.md) that says the machine's load while it ran.
 //
-// Environment: BENCH_ROUNDS (default 9), BENCH_REQUESTS (default 20,000), BENCH_VARIANTS (comma-separated);
+// Environment: BENCH_BASELINE_DIST (an earlier build's dist/, relative to bench/: each of this module's variants
+// again on it, named `…@base`, in the same run), BENCH_ROUNDS (default 9), BENCH_REQUESTS (default 20,000), BENCH_VARIANTS (comma-separated);
 // BENCH_CALLGRIND=1 runs redis-server under valgrind's callgrind and adds the instructions it ran in the measured
 // phase per decision (all of them: reading, parsing, commands, replies), which a loaded machine leaves as they
 // are (slow: use BENCH_REQUESTS=2000 BENCH_ROUNDS=1).
@@ -21,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 
-import { RedisRateLimitStore, validatePolicy } from '../dist/index.js';
+import * as current from '../dist/index.js';
 import { freePort, ping } from './net.mjs';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 9);
@@ -57,9 +58,31 @@ for (let i = 0; !(await ping(port)); i++) {
 const admin = new Redis({ port });
 const pipelined = new Redis({ port, enableAutoPipelining: true });
 
-const policy = (name, algorithm) => validatePolicy({ name, algorithm, limit: LIMIT, window: WINDOW });
-const store = new RedisRateLimitStore({ client: new Redis({ port }) });
-const ours = (policies) => (user) => store.consume(policies.map((p) => ({ policy: p, key: `user:${user}`, cost: 1 })));
+const baseline = process.env.BENCH_BASELINE_DIST;
+const builds = { '': current };
+if (baseline !== undefined) builds['@base'] = await import(new URL(`${baseline}/index.js`, import.meta.url).href);
+/** This module's variants on one build: one policy of each algorithm, three policies of one request. */
+function oursOn({ RedisRateLimitStore, validatePolicy }, suffix) {
+  const policy = (name, algorithm) => validatePolicy({ name, algorithm, limit: LIMIT, window: WINDOW });
+  const store = new RedisRateLimitStore({ client: new Redis({ port }) });
+  stores.push(store);
+  const ours = (policies) => (user) =>
+    store.consume(policies.map((p) => ({ policy: p, key: `user:${user}`, cost: 1 })));
+  const variants = {};
+  for (const algorithm of ['fixed-window', 'sliding-window-counter', 'token-bucket', 'gcra']) {
+    variants[`${algorithm}${suffix}`] = [ours([policy('per-user', algorithm)]), 1];
+  }
+  variants[`3 policies (fixed window ×3)${suffix}`] = [
+    ours([policy('per-user', 'fixed-window'), policy('per-route', 'fixed-window'), policy('login', 'fixed-window')]),
+    3,
+  ];
+  variants[`3 policies (swc + token bucket + gcra)${suffix}`] = [
+    ours([policy('per-user', 'sliding-window-counter'), policy('burst', 'token-bucket'), policy('smooth', 'gcra')]),
+    3,
+  ];
+  return variants;
+}
+const stores = [];
 
 /** A hand-written script, EVALSHA per decision: the least a decision's commands can cost inside a script. */
 const FLOORS = {
@@ -85,18 +108,7 @@ const flexible = new RateLimiterRedis({
 
 /** The variants: how one request is decided, and how many decisions it is. */
 const ALL = {
-  'fixed-window': [ours([policy('per-user', 'fixed-window')]), 1],
-  'sliding-window-counter': [ours([policy('per-user', 'sliding-window-counter')]), 1],
-  'token-bucket': [ours([policy('per-user', 'token-bucket')]), 1],
-  gcra: [ours([policy('per-user', 'gcra')]), 1],
-  '3 policies (fixed window ×3)': [
-    ours([policy('per-user', 'fixed-window'), policy('per-route', 'fixed-window'), policy('login', 'fixed-window')]),
-    3,
-  ],
-  '3 policies (swc + token bucket + gcra)': [
-    ours([policy('per-user', 'sliding-window-counter'), policy('burst', 'token-bucket'), policy('smooth', 'gcra')]),
-    3,
-  ],
+  ...Object.assign({}, ...Object.entries(builds).map(([suffix, build]) => oursOn(build, suffix))),
   'rate-limiter-flexible': [(user) => flexible.consume(`user:${user}`), 1],
   'floor: GET + SET PX': [floor(FLOORS['GET + SET PX']), 1],
   'floor: INCRBY + PEXPIRE': [floor(FLOORS['INCRBY + PEXPIRE']), 1],
@@ -256,5 +268,5 @@ ${rows.join('\n')}
 }
 admin.disconnect();
 pipelined.disconnect();
-store.client.disconnect();
+for (const store of stores) store.client.disconnect();
 server.kill('SIGTERM');
