@@ -36,7 +36,8 @@ export const POLICY_FIELD = { code: 1, limit: 2, window: 3, capacity: 4 } as con
 export const POLICY_FIELDS = Object.keys(POLICY_FIELD).length;
 
 /**
- * In a batch call (requests.lua.ts), in place of a request's number of items: a run of one-item requests of one
- * policy and one cost follows (their number, the policy's, the cost field), which names each request's key only.
+ * In a batch call (requests.lua.ts), in place of a request's number of items: a run of requests with the same
+ * items (policies and costs) follows — their number, their number of items, each item's fields once — which
+ * names each request's keys only.
  */
 export const BATCH_RUN = 0;

@@ -49,7 +49,7 @@ export function callFields({ items }: RequestArgs): string[] {
 /**
  * The keys and arguments of one 'batch' call of `requests` (requests.lua.ts): the policies they use, once
  * each, then per request its number of items and each item's policy (its number) and cost; consecutive
- * one-item requests of one policy and cost as one run (BATCH_RUN), most requests under load.
+ * requests of the same items as one run (BATCH_RUN): under load most requests of a route come as runs.
  */
 export function batchArgs(
   requests: readonly RequestArgs[],
@@ -70,27 +70,21 @@ export function batchArgs(
   };
   for (let at = 0; at < requests.length;) {
     const request = requests[at] as RequestArgs;
-    const only = request.items.length === 1 ? (request.items[0] as ItemArgs) : undefined;
     let end = at + 1;
-    while (only !== undefined && end < requests.length && sameItem(requests[end] as RequestArgs, only)) end++;
-    if (only !== undefined && end - at > 1) {
-      for (let i = at; i < end; i++) keys.push(...(requests[i] as RequestArgs).keys);
-      tail.push(String(BATCH_RUN), String(end - at), numberOf(only.policy), only.cost);
-      at = end;
-      continue;
-    }
-    keys.push(...request.keys);
+    while (end < requests.length && sameItems(requests[end] as RequestArgs, request)) end++;
+    if (end - at > 1) tail.push(String(BATCH_RUN), String(end - at));
     tail.push(String(request.items.length));
     for (const { policy, cost } of request.items) tail.push(numberOf(policy), cost);
-    at += 1;
+    for (let i = at; i < end; i++) keys.push(...(requests[i] as RequestArgs).keys);
+    at = end;
   }
   return { keys, args: ['batch', now, slack, String(numbers.size), ...policies, ...tail] };
 }
 
-/** Whether `request` is one item of `item`'s policy and cost. */
-function sameItem(request: RequestArgs, item: ItemArgs): boolean {
-  const only = request.items.length === 1 ? request.items[0] : undefined;
-  return only !== undefined && only.policy === item.policy && only.cost === item.cost;
+/** Whether two requests have the same items: their policies (the same fields) and costs, in order. */
+function sameItems(a: RequestArgs, b: RequestArgs): boolean {
+  if (a.items.length !== b.items.length) return false;
+  return a.items.every((item, i) => item.policy === b.items[i]?.policy && item.cost === b.items[i]?.cost);
 }
 
 /** Each request's part of the reply of a batch: REPLY_WIDTH integers per item, one request after the other. */

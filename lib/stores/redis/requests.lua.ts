@@ -12,8 +12,8 @@ const { allowed: ALLOWED } = REPLY;
  * batch(KEYS, ARGV): several consumes in one call. ARGV: 'batch', the time (or ''), the TTL slack, the number of
  * policies, each policy's fields as an item's without the cost, then per request its number of items and, per
  * item, the number of its policy (1-based) and its cost field (with its up-to for a lease) — or, for a run of
- * one-item requests of one policy and cost, BATCH_RUN (protocol.ts), their number, the policy's and the cost field; KEYS: the
- * items' keys, in order. Each request is
+ * requests of the same items (policies and costs), BATCH_RUN (protocol.ts), their number, then their items'
+ * fields once; KEYS: the items' keys, in order. Each request is
  * decided as its own consume, all-or-nothing, after the ones before it; returns their replies one after the
  * other.
  */
@@ -96,9 +96,37 @@ local function decide_items(op, items, now, slack, out)
     end
   end
 end
--- A batch's fields are read without tonumber where they allow it (strtod, which Lua's tonumber calls, is a
--- good part of a lean item's time): a request's item count compared as text, policies looked up by their
--- number's text, costs read once per call for each distinct field.
+-- One request of a batch: \`count\` items whose keys follow KEYS[k] and whose fields (policy number, cost) start
+-- after ARGV[at]. Fields are read without tonumber where they allow it (strtod, which Lua's tonumber calls, is a
+-- good part of a lean item's time): policies looked up by their number's text, costs read once per call for each
+-- distinct field.
+local function decide_request(KEYS, ARGV, k, count, at, policies, costs, now, slack, out)
+  local lean = true
+  for i = 1, count do
+    local arg = ARGV[at + 2 * i]
+    local cost, up = costs[arg], nil
+    if cost == nil then
+      cost, up = cost_of(arg)
+      if up == nil then costs[arg] = cost end
+    end
+    LEAN_KEY[i], LEAN_P[i], LEAN_COST[i], LEAN_ARG[i] = KEYS[k + i], policies[ARGV[at + 2 * i - 1]], cost, arg
+    if up then lean = false end
+  end
+  if count == 1 then
+    local key, p, cost = LEAN_KEY[1], LEAN_P[1], LEAN_COST[1]
+    if lean and p.lean and lean_one(key, p, cost, now, slack, out, LEAN_ARG[1]) then return end
+    local _, up = cost_of(LEAN_ARG[1])
+    emit(out, consume_one(key, p, cost, now, slack, up))
+    return
+  end
+  if lean and lean_request(count) and lean_items(count, now, slack, out) then return end
+  local items = {}
+  for i = 1, count do
+    local _, up = cost_of(LEAN_ARG[i])
+    items[i] = item_of(LEAN_KEY[i], LEAN_P[i], LEAN_COST[i], up)
+  end
+  decide_items('consume', items, now, slack, out)
+end
 local function batch(KEYS, ARGV)
   local now, slack = clock(ARGV[2]), tonumber(ARGV[3])
   local policies, b = {}, 4
@@ -115,43 +143,14 @@ local function batch(KEYS, ARGV)
     local count = 1
     if field ~= '1' then count = tonumber(field) end
     if count == ${RUN} then
-      local p, arg = policies[ARGV[b + 2]], ARGV[b + 3]
-      local cost, up = cost_of(arg)
+      count = tonumber(ARGV[b + 2])
       for _ = 1, tonumber(ARGV[b + 1]) do
-        k = k + 1
-        if not (p.lean and up == nil and lean_one(KEYS[k], p, cost, now, slack, out, arg)) then
-          emit(out, consume_one(KEYS[k], p, cost, now, slack, up))
-        end
+        decide_request(KEYS, ARGV, k, count, b + 2, policies, costs, now, slack, out)
+        k = k + count
       end
-      b = b + 4
-    elseif count == 1 then
-      k = k + 1
-      local p, arg = policies[ARGV[b + 1]], ARGV[b + 2]
-      local cost, up = costs[arg], nil
-      if cost == nil then
-        cost, up = cost_of(arg)
-        if up == nil then costs[arg] = cost end
-      end
-      if not (p.lean and up == nil and lean_one(KEYS[k], p, cost, now, slack, out, arg)) then
-        emit(out, consume_one(KEYS[k], p, cost, now, slack, up))
-      end
-      b = b + 3
+      b = b + 3 + 2 * count
     else
-      local lean = true
-      for i = 1, count do
-        local arg = ARGV[b + 2 * i]
-        local cost, up = cost_of(arg)
-        LEAN_KEY[i], LEAN_P[i], LEAN_COST[i], LEAN_ARG[i] = KEYS[k + i], policies[ARGV[b + 2 * i - 1]], cost, arg
-        if up then lean = false end
-      end
-      if not (lean and lean_request(count) and lean_items(count, now, slack, out)) then
-        local items = {}
-        for i = 1, count do
-          local _, up = cost_of(LEAN_ARG[i])
-          items[i] = item_of(LEAN_KEY[i], LEAN_P[i], LEAN_COST[i], up)
-        end
-        decide_items('consume', items, now, slack, out)
-      end
+      decide_request(KEYS, ARGV, k, count, b, policies, costs, now, slack, out)
       k = k + count
       b = b + 1 + 2 * count
     end
