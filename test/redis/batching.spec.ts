@@ -58,16 +58,16 @@ describe('consumes gathered into one call while calls are in flight (Redis 7 fun
     expect(decisions.slice(0, 20).map(([d]) => d?.remaining)).toEqual(Array.from({ length: 20 }, (_, i) => 19 - i));
   });
 
-  it('decides runs of one-item requests of one policy and cost (sent once for the run) as the reference does, mixed with other requests', async () => {
+  it('decides runs of requests of the same items (sent once for the run) as the reference does, mixed with other requests', async () => {
     const clock = new FakeClock(1_796_053_232_358);
     const store = new RedisRateLimitStore({ client, clock, keyPrefix: 'runs:' });
     const reference = new ReferenceStore(clock);
     const fw = validatePolicy({ name: 'fw', algorithm: 'fixed-window', limit: 6, window: '1m' });
     const gcra = validatePolicy({ name: 'gcra', algorithm: 'gcra', limit: 5, window: '1m' });
-    // runs (same policy and cost), breaks of cost and policy, two-item requests, shared keys
+    // runs of one-item and of two-item requests (same policies and costs), breaks of cost and policy, shared keys
     const requests = Array.from({ length: 90 }, (_, i) => {
       const key = `user:${i % 7}`;
-      if (i % 13 === 0)
+      if (i % 13 === 0 || (i >= 40 && i < 50))
         return [
           { policy: fw, key, cost: 1 },
           { policy: gcra, key, cost: 1 },
