@@ -97,7 +97,57 @@ local LEAN_KEY, LEAN_P, LEAN_COST, LEAN_ARG = {}, {}, {}, {}
 local LA, LB, LC, LOK, LREM, LRESET, LRETRY, LNEW = {}, {}, {}, {}, {}, {}, {}, {}
 -- all-or-nothing as decide_items: kept only when every item is allowed (a fixed window's count undone
 -- otherwise); an allowed item then replies as it stands (its step at cost 0 on the state found)
+-- lean_items of fixed windows only (several clock-aligned limits of one request): fw_one's steps, counted
+-- first, then kept (settled) or undone together
+local function fw_items(count, now, slack, out)
+  local all = true
+  for i = 1, count do
+    local p, cost, arg = LEAN_P[i], LEAN_COST[i], LEAN_ARG[i]
+    local v = redis.pcall('INCRBY', LEAN_KEY[i], arg)
+    if type(v) ~= 'number' then
+      for j = 1, i - 1 do fw_lean_undo(LEAN_KEY[j], LC[j], LEAN_ARG[j]) end
+      return false
+    end
+    local index, counted, how = floor(now / p.window), 0, FW_NEW
+    if v ~= cost then
+      local old = v - cost
+      local stored = floor(old / FW_SCALE)
+      how = FW_SET
+      if stored >= index then
+        index, counted = stored, old - stored * FW_SCALE
+        if counted + cost < FW_SCALE then how = FW_KEPT end
+      end
+    end
+    LA[i], LB[i], LC[i] = index, counted, how
+    if cost > p.limit or counted + cost > p.limit then all = false end
+  end
+  local n = #out
+  for i = 1, count do
+    local p, cost, index, counted = LEAN_P[i], LEAN_COST[i], LA[i], LB[i]
+    local limit, window = p.limit, p.window
+    if all then
+      local reset = (index + 1) * window - now
+      if LC[i] ~= FW_KEPT then fw_lean_settle(LEAN_KEY[i], index, counted, LC[i], cost, reset, slack) end
+      ${appendedAt('n', `${ALLOWED}, limit - counted - cost, reset, 0`)}
+    else
+      fw_lean_undo(LEAN_KEY[i], LC[i], LEAN_ARG[i])
+      local allowed, remaining, reset, retry = fw_lean_decide(limit, window, index, counted, now, cost)
+      if allowed == ${ALLOWED} then
+        allowed, remaining, reset = fw_lean_decide(limit, window, index, counted, now, 0)
+        retry = 0
+      end
+      ${appendedAt('n', 'allowed, remaining, reset, retry')}
+    end
+    n = n + ${REPLY_WIDTH}
+  end
+  return true
+end
 local function lean_items(count, now, slack, out)
+  local fixed = true
+  for i = 1, count do
+    if LEAN_P[i].lean ~= ${FW} then fixed = false end
+  end
+  if fixed then return fw_items(count, now, slack, out) end
   local all = true
   for i = 1, count do
     local p, cost = LEAN_P[i], LEAN_COST[i]

@@ -96,11 +96,11 @@ local function decide_items(op, items, now, slack, out)
     end
   end
 end
--- One request of a batch: \`count\` items whose keys follow KEYS[k] and whose fields (policy number, cost) start
--- after ARGV[at]. Fields are read without tonumber where they allow it (strtod, which Lua's tonumber calls, is a
--- good part of a lean item's time): policies looked up by their number's text, costs read once per call for each
--- distinct field.
-local function decide_request(KEYS, ARGV, k, count, at, policies, costs, now, slack, out)
+-- The items of a request of a batch, \`count\` items whose fields (policy number, cost) start after ARGV[at], into
+-- LEAN_P, LEAN_COST and LEAN_ARG (a run's requests share them); whether none takes up to more (a lease). Fields
+-- are read without tonumber where they allow it (strtod, which Lua's tonumber calls, is a good part of a lean
+-- item's time): policies looked up by their number's text, costs read once per call for each distinct field.
+local function items_at(ARGV, at, count, policies, costs)
   local lean = true
   for i = 1, count do
     local arg = ARGV[at + 2 * i]
@@ -109,9 +109,13 @@ local function decide_request(KEYS, ARGV, k, count, at, policies, costs, now, sl
       cost, up = cost_of(arg)
       if up == nil then costs[arg] = cost end
     end
-    LEAN_KEY[i], LEAN_P[i], LEAN_COST[i], LEAN_ARG[i] = KEYS[k + i], policies[ARGV[at + 2 * i - 1]], cost, arg
+    LEAN_P[i], LEAN_COST[i], LEAN_ARG[i] = policies[ARGV[at + 2 * i - 1]], cost, arg
     if up then lean = false end
   end
+  return lean
+end
+-- One request: its items in LEAN_KEY, LEAN_P, LEAN_COST and LEAN_ARG
+local function decide_request(count, lean, now, slack, out)
   if count == 1 then
     local key, p, cost = LEAN_KEY[1], LEAN_P[1], LEAN_COST[1]
     if lean and p.lean and lean_one(key, p, cost, now, slack, out, LEAN_ARG[1]) then return end
@@ -127,6 +131,16 @@ local function decide_request(KEYS, ARGV, k, count, at, policies, costs, now, sl
   end
   decide_items('consume', items, now, slack, out)
 end
+-- A run of one-item requests (most requests under load): the item's fields once, the keys one after the other.
+local function decide_run_of_one(KEYS, k, runs, lean, now, slack, out)
+  local p, cost, arg = LEAN_P[1], LEAN_COST[1], LEAN_ARG[1]
+  for i = k + 1, k + runs do
+    if not (lean and p.lean and lean_one(KEYS[i], p, cost, now, slack, out, arg)) then
+      LEAN_KEY[1] = KEYS[i]
+      decide_request(1, false, now, slack, out)
+    end
+  end
+end
 local function batch(KEYS, ARGV)
   local now, slack = clock(ARGV[2]), tonumber(ARGV[3])
   local policies, b = {}, 4
@@ -140,20 +154,24 @@ local function batch(KEYS, ARGV)
   b = b + 1
   while b <= n do
     local field = ARGV[b]
-    local count = 1
+    local count, runs = 1, 1
     if field ~= '1' then count = tonumber(field) end
     if count == ${RUN} then
-      count = tonumber(ARGV[b + 2])
-      for _ = 1, tonumber(ARGV[b + 1]) do
-        decide_request(KEYS, ARGV, k, count, b + 2, policies, costs, now, slack, out)
+      runs, count = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2])
+      b = b + 2
+    end
+    local lean = items_at(ARGV, b, count, policies, costs)
+    if count == 1 and runs > 1 then
+      decide_run_of_one(KEYS, k, runs, lean, now, slack, out)
+      k = k + runs
+    else
+      for _ = 1, runs do
+        for i = 1, count do LEAN_KEY[i] = KEYS[k + i] end
+        decide_request(count, lean, now, slack, out)
         k = k + count
       end
-      b = b + 3 + 2 * count
-    else
-      decide_request(KEYS, ARGV, k, count, b, policies, costs, now, slack, out)
-      k = k + count
-      b = b + 1 + 2 * count
     end
+    b = b + 1 + 2 * count
   end
   return out
 end
