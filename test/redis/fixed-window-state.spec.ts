@@ -53,6 +53,29 @@ describe('a fixed-window key in Redis', () => {
     expect(await client.pttl(key)).toBeGreaterThan(ttl - 5000);
   });
 
+  it('undoes the counts of every fixed window of a request that one of them denies: values, TTLs and absent keys as they were', async () => {
+    const clock = new FakeClock(NOW);
+    const { store } = storeAt(clock);
+    const prefix = `f${prefixes}:`;
+    const policies = ['a', 'b', 'c'].map((name, i) =>
+      validatePolicy({ name, algorithm: 'fixed-window', limit: i === 2 ? 1 : 10, window: '1h' }),
+    );
+    await store.consume([{ policy: policies[0] as ResolvedPolicy, key: 'k', cost: 1 }]);
+    await store.consume([{ policy: policies[2] as ResolvedPolicy, key: 'k', cost: 1 }]);
+    const keys = ['a', 'b', 'c'].map((name) => storageKey(prefix, name, 'k'));
+    const before = await Promise.all(keys.map(async (key) => [await client.get(key), await client.pttl(key)]));
+    const decisions = await store.consume(policies.map((policy) => ({ policy, key: 'k', cost: 1 })));
+    expect(decisions.map((d) => [d.allowed, d.remaining])).toEqual([
+      [true, 9],
+      [true, 10],
+      [false, 0],
+    ]);
+    const after = await Promise.all(keys.map(async (key) => [await client.get(key), await client.pttl(key)]));
+    expect(after.map(([value]) => value)).toEqual(before.map(([value]) => value));
+    expect(after[1]).toEqual([null, -2]);
+    for (const [i, [, ttl]] of after.entries()) expect(Number(ttl)).toBeLessThanOrEqual(Number(before[i]?.[1]));
+  });
+
   it.each([
     ['packed', () => Buffer.concat([int6(INDEX), int6(7)])],
     ['text', () => Buffer.from(`${INDEX}:7`)],
