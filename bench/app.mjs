@@ -89,6 +89,14 @@ const VARIANTS = {
     providers: [],
   }),
   'redis-1': () => ({ imports: rateLimit({ redis: { url: redisUrl }, defaults: [perUser] }), providers: [] }),
+  'redis-fixed-window': () => ({
+    imports: rateLimit({ redis: { url: redisUrl }, defaults: [{ ...perUser, algorithm: 'fixed-window' }] }),
+    providers: [],
+  }),
+  'redis-gcra': () => ({
+    imports: rateLimit({ redis: { url: redisUrl }, defaults: [{ ...perUser, algorithm: 'gcra', limit: GCRA_LIMIT }] }),
+    providers: [],
+  }),
   'redis-3': () => ({
     imports: rateLimit({
       redis: { url: redisUrl },

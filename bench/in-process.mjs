@@ -6,7 +6,7 @@
 // spreads, the added CPU over the no-limiter app of the same round. Writes bench/RESULTS-in-process.md and
 // bench/in-process.svg (with --quick: a temporary folder, unless BENCH_OUT is set).
 //
-// Environment: BENCH_ROUNDS (default 5, quick 2), BENCH_REQUESTS per measurement (default 20,000, quick
+// Environment: BENCH_ROUNDS (default 9, quick 2), BENCH_REQUESTS per measurement (default 20,000, quick
 // 5,000), BENCH_IN_FLIGHT (default 50), BENCH_OUT, BENCH_PG_URL (default the machine's PostgreSQL),
 // BENCH_VARIANTS (a comma-separated subset of the variants; the baseline always runs).
 import { spawn, spawnSync } from 'node:child_process';
@@ -20,7 +20,7 @@ import { flushAll, freePort, ping } from './net.mjs';
 const BENCH = fileURLToPath(new URL('.', import.meta.url));
 const ROOT = join(BENCH, '..');
 const quick = process.argv.includes('--quick');
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? (quick ? 2 : 5));
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? (quick ? 2 : 9));
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? (quick ? 5000 : 20_000));
 const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? 50);
 const USERS = 10_000;
@@ -34,6 +34,8 @@ const ALL_VARIANTS = [
   { name: 'memory-failed', users: USERS, what: "this module, memory store, the same policy with count: 'failed'" },
   { name: 'memory-concurrency', users: USERS, what: 'this module, memory store, 1 concurrency limit instead' },
   { name: 'redis-1', users: USERS, what: 'this module, Redis, 1 policy (sliding-window-counter)' },
+  { name: 'redis-fixed-window', users: USERS, what: 'this module, Redis, 1 policy (fixed-window)' },
+  { name: 'redis-gcra', users: USERS, what: 'this module, Redis, 1 policy (gcra)' },
   { name: 'redis-3', users: USERS, what: 'this module, Redis, 3 policies in one call' },
   { name: 'postgres-1', users: USERS, what: 'this module, PostgreSQL, 1 policy' },
   { name: 'postgres-3', users: USERS, what: 'this module, PostgreSQL, 3 policies in one statement' },

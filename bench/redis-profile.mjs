@@ -2,22 +2,39 @@
 // `npm run build`). Starts its own redis-server and loads a library that runs this module's dispatcher (the
 // code of dist/, as the store's function runs it) and bare parts of a decision in loops over 20,000 keys
 // inside one FCALL each, then reads each loop's time from INFO commandstats: µs per key, with none of the
-// cost of a command (parsing, arguments, reply, network). Then a few Lua operations alone, in ns. Prints JSON.
-import { spawn } from 'node:child_process';
+// cost of a command (parsing, arguments, reply, network). Then where an item of a batch goes: FCALLs of 25
+// one-item requests as the store sends them (its 'batch'), beside functions that take the same keys and
+// arguments and do only part of the work (build the reply; GET each key; INCRBY each; GET and SET PX each),
+// µs per item from INFO commandstats. Then a few Lua operations alone, in ns. Prints JSON.
+//
+// BENCH_CALLGRIND=1: redis-server runs under valgrind's callgrind, and only the batch part runs, reported in
+// instructions per item (Ir, from callgrind's counters zeroed before and dumped after each measurement):
+// slow, but the same on a loaded machine as on a quiet one.
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
 
 import { Redis } from 'ioredis';
 
+import { validatePolicy } from '../dist/index.js';
+import { batchArgs, requestArgs } from '../dist/stores/redis/call-args.js';
 import { dispatcherCall } from '../dist/stores/redis/dispatcher.lua.js';
-import { RATE_LIMIT_SCRIPT } from '../dist/stores/redis/rate-limit.lua.js';
+import { RATE_LIMIT_FUNCTION, RATE_LIMIT_LIBRARY, RATE_LIMIT_SCRIPT } from '../dist/stores/redis/rate-limit.lua.js';
 import { freePort, ping } from './net.mjs';
 
 const KEYS = 20_000;
 const REPEATS = 5;
 
+const callgrind = process.env.BENCH_CALLGRIND === '1';
+const dumps = callgrind ? mkdtempSync(join(os.tmpdir(), 'redis-callgrind-')) : '';
 const port = await freePort();
-const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', ''], {
-  stdio: 'ignore',
-});
+const redisArgs = ['--port', String(port), '--bind', '127.0.0.1', '--save', ''];
+const server = callgrind
+  ? spawn('valgrind', ['--tool=callgrind', `--callgrind-out-file=${dumps}/cg.out`, 'redis-server', ...redisArgs], {
+      stdio: 'ignore',
+    })
+  : spawn('redis-server', redisArgs, { stdio: 'ignore' });
 process.once('exit', () => server.kill('SIGKILL'));
 for (let i = 0; !(await ping(port)); i++) {
   if (i > 200) throw new Error(`redis-server did not start on ${port}`);
@@ -58,8 +75,77 @@ end)
 redis.register_function('key_names', function(KEYS, ARGV)
   return each_key(ARGV, function() end)
 end)
+local function per_key(KEYS, body)
+  local out = {}
+  for i = 1, #KEYS do
+    body(KEYS[i])
+    out[4 * i - 3], out[4 * i - 2], out[4 * i - 1], out[4 * i] = 1, 1000, 1000, 0
+  end
+  return out
+end
+redis.register_function('batch_reply', function(KEYS) return per_key(KEYS, function() end) end)
+redis.register_function('batch_get', function(KEYS) return per_key(KEYS, function(k) redis.call('GET', k) end) end)
+redis.register_function('batch_incrby', function(KEYS, ARGV)
+  return per_key(KEYS, function(k) redis.call('INCRBY', k, '1') end)
+end)
+redis.register_function('batch_get_set', function(KEYS, ARGV)
+  return per_key(KEYS, function(k)
+    redis.call('GET', k)
+    redis.call('SET', k, '1796053232358000', 'PX', '61000')
+  end)
+end)
 `;
 await client.call('FUNCTION', 'LOAD', 'REPLACE', library);
+await client.call('FUNCTION', 'LOAD', 'REPLACE', RATE_LIMIT_LIBRARY);
+
+/**
+ * µs per item of FCALLs of `fn` with the keys and arguments of the store's batches of BATCH one-item requests
+ * of `algorithm` over 10,000 users (the keys exist: a first pass writes them).
+ */
+const BATCH = 25;
+const CALLS = callgrind ? 100 : 800;
+/** Instructions redis-server ran while `run` ran (callgrind's counters zeroed, then dumped). */
+async function instructions(run) {
+  execFileSync('callgrind_control', ['-z', String(server.pid)]);
+  await run();
+  execFileSync('callgrind_control', ['-d', String(server.pid)]);
+  const last = readdirSync(dumps)
+    .filter((f) => f.startsWith('cg.out.'))
+    .sort((a, b) => Number(a.split('.').at(-1)) - Number(b.split('.').at(-1)))
+    .at(-1);
+  return Number(/^(?:summary|totals): (\d+)/m.exec(readFileSync(join(dumps, last), 'utf8'))?.[1]);
+}
+async function perBatchItem(fn, algorithm, count = 1) {
+  const clock = { now: () => Date.now() };
+  const policies = ['per-user', 'per-route', 'login']
+    .slice(0, count)
+    .map((name) => validatePolicy({ name, algorithm, limit: 1_000_000, window: '1h' }));
+  const call = (j) => {
+    const requests = Array.from({ length: BATCH }, (_, i) =>
+      requestArgs(
+        'consume',
+        policies.map((policy) => ({ policy, key: `user:${(j * BATCH + i) % 10_000}`, cost: 1 })),
+        'rl:',
+        clock,
+      ),
+    );
+    const { keys, args } = batchArgs(requests, String(Date.now()), '1000');
+    return client.call('FCALL', fn, keys.length, ...keys, ...args);
+  };
+  await client.flushall();
+  for (let j = 0; j < 10_000 / BATCH; j++) await call(j);
+  if (callgrind) {
+    const ir = await instructions(async () => {
+      for (let j = 0; j < CALLS; j++) await call(j);
+    });
+    return Math.round(ir / (CALLS * BATCH * count));
+  }
+  await client.config('RESETSTAT');
+  for (let j = 0; j < CALLS; j++) await call(j);
+  const stats = await client.info('commandstats');
+  const usec = Number(/cmdstat_fcall:calls=\d+,usec=(\d+)/.exec(stats)?.[1]);
+  return Number((usec / (CALLS * BATCH * count)).toFixed(2));
+}
 
 /** µs per key of one loop, over REPEATS calls on keys that exist (the first call writes them). */
 async function perKey(fn, ...args) {
@@ -93,22 +179,49 @@ async function nsPerOp(body) {
   return Math.round((Number(await client.eval(script, 0)) / n) * 1000);
 }
 
-const perKeyUs = {
-  'building the key names': await perKey('key_names'),
-  GET: await perKey('get'),
-  'GET + SET PX': await perKey('get_set'),
-};
-for (const [name, code] of [
-  ['fixed-window', 1],
-  ['sliding-window-log', 2],
-  ['sliding-window-counter', 3],
-  ['token-bucket', 4],
-  ['gcra', 5],
-]) {
+const perKeyUs = {};
+for (const [name, fn] of callgrind
+  ? []
+  : [
+      ['building the key names', 'key_names'],
+      ['GET', 'get'],
+      ['GET + SET PX', 'get_set'],
+    ]) {
+  perKeyUs[name] = await perKey(fn);
+}
+for (const [name, code] of callgrind
+  ? []
+  : [
+      ['fixed-window', 1],
+      ['sliding-window-log', 2],
+      ['sliding-window-counter', 3],
+      ['token-bucket', 4],
+      ['gcra', 5],
+    ]) {
   perKeyUs[`a consume of one item: ${name}`] = await perKey('decision', String(code));
 }
+const batchItemUs = {};
+for (const [algorithm, count] of [
+  ['fixed-window', 1],
+  ['sliding-window-counter', 1],
+  ['token-bucket', 1],
+  ['gcra', 1],
+  ['fixed-window', 3],
+]) {
+  const parts = {
+    'the call, its keys and arguments, the reply': 'batch_reply',
+    '+ GET': 'batch_get',
+    '+ INCRBY': 'batch_incrby',
+    '+ GET + SET PX': 'batch_get_set',
+    "this module's decision": RATE_LIMIT_FUNCTION,
+  };
+  const name = count === 1 ? algorithm : `${algorithm}, ${count} policies a request`;
+  batchItemUs[name] = {};
+  for (const [part, fn] of Object.entries(parts)) batchItemUs[name][part] = await perBatchItem(fn, algorithm, count);
+}
 const opNs = {};
-for (const [name, body] of Object.entries(OPS)) opNs[name] = await nsPerOp(body);
-process.stdout.write(`${JSON.stringify({ perKeyUs, opNs }, null, 2)}\n`);
+for (const [name, body] of callgrind ? [] : Object.entries(OPS)) opNs[name] = await nsPerOp(body);
+const unit = callgrind ? 'instructions per item (callgrind Ir)' : 'µs per item (INFO commandstats)';
+process.stdout.write(`${JSON.stringify({ perKeyUs, batchItem: { unit, ...batchItemUs }, opNs }, null, 2)}\n`);
 client.disconnect();
 server.kill('SIGTERM');

@@ -34,3 +34,10 @@ export const POLICY_FIELD = { code: 1, limit: 2, window: 3, capacity: 4 } as con
 
 /** The number of POLICY_FIELD fields, before an item's cost. */
 export const POLICY_FIELDS = Object.keys(POLICY_FIELD).length;
+
+/**
+ * In a batch call (requests.lua.ts), in place of a request's number of items: a run of requests with the same
+ * items (policies and costs) follows — their number, their number of items, each item's fields once — which
+ * names each request's keys only.
+ */
+export const BATCH_RUN = 0;

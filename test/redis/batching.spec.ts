@@ -1,6 +1,8 @@
 import type { Redis } from 'ioredis';
 
 import { RedisRateLimitStore, validatePolicy } from '../../lib/index.js';
+import { FakeClock } from '../support/fake-clock.js';
+import { ReferenceStore } from '../support/reference-store.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { callsOf } from '../support/redis-commands.js';
 
@@ -54,6 +56,29 @@ describe('consumes gathered into one call while calls are in flight (Redis 7 fun
     );
     expect(decisions.map(([d]) => d?.allowed)).toEqual([...Array(20).fill(true), ...Array(40).fill(false)]);
     expect(decisions.slice(0, 20).map(([d]) => d?.remaining)).toEqual(Array.from({ length: 20 }, (_, i) => 19 - i));
+  });
+
+  it('decides runs of requests of the same items (sent once for the run) as the reference does, mixed with other requests', async () => {
+    const clock = new FakeClock(1_796_053_232_358);
+    const store = new RedisRateLimitStore({ client, clock, keyPrefix: 'runs:' });
+    const reference = new ReferenceStore(clock);
+    const fw = validatePolicy({ name: 'fw', algorithm: 'fixed-window', limit: 6, window: '1m' });
+    const gcra = validatePolicy({ name: 'gcra', algorithm: 'gcra', limit: 5, window: '1m' });
+    // runs of one-item and of two-item requests (same policies and costs), breaks of cost and policy, shared keys
+    const requests = Array.from({ length: 90 }, (_, i) => {
+      const key = `user:${i % 7}`;
+      if (i % 13 === 0 || (i >= 40 && i < 50))
+        return [
+          { policy: fw, key, cost: 1 },
+          { policy: gcra, key, cost: 1 },
+        ];
+      if (i % 11 === 0) return [{ policy: gcra, key, cost: 2 }];
+      return [{ policy: fw, key, cost: i % 17 === 0 ? 3 : 1 }];
+    });
+    const fcalls = await callsOf(admin, 'fcall');
+    const decisions = await Promise.all(requests.map((items) => store.consume(items)));
+    expect(await callsOf(admin, 'fcall')).toBeLessThan(fcalls + 20);
+    for (const [i, items] of requests.entries()) expect(decisions[i]).toEqual(await reference.consume(items));
   });
 
   it('gathers consumes through the script too, on a Redis without functions', async () => {

@@ -7,7 +7,7 @@ import { DenyCache } from '../../lib/engine/deny-cache.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { createApp } from '../support/nest-app.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
-import { callsOf, decisionCalls } from '../support/redis-commands.js';
+import { decisionCalls, itemsDecided } from '../support/redis-commands.js';
 
 @Controller()
 class FloodController {
@@ -28,7 +28,7 @@ class FloodController {
 }
 
 /** Decisions Redis made: each reads its key once (one GET per single-policy consume, whatever the calls). */
-const decisionsInRedis = (admin: Redis) => callsOf(admin, 'get');
+const decisionsInRedis = (admin: Redis) => itemsDecided(admin);
 
 describe('the local cache of denials', () => {
   let redis: TestRedis;

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 
 import { Redis } from 'ioredis';
 
-import { callsOf } from '../support/redis-commands.js';
+import { itemsDecided } from '../support/redis-commands.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 
 // Four app processes (the built package) on one real Redis, every request on one hot key. Round 1 offers 80% of
@@ -91,9 +91,9 @@ describe('leases: four processes on one Redis, one hot key', () => {
     const fleet = new Fleet(redis.url, policy);
     try {
       await fleet.ready();
-      const before = await callsOf(admin, 'get');
+      const before = await itemsDecided(admin);
       const first = await fleet.round();
-      const decisions = (await callsOf(admin, 'get')) - before;
+      const decisions = (await itemsDecided(admin)) - before;
       const second = await fleet.round();
       return { first, second, decisions };
     } finally {

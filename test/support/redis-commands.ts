@@ -11,6 +11,15 @@ export async function callsOf(admin: Redis | Cluster, command: string): Promise<
   return callsIn(await admin.info('commandstats'), command);
 }
 
+/**
+ * The items the store's Lua has decided: each reads its key once, by GET or, a fixed window's consume counting
+ * first (lean.lua.ts), by INCRBY.
+ */
+export async function itemsDecided(admin: Redis | Cluster): Promise<number> {
+  const stats = await admin.info('commandstats');
+  return callsIn(stats, 'get') + callsIn(stats, 'incrby');
+}
+
 /** The store's decisions (and other store calls) this Redis has run: the function (Redis 7) or the script. */
 export async function decisionCalls(admin: Redis): Promise<number> {
   const stats = await admin.info('commandstats');

@@ -3,7 +3,7 @@ import { periodOf } from '../../algorithms/quota/quota.js';
 import type { Clock } from '../../clock.js';
 import type { ResolvedPolicy } from '../../policy/policy.types.js';
 import { storageKey } from '../storage-key.js';
-import { BLOCK_FLAG, POLICY_FIELDS, REPLY_WIDTH, UP_TO_SEPARATOR } from '../protocol.js';
+import { BATCH_RUN, BLOCK_FLAG, POLICY_FIELDS, REPLY_WIDTH, UP_TO_SEPARATOR } from '../protocol.js';
 import type { StoreCallItem } from '../rate-limit-store.js';
 
 /**
@@ -48,7 +48,8 @@ export function callFields({ items }: RequestArgs): string[] {
 
 /**
  * The keys and arguments of one 'batch' call of `requests` (requests.lua.ts): the policies they use, once
- * each, then per request its number of items and each item's policy (its number) and cost.
+ * each, then per request its number of items and each item's policy (its number) and cost; consecutive
+ * requests of the same items as one run (BATCH_RUN): under load most requests of a route come as runs.
  */
 export function batchArgs(
   requests: readonly RequestArgs[],
@@ -59,19 +60,31 @@ export function batchArgs(
   const numbers = new Map<readonly string[], number>();
   const policies: string[] = [];
   const tail: string[] = [];
-  for (const request of requests) {
-    keys.push(...request.keys);
-    tail.push(String(request.items.length));
-    for (const { policy, cost } of request.items) {
-      let number = numbers.get(policy);
-      if (number === undefined) {
-        numbers.set(policy, (number = numbers.size + 1));
-        policies.push(...policy);
-      }
-      tail.push(String(number), cost);
+  const numberOf = (policy: readonly string[]): string => {
+    let number = numbers.get(policy);
+    if (number === undefined) {
+      numbers.set(policy, (number = numbers.size + 1));
+      policies.push(...policy);
     }
+    return String(number);
+  };
+  for (let at = 0; at < requests.length;) {
+    const request = requests[at] as RequestArgs;
+    let end = at + 1;
+    while (end < requests.length && sameItems(requests[end] as RequestArgs, request)) end++;
+    if (end - at > 1) tail.push(String(BATCH_RUN), String(end - at));
+    tail.push(String(request.items.length));
+    for (const { policy, cost } of request.items) tail.push(numberOf(policy), cost);
+    for (let i = at; i < end; i++) keys.push(...(requests[i] as RequestArgs).keys);
+    at = end;
   }
   return { keys, args: ['batch', now, slack, String(numbers.size), ...policies, ...tail] };
+}
+
+/** Whether two requests have the same items: their policies (the same fields) and costs, in order. */
+function sameItems(a: RequestArgs, b: RequestArgs): boolean {
+  if (a.items.length !== b.items.length) return false;
+  return a.items.every((item, i) => item.policy === b.items[i]?.policy && item.cost === b.items[i]?.cost);
 }
 
 /** Each request's part of the reply of a batch: REPLY_WIDTH integers per item, one request after the other. */

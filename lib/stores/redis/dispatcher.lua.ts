@@ -143,6 +143,8 @@ local function policy_at(ARGV, b, with_cost)
   if has_block then
     p.block = tonumber(ARGV[b + 1])
     b = b + 1
+  elseif not shadow then
+    lean_kind(code, p)
   end
   return p, cost, b, up
 end
@@ -193,7 +195,9 @@ local op = ARGV[1]
 if op == 'batch' then return batch(KEYS, ARGV) end
 if op == 'consume' and #KEYS == 1 then
   local p, cost, _, up = policy_at(ARGV, 3, true)
-  return consume_one(KEYS[1], p, cost, clock(ARGV[2]), tonumber(ARGV[3]), up)
+  local now, slack, out = clock(ARGV[2]), tonumber(ARGV[3]), {}
+  if p.lean and not up and lean_one(KEYS[1], p, cost, now, slack, out) then return out end
+  return consume_one(KEYS[1], p, cost, now, slack, up)
 end
 if op == 'reset' then
   for i = 1, #KEYS do redis.call('DEL', KEYS[i]) end
@@ -201,12 +205,16 @@ if op == 'reset' then
 end
 local items = {}
 local b = 3
+local lean = op == 'consume'
 for i = 1, #KEYS do
   local p, cost, up
   p, cost, b, up = policy_at(ARGV, b, true)
   items[i] = item_of(KEYS[i], p, cost, up)
+  LEAN_KEY[i], LEAN_P[i], LEAN_COST[i], LEAN_ARG[i] = KEYS[i], p, cost, cost
+  if up then lean = false end
 end
-local out = {}
-decide_items(op, items, clock(ARGV[2]), tonumber(ARGV[3]), out)
+local now, slack, out = clock(ARGV[2]), tonumber(ARGV[3]), {}
+if lean and lean_request(#KEYS) and lean_items(#KEYS, now, slack, out) then return out end
+decide_items(op, items, now, slack, out)
 return out
 `;

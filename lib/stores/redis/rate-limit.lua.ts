@@ -2,7 +2,11 @@ import { createHash } from 'node:crypto';
 
 import { ALGORITHM_CODES, type AlgorithmKernel } from '../../algorithms/index.js';
 import { concurrencyLua } from '../../algorithms/concurrency/concurrency.lua.js';
-import { fixedWindowFromFirstRequestLua, fixedWindowLua } from '../../algorithms/fixed-window/fixed-window.lua.js';
+import {
+  fixedWindowCounterLua,
+  fixedWindowFromFirstRequestLua,
+  fixedWindowLua,
+} from '../../algorithms/fixed-window/fixed-window.lua.js';
 import { periodCounterLua } from '../../algorithms/period-counter.js';
 import { gcraCoreLua, gcraLua, gcraPerPlanLua } from '../../algorithms/gcra/gcra.lua.js';
 import { quotaLua } from '../../algorithms/quota/quota.lua.js';
@@ -11,6 +15,8 @@ import { slidingWindowLogLua } from '../../algorithms/sliding-window-log/sliding
 import { tokenBucketLua } from '../../algorithms/token-bucket/token-bucket.lua.js';
 import { NEVER_FITS } from '../protocol.js';
 import { dispatcherCall, dispatcherSetup } from './dispatcher.lua.js';
+import { leanKernelsLua } from './lean-kernels.lua.js';
+import { leanLua } from './lean.lua.js';
 import { requestsLua } from './requests.lua.js';
 import { stateCodecLua } from './state-codec.lua.js';
 
@@ -64,7 +70,10 @@ const definitions = [
   luaPrelude,
   stateCodecLua,
   periodCounterLua,
+  fixedWindowCounterLua,
   gcraCoreLua,
+  leanKernelsLua,
+  leanLua,
   ...makers(),
   dispatcherSetup,
   requestsLua,

@@ -1,4 +1,4 @@
-import { REPLY } from '../protocol.js';
+import { BATCH_RUN as RUN, REPLY } from '../protocol.js';
 
 const { allowed: ALLOWED } = REPLY;
 
@@ -11,7 +11,9 @@ const { allowed: ALLOWED } = REPLY;
  *
  * batch(KEYS, ARGV): several consumes in one call. ARGV: 'batch', the time (or ''), the TTL slack, the number of
  * policies, each policy's fields as an item's without the cost, then per request its number of items and, per
- * item, the number of its policy (1-based) and its cost field (with its up-to for a lease); KEYS: the items' keys, in order. Each request is
+ * item, the number of its policy (1-based) and its cost field (with its up-to for a lease) — or, for a run of
+ * requests of the same items (policies and costs), BATCH_RUN (protocol.ts), their number, then their items'
+ * fields once; KEYS: the items' keys, in order. Each request is
  * decided as its own consume, all-or-nothing, after the ones before it; returns their replies one after the
  * other.
  */
@@ -94,30 +96,80 @@ local function decide_items(op, items, now, slack, out)
     end
   end
 end
+-- The items of a request of a batch, \`count\` items whose fields (policy number, cost) start after ARGV[at], into
+-- LEAN_P, LEAN_COST and LEAN_ARG (a run's requests share them); whether none takes up to more (a lease). Fields
+-- are read without tonumber where they allow it (strtod, which Lua's tonumber calls, is a good part of a lean
+-- item's time): policies looked up by their number's text, costs read once per call for each distinct field.
+local function items_at(ARGV, at, count, policies, costs)
+  local lean = true
+  for i = 1, count do
+    local arg = ARGV[at + 2 * i]
+    local cost, up = costs[arg], nil
+    if cost == nil then
+      cost, up = cost_of(arg)
+      if up == nil then costs[arg] = cost end
+    end
+    LEAN_P[i], LEAN_COST[i], LEAN_ARG[i] = policies[ARGV[at + 2 * i - 1]], cost, arg
+    if up then lean = false end
+  end
+  return lean
+end
+-- One request: its items in LEAN_KEY, LEAN_P, LEAN_COST and LEAN_ARG
+local function decide_request(count, lean, now, slack, out)
+  if count == 1 then
+    local key, p, cost = LEAN_KEY[1], LEAN_P[1], LEAN_COST[1]
+    if lean and p.lean and lean_one(key, p, cost, now, slack, out, LEAN_ARG[1]) then return end
+    local _, up = cost_of(LEAN_ARG[1])
+    emit(out, consume_one(key, p, cost, now, slack, up))
+    return
+  end
+  if lean and lean_request(count) and lean_items(count, now, slack, out) then return end
+  local items = {}
+  for i = 1, count do
+    local _, up = cost_of(LEAN_ARG[i])
+    items[i] = item_of(LEAN_KEY[i], LEAN_P[i], LEAN_COST[i], up)
+  end
+  decide_items('consume', items, now, slack, out)
+end
+-- A run of one-item requests (most requests under load): the item's fields once, the keys one after the other.
+local function decide_run_of_one(KEYS, k, runs, lean, now, slack, out)
+  local p, cost, arg = LEAN_P[1], LEAN_COST[1], LEAN_ARG[1]
+  for i = k + 1, k + runs do
+    if not (lean and p.lean and lean_one(KEYS[i], p, cost, now, slack, out, arg)) then
+      LEAN_KEY[1] = KEYS[i]
+      decide_request(1, false, now, slack, out)
+    end
+  end
+end
 local function batch(KEYS, ARGV)
   local now, slack = clock(ARGV[2]), tonumber(ARGV[3])
   local policies, b = {}, 4
   for i = 1, tonumber(ARGV[4]) do
     local p, no_cost
     p, no_cost, b = policy_at(ARGV, b, false)
-    policies[i] = p
+    policies[fmt(i)] = p
   end
+  local costs = {}
   local out, k, n = {}, 0, #ARGV
   b = b + 1
   while b <= n do
-    local count = tonumber(ARGV[b])
-    if count == 1 then
-      k = k + 1
-      local cost, up = cost_of(ARGV[b + 2])
-      emit(out, consume_one(KEYS[k], policies[tonumber(ARGV[b + 1])], cost, now, slack, up))
+    local field = ARGV[b]
+    local count, runs = 1, 1
+    if field ~= '1' then count = tonumber(field) end
+    if count == ${RUN} then
+      runs, count = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2])
+      b = b + 2
+    end
+    local lean = items_at(ARGV, b, count, policies, costs)
+    if count == 1 and runs > 1 then
+      decide_run_of_one(KEYS, k, runs, lean, now, slack, out)
+      k = k + runs
     else
-      local items = {}
-      for i = 1, count do
-        local cost, up = cost_of(ARGV[b + 2 * i])
-        items[i] = item_of(KEYS[k + i], policies[tonumber(ARGV[b + 2 * i - 1])], cost, up)
+      for _ = 1, runs do
+        for i = 1, count do LEAN_KEY[i] = KEYS[k + i] end
+        decide_request(count, lean, now, slack, out)
+        k = k + count
       end
-      k = k + count
-      decide_items('consume', items, now, slack, out)
     end
     b = b + 1 + 2 * count
   end

@@ -1,0 +1,117 @@
+import { REPLY } from '../protocol.js';
+import { appendedAt } from './lean.lua.js';
+
+const { allowed: ALLOWED, denied: DENIED } = REPLY;
+
+/**
+ * The lean steps of a fixed window and a GCRA (lean.lua.ts), with the numbers in locals. A fixed window counts
+ * first (INCRBY, whose reply is the state before it plus the cost) and undoes it when the request is denied
+ * (DECRBY, or DEL of the key it made): one command for an allowed request within its window, where reading and
+ * writing take two; the script being atomic, nothing else ever sees a count a denial undid. Their decisions and
+ * the states they leave are the twins' (period_step; the GCRA twin's step at the policy's limit, whose state is
+ * the TAT alone). fw_one and gcra_one are lean_one's for their kernel in one function each: a Lua call costs
+ * Redis about what a GET does. Relies on the prelude, the codec, fixedWindowCounterLua and the GCRA core.
+ */
+export const leanKernelsLua = `
+-- fixed window, counted first: INCRBY the cost (arg: its field as the call gave it, which Redis takes without
+-- the float formatting of a Lua number), then read the state before it from the reply. Returns the
+-- window's index, the count before, and what the key needs once allowed: nothing (FW_KEPT: INCRBY wrote it,
+-- and its TTL already ends with its window), a SET (FW_NEW: it did not exist, FW_SET: another window or a
+-- count past the integer layout); nil when INCRBY refused the value (another layout: nothing was written).
+local FW_KEPT, FW_NEW, FW_SET = 1, 2, 3
+local function fw_lean_count(key, window, now, cost, arg)
+  local v = redis.pcall('INCRBY', key, arg)
+  if type(v) ~= 'number' then return nil end
+  local index = floor(now / window)
+  if v == cost then return index, 0, FW_NEW end
+  local old = v - cost
+  local stored = floor(old / FW_SCALE)
+  if stored < index then return index, 0, FW_SET end
+  local count = old - stored * FW_SCALE
+  if count + cost >= FW_SCALE then return stored, count, FW_SET end
+  return stored, count, FW_KEPT
+end
+local function fw_lean_decide(limit, window, index, count, now, cost)
+  local reset = (index + 1) * window - now
+  if cost > limit then
+    if count == 0 then reset = 0 end
+    return ${DENIED}, max(0, limit - count), reset, NEVER
+  end
+  local n = count + cost
+  if n > limit then return ${DENIED}, max(0, limit - count), reset, reset end
+  if n == 0 then return ${ALLOWED}, limit, 0, 0 end
+  return ${ALLOWED}, limit - n, reset, 0
+end
+-- once allowed: the state the twin writes, where INCRBY alone did not
+local function fw_lean_settle(key, index, count, how, cost, reset, slack)
+  if how ~= FW_KEPT then
+    redis.call('SET', key, fw_int_encode(index, count + cost), 'PX', max(max(reset, 0) + slack, 1))
+  end
+end
+-- once denied (by this item or another): the key as it was
+local function fw_lean_undo(key, how, arg)
+  if how == FW_NEW then redis.call('DEL', key) else redis.call('DECRBY', key, arg) end
+end
+-- GCRA: the TAT's lead over now in µs (nil: another layout than the TAT alone)
+local function gcra_lean_read(raw, now)
+  if not raw then return 0 end
+  local first = byte(raw, 1)
+  if first == nil or first < 48 or first > 57 then return nil end
+  local tat = tonumber(raw)
+  if not tat then return nil end
+  return max(0, tat - now * 1000)
+end
+local function gcra_lean_decide(p, lead, cost)
+  local t, burst = p.t, p.burst
+  local remaining, reset = max(0, burst - ceil_div(lead, t)), ceil_div(lead, 1000)
+  if cost > burst then return ${DENIED}, remaining, reset, NEVER end
+  local room = (burst - cost) * t
+  if lead > room then return ${DENIED}, remaining, reset, ceil_div(lead - room, 1000) end
+  if cost == 0 then return ${ALLOWED}, remaining, reset, 0 end
+  local nxt = lead + cost * t
+  return ${ALLOWED}, burst - ceil_div(nxt, t), ceil_div(nxt, 1000), 0
+end
+-- lean_one of a fixed window: fw_lean_count, fw_lean_decide and what follows in one function, as most
+-- requests take it (a Lua call costs Redis about as much as a GET)
+local function fw_one(key, p, cost, now, slack, out, arg)
+  local v = redis.pcall('INCRBY', key, arg)
+  if type(v) ~= 'number' then return false end
+  local window, limit = p.window, p.limit
+  local index, count, how = floor(now / window), 0, FW_NEW
+  if v ~= cost then
+    local old = v - cost
+    local stored = floor(old / FW_SCALE)
+    how = FW_SET
+    if stored >= index then
+      index, count = stored, old - stored * FW_SCALE
+      if count + cost < FW_SCALE then how = FW_KEPT end
+    end
+  end
+  local reset, n, at = (index + 1) * window - now, count + cost, #out
+  if cost <= limit and n <= limit then
+    if how ~= FW_KEPT then redis.call('SET', key, fw_int_encode(index, n), 'PX', max(max(reset, 0) + slack, 1)) end
+    ${appendedAt('at', `${ALLOWED}, limit - n, reset, 0`)}
+    return true
+  end
+  fw_lean_undo(key, how, arg)
+  ${appendedAt('at', 'fw_lean_decide(limit, window, index, count, now, cost)')}
+  return true
+end
+-- lean_one of a GCRA, its allowed consume in one function (ceil_div's arithmetic written out: the same results)
+local function gcra_one(key, p, cost, now, slack, out)
+  local lead = gcra_lean_read(redis.call('GET', key), now)
+  if lead == nil then return false end
+  local t, burst, at = p.t, p.burst, #out
+  if cost >= 1 and cost <= burst and lead <= (burst - cost) * t then
+    local nxt = lead + cost * t
+    local units, reset = floor(nxt / t), floor(nxt / 1000)
+    if units * t < nxt then units = units + 1 end
+    if reset * 1000 < nxt then reset = reset + 1 end
+    redis.call('SET', key, fmt(now * 1000 + nxt), 'PX', max(reset + slack, 1))
+    ${appendedAt('at', `${ALLOWED}, burst - units, reset, 0`)}
+    return true
+  end
+  ${appendedAt('at', 'gcra_lean_decide(p, lead, cost)')}
+  return true
+end
+`;
