@@ -39,7 +39,7 @@ function compile(dir: string, code: string, emit: boolean): void {
   try {
     execFileSync(process.execPath, [tsc, '-p', dir], { encoding: 'utf8', stdio: 'pipe' });
   } catch (error) {
-    throw new Error(String((error as { stdout?: string }).stdout ?? error));
+    throw new Error(String((error as { stdout?: string }).stdout ?? error), { cause: error });
   }
 }
 
