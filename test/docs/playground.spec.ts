@@ -188,24 +188,22 @@ describe('the algorithm playground in chromium (the docs site built with DOCS_BA
     try {
       await phone.goto(`${site.url}${BASE}playground.html`);
       await phone.locator('[data-side="b"] svg g.panel').waitFor();
-      const layout = await phone.evaluate(() => {
-        const fields = [...document.querySelectorAll<HTMLElement>('.playground-form input, .playground-form select')];
-        const counts = [...document.querySelectorAll<HTMLElement>('[data-count]')];
-        const select = document.querySelector<HTMLElement>('.playground-form select');
-        const selectStyle = select ? getComputedStyle(select) : undefined;
+      // Run in the page, where the DOM is (this project compiles without the DOM's types).
+      const layout = await phone.evaluate(`(() => {
+        const fields = [...document.querySelectorAll('.playground-form input, .playground-form select')];
+        const counts = [...document.querySelectorAll('[data-count]')];
+        const select = getComputedStyle(document.querySelector('.playground-form select'));
         return {
           pageWidth: document.documentElement.scrollWidth,
           narrowFields: fields
             .map((field) => ({ field: field.dataset.field, rect: field.getBoundingClientRect() }))
             .filter(({ rect }) => rect.width < 150 || rect.right > 390)
-            .map(({ field, rect }) => `${field}: ${Math.round(rect.left)}-${Math.round(rect.right)} px`),
+            .map(({ field, rect }) => field + ': ' + Math.round(rect.left) + '-' + Math.round(rect.right) + ' px'),
           smallCounts: counts.filter((count) => parseFloat(getComputedStyle(count).fontSize) < 14).length,
           counts: counts.length,
-          selectShowsItOpens:
-            selectStyle !== undefined &&
-            (selectStyle.appearance !== 'none' || selectStyle.backgroundImage.includes('svg')),
+          selectShowsItOpens: select.appearance !== 'none' || select.backgroundImage.includes('svg'),
         };
-      });
+      })()`);
       expect(layout).toEqual({ pageWidth: 390, narrowFields: [], smallCounts: 0, counts: 6, selectShowsItOpens: true });
       await phone.screenshot({ path: join(SCREENSHOT, '..', 'playground-390.png'), fullPage: true });
     } finally {
