@@ -73,7 +73,7 @@ describe('the GitHub Actions workflows', () => {
 
   it("CI runs .ci/run's commands, in its order, on Node 22 and 24 with PostgreSQL", () => {
     const local = ciRunCommands(read('.ci/run'));
-    expect(local).toContain('npm publish --dry-run');
+    expect(local).toContain('npm publish --dry-run --force');
     expect(local.length).toBeGreaterThan(8);
     const job = workflow('ci.yml').jobs.test;
     const steps = (job?.steps ?? []).flatMap((step) => (step.run === undefined ? [] : [flat(step.run)]));
