@@ -1,12 +1,26 @@
-import { defineConfig } from 'vitepress';
+import { existsSync, readFileSync } from 'node:fs';
+
+import { type DefaultTheme, defineConfig } from 'vitepress';
 
 import { cutSampleSetup } from './cut-sample.js';
 
 /**
- * The documentation site. `DOCS_BASE` sets the path it is served under (default `/`), for a deployment
- * under a sub-path such as `/nest-rate-limit/`. Dead links fail the build (VitePress's default, kept on).
+ * The documentation site, deployed to GitHub Pages at package.json's `homepage`, so under `/nest-rate-limit/`;
+ * `DOCS_BASE` serves it under another path. Dead links fail the build (VitePress's default, kept on).
  */
-const base = process.env.DOCS_BASE ?? '/';
+const base = process.env.DOCS_BASE ?? '/nest-rate-limit/';
+
+const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  name: string;
+  version: string;
+};
+const REPOSITORY = 'https://github.com/nest-rate-limit/nest-rate-limit';
+
+/** The API reference's own tree, written by etc/docs-generate.mjs beside the pages it generates. */
+const API_SIDEBAR = new URL('../api/sidebar.json', import.meta.url);
+const apiSidebar: DefaultTheme.SidebarItem[] = existsSync(API_SIDEBAR)
+  ? (JSON.parse(readFileSync(API_SIDEBAR, 'utf8')) as DefaultTheme.SidebarItem[])
+  : [];
 
 export default defineConfig({
   title: 'nest-rate-limit',
@@ -28,56 +42,70 @@ export default defineConfig({
       { text: 'Playground', link: '/playground' },
       { text: 'Operations', link: '/operations' },
       { text: 'API', link: '/api/' },
-    ],
-    sidebar: [
       {
-        text: 'Introduction',
+        text: `v${pkg.version}`,
         items: [
-          { text: 'Getting started', link: '/getting-started' },
-          { text: 'Versions, formats and bundlers', link: '/compatibility' },
-          { text: 'Choosing an algorithm', link: '/algorithms' },
-          { text: 'Playground', link: '/playground' },
-        ],
-      },
-      {
-        text: 'Policies',
-        items: [
-          { text: 'Layering, scope, keys and costs', link: '/policies' },
-          { text: 'Keys and proxies', link: '/keys-and-proxies' },
-          { text: 'Limits per plan', link: '/plans' },
-          { text: 'Shadow mode', link: '/shadow' },
-          { text: 'Penalties (block)', link: '/block' },
-          { text: 'Allow and deny lists', link: '/lists' },
-          { text: 'Counting by outcome', link: '/counting-by-outcome' },
-          { text: 'Concurrency limits', link: '/concurrency' },
-          { text: 'Quotas', link: '/quotas' },
-          { text: 'Hot keys (lease)', link: '/hot-keys' },
-        ],
-      },
-      {
-        text: 'Running it',
-        items: [
-          { text: 'Module options', link: '/options' },
-          { text: 'Stores', link: '/stores' },
-          { text: 'Every Nest context', link: '/contexts' },
-          { text: 'What clients see', link: '/responses' },
-          { text: 'Failure: timeouts, breaker, fail modes', link: '/failure' },
-          { text: 'RateLimitService and acquire()', link: '/service' },
-          { text: 'Testing', link: '/testing' },
-          { text: 'Operations', link: '/operations' },
-          { text: 'Dashboard and alerts', link: '/operations-dashboard' },
-        ],
-      },
-      {
-        text: 'Reference',
-        items: [
-          { text: 'Migrating from @nestjs/throttler', link: '/migration-from-throttler' },
-          { text: 'Benchmarks', link: '/benchmarks' },
-          { text: 'Fleet simulation', link: '/fleet-simulation' },
-          { text: 'How it is tested', link: '/how-it-is-tested' },
-          { text: 'API reference', link: '/api/' },
+          { text: 'Changelog', link: `${REPOSITORY}/blob/main/CHANGELOG.md` },
+          { text: 'npm', link: `https://www.npmjs.com/package/${pkg.name}` },
+          { text: 'Repository', link: REPOSITORY },
+          { text: 'Issues', link: `${REPOSITORY}/issues` },
         ],
       },
     ],
+    socialLinks: [{ icon: 'github', link: REPOSITORY, ariaLabel: 'The repository on GitHub' }],
+    sidebar: {
+      '/api/': apiSidebar,
+      '/': [
+        {
+          text: 'Introduction',
+          items: [
+            { text: 'Getting started', link: '/getting-started' },
+            { text: 'Versions, formats and bundlers', link: '/compatibility' },
+            { text: 'Choosing an algorithm', link: '/algorithms' },
+            { text: 'Playground', link: '/playground' },
+          ],
+        },
+        {
+          text: 'Policies',
+          items: [
+            { text: 'Layering, scope, keys and costs', link: '/policies' },
+            { text: 'Keys and proxies', link: '/keys-and-proxies' },
+            { text: 'Limits per plan', link: '/plans' },
+            { text: 'Shadow mode', link: '/shadow' },
+            { text: 'Penalties (block)', link: '/block' },
+            { text: 'Allow and deny lists', link: '/lists' },
+            { text: 'Counting by outcome', link: '/counting-by-outcome' },
+            { text: 'Concurrency limits', link: '/concurrency' },
+            { text: 'Quotas', link: '/quotas' },
+            { text: 'Hot keys (lease)', link: '/hot-keys' },
+          ],
+        },
+        {
+          text: 'Running it',
+          items: [
+            { text: 'Module options', link: '/options' },
+            { text: 'Stores', link: '/stores' },
+            { text: 'Every Nest context', link: '/contexts' },
+            { text: 'What clients see', link: '/responses' },
+            { text: 'Failure: timeouts, breaker, fail modes', link: '/failure' },
+            { text: 'RateLimitService and acquire()', link: '/service' },
+            { text: 'Testing', link: '/testing' },
+            { text: 'Operations', link: '/operations' },
+            { text: 'Dashboard and alerts', link: '/operations-dashboard' },
+            { text: 'Troubleshooting', link: '/troubleshooting' },
+          ],
+        },
+        {
+          text: 'Reference',
+          items: [
+            { text: 'Migrating from @nestjs/throttler', link: '/migration-from-throttler' },
+            { text: 'Benchmarks', link: '/benchmarks' },
+            { text: 'Fleet simulation', link: '/fleet-simulation' },
+            { text: 'How it is tested', link: '/how-it-is-tested' },
+            { text: 'API reference', link: '/api/' },
+          ],
+        },
+      ],
+    },
   },
 });

@@ -30,6 +30,8 @@ interface Drawn {
   buckets: { startMs: number; endMs: number; admitted: number; denied: number }[];
   /** Bars of each colour, in the buckets. */
   marks: Record<string, number>;
+  /** The counts the page shows as text under the form, as read (the chart's own labels are too small to read). */
+  shown: { admitted: string; denied: string; busiest: string } | null;
   error: string | null;
 }
 
@@ -52,6 +54,13 @@ async function drawnOn(page: Page, side: string): Promise<Drawn> {
         denied: Number(g.getAttribute('data-denied')),
       })),
       marks,
+      shown: section.querySelector('.playground-counts')
+        ? {
+            admitted: section.querySelector('[data-count="admitted"]')?.textContent?.trim() ?? '',
+            denied: section.querySelector('[data-count="denied"]')?.textContent?.trim() ?? '',
+            busiest: section.querySelector('[data-count="busiest"]')?.textContent?.trim() ?? '',
+          }
+        : null,
       error: section.querySelector('[role="alert"]')?.textContent ?? null,
     };
   });
@@ -67,7 +76,12 @@ function expected(configuration: Configuration): Drawn {
   const count = (key: 'admitted' | 'denied') => buckets.filter((b) => b[key] > 0).length;
   const marks: Record<string, number> = { [ADMITTED]: count('admitted'), [DENIED]: count('denied') };
   for (const colour of [ADMITTED, DENIED]) if (marks[colour] === 0) delete marks[colour];
-  return { algorithm: r.policy.algorithm, admitted: r.admitted, denied: r.denied, buckets, marks, error: null };
+  const shown = {
+    admitted: String(r.admitted),
+    denied: String(r.denied),
+    busiest: `${r.busiestWindow.units} of ${r.policy.limit} units`,
+  };
+  return { algorithm: r.policy.algorithm, admitted: r.admitted, denied: r.denied, buckets, marks, shown, error: null };
 }
 
 describe('the algorithm playground in chromium (the docs site built with DOCS_BASE=/nest-rate-limit/)', () => {
@@ -168,5 +182,32 @@ describe('the algorithm playground in chromium (the docs site built with DOCS_BA
     await page.fill('[data-side="a"] input[data-field="window"]', '1m');
     await page.locator('[data-side="a"] svg g.panel').waitFor();
     expect(problems).toEqual([]);
+  });
+  it('is usable on a 390 px phone: no sideways scroll, fields wide enough to type in, counts in readable text', async () => {
+    const phone = await browser.newPage({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    try {
+      await phone.goto(`${site.url}${BASE}playground.html`);
+      await phone.locator('[data-side="b"] svg g.panel').waitFor();
+      // Run in the page, where the DOM is (this project compiles without the DOM's types).
+      const layout = await phone.evaluate(`(() => {
+        const fields = [...document.querySelectorAll('.playground-form input, .playground-form select')];
+        const counts = [...document.querySelectorAll('[data-count]')];
+        const select = getComputedStyle(document.querySelector('.playground-form select'));
+        return {
+          pageWidth: document.documentElement.scrollWidth,
+          narrowFields: fields
+            .map((field) => ({ field: field.dataset.field, rect: field.getBoundingClientRect() }))
+            .filter(({ rect }) => rect.width < 150 || rect.right > 390)
+            .map(({ field, rect }) => field + ': ' + Math.round(rect.left) + '-' + Math.round(rect.right) + ' px'),
+          smallCounts: counts.filter((count) => parseFloat(getComputedStyle(count).fontSize) < 14).length,
+          counts: counts.length,
+          selectShowsItOpens: select.appearance !== 'none' || select.backgroundImage.includes('svg'),
+        };
+      })()`);
+      expect(layout).toEqual({ pageWidth: 390, narrowFields: [], smallCounts: 0, counts: 6, selectShowsItOpens: true });
+      await phone.screenshot({ path: join(SCREENSHOT, '..', 'playground-390.png'), fullPage: true });
+    } finally {
+      await phone.close();
+    }
   });
 });

@@ -17,6 +17,16 @@ export function driverOf(client: unknown, where: string): RedisDriver {
       return new IoredisDriver(client as RedisClient);
   }
   const c = (client ?? {}) as Record<string, unknown>;
+  if (typeof c.customCommand === 'function' && typeof c.invokeScript === 'function') {
+    // Its native binding loads and talks to Redis and Valkey here; what it lacks is a driver: a connection of the
+    // module's own made from its settings, a subscriber for the change feed, and the outage specs run on it.
+    throw new TypeError(
+      `nest-rate-limit: ${where} is a Valkey GLIDE client (${client?.constructor?.name ?? 'GlideClient'} of ` +
+        '@valkey/valkey-glide), which the module does not drive yet: give an iovalkey or ioredis Redis or Cluster ' +
+        'connected to the same endpoint (ElastiCache and MemoryDB for Valkey take either), or ' +
+        "`redis: { url }` for a connection of the module's own",
+    );
+  }
   if (typeof c.getMasterNode === 'function' && typeof c.sendCommand === 'function') {
     // redis 5's Sentinel keeps its options private and has no duplicate(): no connection can be made from it.
     throw new TypeError(

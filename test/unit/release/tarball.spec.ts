@@ -1,0 +1,98 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+// What ships is what runs: the tarball npm would publish, listed from dist/ as built (npm pack without its
+// prepack build), holds the package's entry points and what they load, and nothing a Nest app never runs (tests,
+// the bench, the docs' sources, TypeScript sources, source maps, a second build of the CLI). Its size is held to
+// a budget, and the size the compatibility page states is the size it is.
+
+const ROOT = join(import.meta.dirname, '..', '..', '..');
+const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  main: string;
+  types: string;
+  bin: Record<string, string>;
+  exports: Record<string, unknown>;
+};
+
+/** The budget, with room for about a tenth of growth: a jump past it is a file that should not ship. */
+const BUDGET = { packedBytes: 380_000, unpackedBytes: 2_000_000, files: 720 };
+
+interface Pack {
+  size: number;
+  unpackedSize: number;
+  files: { path: string; size: number }[];
+}
+
+let pack: Pack;
+let paths: string[];
+
+beforeAll(() => {
+  const npm = process.env.npm_execpath;
+  const [command, args] = npm ? [process.execPath, [npm]] : ['npm', []];
+  const output = execFileSync(command, [...args, 'pack', '--dry-run', '--json', '--ignore-scripts'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  [pack] = JSON.parse(output) as [Pack];
+  paths = pack.files.map((file) => file.path);
+}, 60_000);
+
+/** Every file package.json points a loader at: main, types, bin and each condition of each export. */
+function targets(value: unknown): string[] {
+  if (typeof value === 'string') return [value.replace(/^\.\//, '')];
+  if (value !== null && typeof value === 'object') return Object.values(value).flatMap(targets);
+  return [];
+}
+
+describe('the published tarball', () => {
+  it('holds every file package.json names', () => {
+    const named = [pkg.main, pkg.types, ...Object.values(pkg.bin), ...targets(pkg.exports)].map((path) =>
+      path.replace(/^\.\//, ''),
+    );
+    expect(named.filter((path) => !paths.includes(path))).toEqual([]);
+  });
+
+  it('holds dist/ and the package files only', () => {
+    const outside = paths.filter(
+      (path) => !path.startsWith('dist/') && !['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md'].includes(path),
+    );
+    expect(outside).toEqual([]);
+  });
+
+  it('holds no source, map, build info, test, bench or docs file', () => {
+    const unwanted = paths.filter(
+      (path) =>
+        (path.endsWith('.ts') && !path.endsWith('.d.ts')) ||
+        /\.(map|tsbuildinfo|spec\.js|lua|sql|md)$/.test(path.replace(/^(README|CHANGELOG)\.md$/, '')) ||
+        /(^|\/)(test|tests|bench|docs|sample-app|ops|etc|\.tmp)\//.test(path),
+    );
+    expect(unwanted).toEqual([]);
+  });
+
+  // The CLI (`npx nest-rate-limit simulate`) is an ES module with no types: its CommonJS twin and declarations
+  // would only be weight (moving the tools out of the package entirely is a later step: DESIGN.md's layout).
+  it('holds the CLI and its simulator once, without types or a CommonJS build', () => {
+    const tool = /^dist\/(cjs\/)?(cli|cli-flags)\.|^dist\/(cjs\/)?simulator\//;
+    const extra = paths.filter((path) => tool.test(path) && (path.startsWith('dist/cjs/') || path.endsWith('.d.ts')));
+    expect(extra).toEqual([]);
+    expect(paths).toContain('dist/cli.js');
+  });
+
+  it('stays within its budget', () => {
+    const measured = { packedBytes: pack.size, unpackedBytes: pack.unpackedSize, files: paths.length };
+    const over = Object.entries(measured).filter(([name, value]) => value > BUDGET[name as keyof typeof BUDGET]);
+    expect(over).toEqual([]);
+  });
+
+  it('is as large as the compatibility page says, to within a tenth', () => {
+    const page = readFileSync(join(ROOT, 'docs', 'compatibility.md'), 'utf8');
+    const match = /(\d+) kB packed, ([\d.]+) MB unpacked, (\d+) files/.exec(page);
+    expect(match).not.toBeNull();
+    const [packedKb, unpackedMb, files] = [Number(match?.[1]), Number(match?.[2]), Number(match?.[3])];
+    expect(Math.abs(packedKb * 1000 - pack.size) / pack.size).toBeLessThan(0.1);
+    expect(Math.abs(unpackedMb * 1e6 - pack.unpackedSize) / pack.unpackedSize).toBeLessThan(0.1);
+    expect(Math.abs(files - paths.length) / paths.length).toBeLessThan(0.1);
+  });
+});
