@@ -119,6 +119,9 @@ describe('the docs site, as the Pages deployment builds it', () => {
       await expect(link.textContent()).resolves.toContain('Troubleshooting');
       await link.click();
       await page.waitForURL(`**${BASE}troubleshooting.html`);
+      // The router changes the URL before it renders the page: wait for the page's own heading (bounded by the
+      // locator's timeout), not the heading of the page being left.
+      await page.locator('.vp-doc h1', { hasText: /Troubleshooting/i }).waitFor({ timeout: 10_000 });
       await expect(page.locator('.vp-doc h1').textContent()).resolves.toMatch(/Troubleshooting/i);
     } finally {
       await page.close();
