@@ -27,6 +27,21 @@ export async function packPackage(): Promise<Packed> {
   return { work, tarball, dispose: () => rm(work, { recursive: true, force: true }) };
 }
 
+/** Packs the package before a spec file's tests and removes it after them; the function gives it, once packed. */
+export function packedForThisFile(): () => Packed {
+  let packed: Packed | undefined;
+  beforeAll(async () => {
+    packed = await packPackage();
+  }, 60_000);
+  afterAll(async () => {
+    await packed?.dispose();
+  });
+  return () => {
+    if (packed === undefined) throw new Error('the package is packed in beforeAll: use it in a hook or a test');
+    return packed;
+  };
+}
+
 /**
  * Installs the consumer `name` of test/consumers into `work`: its package.json and lock file (`npm ci`), the
  * folders of `sources` copied in (`[from, to]` under test/consumers and the consumer), then the packed package.

@@ -3,7 +3,7 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
 
-import { installConsumer, INSTALL_MS, type Packed, packPackage, run, startApp } from './consumer-kit.js';
+import { installConsumer, INSTALL_MS, packedForThisFile, run, startApp } from './consumer-kit.js';
 
 /**
  * Apps a team has today, each installing the packed tarball (its own lock file for the rest) with none of the
@@ -25,15 +25,7 @@ const CONSUMERS = [
   { name: 'nest12-vitest', nest: '12', commonjs: false, runner: 'vitest', realImport: true },
 ] as const;
 
-let packed: Packed;
-
-beforeAll(async () => {
-  packed = await packPackage();
-}, 60_000);
-
-afterAll(async () => {
-  await packed?.dispose();
-});
+const packed = packedForThisFile();
 
 describe.each(CONSUMERS)('a $name app on the packed package', ({ name, nest, commonjs, runner, realImport }) => {
   let dir: string;
@@ -41,7 +33,7 @@ describe.each(CONSUMERS)('a $name app on the packed package', ({ name, nest, com
   beforeAll(async () => {
     const sources: [string, string][] = [[join('app', 'src'), 'src']];
     if (runner === 'jest') sources.push([join('app', 'e2e'), 'e2e']);
-    dir = await installConsumer(packed, name, sources);
+    dir = await installConsumer(packed(), name, sources);
   }, 2 * INSTALL_MS);
 
   it(`installs into Nest ${nest} without any optional peer`, async () => {

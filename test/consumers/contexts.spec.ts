@@ -1,14 +1,6 @@
 import { join } from 'node:path';
 
-import {
-  type ChildProcess,
-  installConsumer,
-  INSTALL_MS,
-  type Packed,
-  packPackage,
-  run,
-  startApp,
-} from './consumer-kit.js';
+import { type ChildProcess, installConsumer, INSTALL_MS, packedForThisFile, run, startApp } from './consumer-kit.js';
 
 /**
  * Every context on every Nest major the peer ranges accept, with the default options (the module's global
@@ -33,21 +25,13 @@ interface Report {
   readonly told: Record<string, string[]>;
 }
 
-let packed: Packed;
-
-beforeAll(async () => {
-  packed = await packPackage();
-}, 60_000);
-
-afterAll(async () => {
-  await packed?.dispose();
-});
+const packed = packedForThisFile();
 
 describe.each(MAJORS)('every context of a Nest $nest app', ({ nest }) => {
   let dir: string;
 
   beforeAll(async () => {
-    dir = await installConsumer(packed, `contexts-nest${nest}`, [[join('contexts', 'src'), 'src']]);
+    dir = await installConsumer(packed(), `contexts-nest${nest}`, [[join('contexts', 'src'), 'src']]);
     await run('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: dir });
   }, 2 * INSTALL_MS);
 
