@@ -2,13 +2,14 @@ import fc from 'fast-check';
 import type { Redis } from 'ioredis';
 
 import { ALGORITHM_STEPS } from '../../lib/algorithms/index.js';
-import { gcraCoreLua } from '../../lib/algorithms/gcra/gcra.lua.js';
+import { GCRA_EXPIRY_EPOCH_MS, gcraCoreLua } from '../../lib/algorithms/gcra/gcra.lua.js';
 import { RedisRateLimitStore, validatePolicy, type ResolvedPolicy } from '../../lib/index.js';
 import { luaPrelude } from '../../lib/stores/redis/rate-limit.lua.js';
 import { stateCodecLua } from '../../lib/stores/redis/state-codec.lua.js';
 import { storageKey } from '../../lib/stores/storage-key.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { nth } from '../support/harness.js';
+import { callsOf } from '../support/redis-commands.js';
 import { ReferenceStore } from '../support/reference-store.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 
@@ -52,10 +53,82 @@ describe('a GCRA key in Redis', () => {
     const gcraBytes = Number(await client.memory('USAGE', gcraKey, 'SAMPLES', 0));
     const bucketBytes = Number(await client.memory('USAGE', bucketKey, 'SAMPLES', 0));
     expect(gcraBytes).toBeLessThanOrEqual(bucketBytes - 12);
-    // the TTL runs until the TAT, plus the store's slack
+    // the TTL runs until the end of the TAT's epoch (GCRA_EXPIRY_EPOCH_MS), plus the store's slack
     const ttlMs = await client.pttl(gcraKey);
     expect(ttlMs).toBeGreaterThan(20_000);
     expect(ttlMs).toBeLessThanOrEqual(20_000 + 60_000);
+  });
+
+  it('counts a consume by INCRBY alone while its TAT stays in its epoch, and extends the key when it leaves', async () => {
+    // 60 a minute: T = 1 s, the epoch (GCRA_EXPIRY_EPOCH_MS) 10 s; the clock at an epoch's start, standing still
+    const start = Math.floor(NOW / GCRA_EXPIRY_EPOCH_MS) * GCRA_EXPIRY_EPOCH_MS;
+    const clock = new FakeClock(start);
+    const prefix = `g${++prefixes}:`;
+    const store = new RedisRateLimitStore({ client, clock, keyPrefix: prefix, ttlSlackMs: 0 });
+    const policy = validatePolicy({ name: 'tat', algorithm: 'gcra', limit: 60, window: '1m' });
+    const key = storageKey(prefix, 'tat', 'k');
+    const written = async () => ({
+      incrby: await callsOf(client, 'incrby'),
+      set: await callsOf(client, 'set'),
+      pexpire: await callsOf(client, 'pexpire'),
+    });
+    for (let n = 1; n <= 15; n++) {
+      const before = await written();
+      const [decision] = await store.consume([{ policy, key: 'k', cost: 1 }]);
+      expect(decision).toMatchObject({ allowed: true, remaining: 60 - n, resetMs: n * 1000 });
+      const after = await written();
+      // the first makes the key (SET); the 10th moves the TAT into the next epoch (PEXPIRE); the rest INCRBY alone
+      expect([after.incrby - before.incrby, after.set - before.set, after.pexpire - before.pexpire]).toEqual([
+        1,
+        n === 1 ? 1 : 0,
+        n === 10 ? 1 : 0,
+      ]);
+      expect(await client.get(key)).toBe(String((start + n * 1000) * 1000));
+      // the key outlives its TAT, n s ahead (Redis counts its TTL in real time: a second's margin for the test)
+      expect(await client.pttl(key)).toBeGreaterThan(n * 1000 - 1000);
+    }
+  });
+
+  it.each([
+    ['a request of several policies', 'several'],
+    ['a refund', 'refund'],
+  ] as const)("keeps a TAT that %s wrote to its epoch's end, as a consume by INCRBY alone relies on", async (_, by) => {
+    const start = Math.floor(NOW / GCRA_EXPIRY_EPOCH_MS) * GCRA_EXPIRY_EPOCH_MS;
+    const clock = new FakeClock(start);
+    const prefix = `g${++prefixes}:`;
+    const store = new RedisRateLimitStore({ client, clock, keyPrefix: prefix, ttlSlackMs: 0 });
+    const policy = validatePolicy({ name: 'tat', algorithm: 'gcra', limit: 60, window: '1m' });
+    const bucket = validatePolicy({ name: 'bkt', algorithm: 'token-bucket', limit: 60, window: '1m' });
+    const key = storageKey(prefix, 'tat', 'k');
+    if (by === 'several') {
+      await store.consume([
+        { policy, key: 'k', cost: 5 },
+        { policy: bucket, key: 'k', cost: 1 },
+      ]);
+    } else {
+      await store.consume([{ policy, key: 'k', cost: 6 }]);
+      await store.refund([{ policy, key: 'k', cost: 1 }]);
+    }
+    expect(await client.get(key)).toBe(String((start + 5_000) * 1000));
+    const pexpire = await callsOf(client, 'pexpire');
+    // 9 s ahead, still in the first epoch: nothing extends the key, which must already outlive the TAT
+    expect(await store.consume([{ policy, key: 'k', cost: 4 }])).toMatchObject([{ allowed: true, resetMs: 9_000 }]);
+    expect(await callsOf(client, 'pexpire')).toBe(pexpire);
+    expect(await client.pttl(key)).toBeGreaterThan(9_000 - 1000);
+  });
+
+  it('takes a denied consume back (DECRBY), leaving the TAT and its TTL as they were', async () => {
+    const clock = new FakeClock(NOW);
+    const { store, prefix } = storeAt(clock);
+    const policy = validatePolicy({ name: 'den', algorithm: 'gcra', limit: 2, window: '1m' });
+    const key = storageKey(prefix, 'den', 'k');
+    await store.consume([{ policy, key: 'k', cost: 2 }]);
+    const tat = await client.get(key);
+    const decrby = await callsOf(client, 'decrby');
+    const [denied] = await store.consume([{ policy, key: 'k', cost: 1 }]);
+    expect(denied).toMatchObject({ allowed: false, remaining: 0, retryAfterMs: 30_000 });
+    expect(await callsOf(client, 'decrby')).toBe(decrby + 1);
+    expect(await client.get(key)).toBe(tat);
   });
 
   it('keeps a per-plan state as its TAT and limit in 12 bytes', async () => {

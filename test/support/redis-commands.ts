@@ -13,7 +13,7 @@ export async function callsOf(admin: Redis | Cluster, command: string): Promise<
 
 /**
  * The items the store's Lua has decided: each reads its key once, by GET or, a fixed window's consume counting
- * first (lean.lua.ts), by INCRBY.
+ * first (lean-kernels.lua.ts: a fixed window's or a GCRA's), by INCRBY.
  */
 export async function itemsDecided(admin: Redis | Cluster): Promise<number> {
   const stats = await admin.info('commandstats');

@@ -1,6 +1,14 @@
 import { MAX_LEAD_US } from './gcra.js';
 
 /**
+ * The longest a GCRA key (the TAT alone) outlives its TAT: every write sets its expiry to the end of the TAT's
+ * epoch, of this many ms or the policy's window if shorter (and the slack), so that a consume whose TAT stays
+ * within its epoch needs only INCRBY (lean-kernels.lua.ts), no PEXPIRE. With the window's bound, a key of a
+ * policy whose capacity is its limit is gone two windows after its last write, as a sliding window counter's.
+ */
+export const GCRA_EXPIRY_EPOCH_MS = 10_000;
+
+/**
  * Lua twin of gcra.ts, shared by its two kernels: gcra_twin(per_plan) builds the table of either. A state is
  * { TAT in µs, limit written with (nil: the policy's) }, stored as the TAT alone (a decimal integer, which Redis
  * keeps as an integer object) or, per plan, by planned_encode (state-codec.lua.ts). A state of the previous
@@ -10,9 +18,18 @@ import { MAX_LEAD_US } from './gcra.js';
  * step(st, limit, window_ms, capacity, now_ms, cost) -> new_st, allowed (0/1), remaining, reset_ms, retry_ms
  * mul_div_ceil(a, b, c): ceil(a × b / c) for integers below 2^53 (c below 2^52) and a result below 2^53, exact
  * when a × b is not: the remainder's product is formed bit by bit of b, modulo c.
+ * gcra_epoch(w): the epoch of a policy of window w, in µs. gcra_keep(tat, now, w): how long from now (ms) a key
+ * holding the TAT `tat` is kept, the slack aside: to the end of the TAT's epoch (GCRA_EXPIRY_EPOCH_MS), which
+ * every writer of a TAT alone sets, so that a consume whose TAT stays within its epoch extends nothing
+ * (lean-kernels.lua.ts' gcra_one).
  */
 export const gcraCoreLua = `
 local MAX_LEAD_US = ${MAX_LEAD_US}
+local function gcra_epoch(w) return min(w, ${GCRA_EXPIRY_EPOCH_MS}) * 1000 end
+local function gcra_keep(tat, now, w)
+  local epoch = gcra_epoch(w)
+  return ceil_div((floor(tat / epoch) + 1) * epoch - now * 1000, 1000)
+end
 local function mul_div_ceil(a, b, c)
   local q = floor(a / c)
   local r = a - q * c
@@ -58,6 +75,11 @@ local function gcra_twin(per_plan)
     if st.raw then return st.raw end
     if st[2] then return planned_encode(st[1], st[2]) end
     return fmt(st[1])
+  end
+  -- how long from now a state written is kept (reset: until it is spent): a TAT alone to its epoch's end
+  function G.keep(st, reset, now, w)
+    if st[1] and not st[2] and not st.raw then return max(reset, gcra_keep(st[1], now, w)) end
+    return reset
   end
   -- emission interval (µs) and burst, bounded so that burst × T <= MAX_LEAD_US
   local function shape(limit, w, cap)

@@ -71,12 +71,13 @@ local function decode(a, raw)
 end
 -- Writes a state (deleting the key when nothing is counted), with its block while that lasts. A state whose
 -- reset has passed on this clock is kept for the slack: a clock behind may still count it.
-local function save(key, a, st, reset, slack, untl, now)
+local function save(key, a, st, reset, slack, untl, now, window)
   local value = nil
   if st then value = a.encode(st) end
   if untl and untl > now then
     redis.call('SET', key, '!' .. fmt(untl) .. '|' .. (value or ''), 'PX', fmt(max(reset, untl - now) + slack))
   elseif value then
+    if a.keep then reset = a.keep(st, reset, now, window) end
     redis.call('SET', key, value, 'PX', fmt(max(max(reset, 0) + slack, 1)))
   else
     redis.call('DEL', key)
@@ -157,7 +158,7 @@ local function decide_one(op, key, p, cost, old, st, untl, now, slack, up)
   if untl > now then return blocked(untl, now) end
   local new_st, allowed, remaining, reset, retry = p.algo.step(st, p.limit, p.window, p.cap, now, cost, p.nxt)
   if allowed == ${DENIED} and p.block and not p.shadow and op == 'consume' then
-    save(key, p.algo, old, reset, slack, now + p.block, now)
+    save(key, p.algo, old, reset, slack, now + p.block, now, p.window)
     return blocking(p.block, remaining, reset, retry)
   end
   if allowed == ${ALLOWED} and up and up > cost and cost >= 1 then
@@ -173,7 +174,7 @@ end
 local function consume_one(key, p, cost, now, slack, up)
   local old, untl = decode(p.algo, redis.call('GET', key))
   local r, st = decide_one('consume', key, p, cost, old, old, untl, now, slack, up)
-  if r[1] == ${ALLOWED} and cost > 0 then save(key, p.algo, st, r[3], slack, 0, now) end
+  if r[1] == ${ALLOWED} and cost > 0 then save(key, p.algo, st, r[3], slack, 0, now, p.window) end
   return r
 end
 -- An item: its key, cost and policy's fields in one table (several items may share a policy).

@@ -9,7 +9,7 @@ const { allowed: ALLOWED, denied: DENIED } = REPLY;
  * (DECRBY, or DEL of the key it made): one command for an allowed request within its window, where reading and
  * writing take two; the script being atomic, nothing else ever sees a count a denial undid. Their decisions and
  * the states they leave are the twins' (period_step; the GCRA twin's step at the policy's limit, whose state is
- * the TAT alone). fw_one and gcra_one are lean_one's for their kernel in one function each: a Lua call costs
+ * the TAT alone). A GCRA counts first too (gcra_one: INCRBY of cost × T onto the TAT). fw_one and gcra_one are lean_one's for their kernel in one function each: a Lua call costs
  * Redis about what a GET does. Relies on the prelude, the codec, fixedWindowCounterLua and the GCRA core.
  */
 export const leanKernelsLua = `
@@ -97,21 +97,42 @@ local function fw_one(key, p, cost, now, slack, out, arg)
   ${appendedAt('at', 'fw_lean_decide(limit, window, index, count, now, cost)')}
   return true
 end
--- lean_one of a GCRA, its allowed consume in one function (ceil_div's arithmetic written out: the same results)
+-- lean_one of a GCRA, counted first as a fixed window is: INCRBY the cost's share of time (cost × T) onto the
+-- TAT, whose reply is the TAT before it plus that. Allowed, the key holds the new TAT where it was ahead of now
+-- (and is extended only when the TAT left its epoch: gcra_keep), else is SET to now plus the share; denied, the
+-- share is taken back (DECRBY: a denied TAT was ahead of now, so the key existed). The decision and the TAT left
+-- are the twin's: max(TAT, now) + cost × T, allowed when at most burst × T ahead (ceil_div written out). A cost
+-- below 1 or above the burst, which writes nothing, reads the key instead.
 local function gcra_one(key, p, cost, now, slack, out)
-  local lead = gcra_lean_read(redis.call('GET', key), now)
-  if lead == nil then return false end
   local t, burst, at = p.t, p.burst, #out
-  if cost >= 1 and cost <= burst and lead <= (burst - cost) * t then
-    local nxt = lead + cost * t
-    local units, reset = floor(nxt / t), floor(nxt / 1000)
-    if units * t < nxt then units = units + 1 end
-    if reset * 1000 < nxt then reset = reset + 1 end
-    redis.call('SET', key, fmt(now * 1000 + nxt), 'PX', max(reset + slack, 1))
-    ${appendedAt('at', `${ALLOWED}, burst - units, reset, 0`)}
+  if cost < 1 or cost > burst then
+    local lead = gcra_lean_read(redis.call('GET', key), now)
+    if lead == nil then return false end
+    ${appendedAt('at', 'gcra_lean_decide(p, lead, cost)')}
     return true
   end
-  ${appendedAt('at', 'gcra_lean_decide(p, lead, cost)')}
+  local share = cost * t
+  local v = redis.pcall('INCRBY', key, fmt(share))
+  if type(v) ~= 'number' then return false end
+  local now_us, old = now * 1000, v - share
+  local lead = old - now_us
+  if lead < 0 then lead = 0 end
+  if lead > (burst - cost) * t then
+    redis.call('DECRBY', key, fmt(share))
+    ${appendedAt('at', 'gcra_lean_decide(p, lead, cost)')}
+    return true
+  end
+  local nxt = lead + share
+  local units, reset = floor(nxt / t), floor(nxt / 1000)
+  if units * t < nxt then units = units + 1 end
+  if reset * 1000 < nxt then reset = reset + 1 end
+  local tat = now_us + nxt
+  if old <= now_us then
+    redis.call('SET', key, fmt(tat), 'PX', max(gcra_keep(tat, now, p.window) + slack, 1))
+  elseif floor(old / p.epoch) ~= floor(tat / p.epoch) then
+    redis.call('PEXPIRE', key, max(gcra_keep(tat, now, p.window) + slack, 1))
+  end
+  ${appendedAt('at', `${ALLOWED}, burst - units, reset, 0`)}
   return true
 end
 `;

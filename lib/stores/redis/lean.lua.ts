@@ -30,6 +30,7 @@ local function lean_kind(code, p)
     p.lean = ${GCRA}
     p.t = gcra_emission(p.limit, p.window)
     p.burst = min(p.cap, floor(MAX_LEAD_US / p.t))
+    p.epoch = gcra_epoch(p.window)
   end
 end
 -- an item's state (a fixed window counts first: fw_lean_count; the others read their key), nil for a layout
@@ -58,7 +59,8 @@ local function lean_write(key, p, a, b, c, now, cost, reset, slack, allowed, arg
   end
   if not allowed or cost <= 0 then return end
   if p.lean == ${GCRA} then
-    redis.call('SET', key, fmt(now * 1000 + a + cost * p.t), 'PX', max(reset + slack, 1))
+    local tat = now * 1000 + a + cost * p.t
+    redis.call('SET', key, fmt(tat), 'PX', max(gcra_keep(tat, now, p.window) + slack, 1))
   elseif new_st then
     redis.call('SET', key, p.algo.encode(new_st), 'PX', max(max(reset, 0) + slack, 1))
   else

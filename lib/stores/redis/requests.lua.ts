@@ -35,7 +35,7 @@ local function decide_items(op, items, now, slack, out)
       local st = load(original, blocks, it)
       local untl = 0
       if op == 'block' then untl = now + it.cost end
-      save(it.key, it.algo, st, peek(it, st, now)[3], slack, untl, now)
+      save(it.key, it.algo, st, peek(it, st, now)[3], slack, untl, now, it.window)
     end
     return
   end
@@ -47,7 +47,7 @@ local function decide_items(op, items, now, slack, out)
       local st = it.algo.refund(old, it.limit, it.window, it.cap, now, it.cost)
       original[it.key] = st
       local r = peek(it, st, now)
-      save(it.key, it.algo, st, r[3], slack, untl, now)
+      save(it.key, it.algo, st, r[3], slack, untl, now, it.window)
       if untl > now then r = blocked(untl, now) end
       emit(out, r)
     end
@@ -81,7 +81,7 @@ local function decide_items(op, items, now, slack, out)
     end
     for i = 1, #items do
       local it = items[i]
-      if last[it.key] == i then save(it.key, it.algo, states[i], results[i][3], slack, 0, now) end
+      if last[it.key] == i then save(it.key, it.algo, states[i], results[i][3], slack, 0, now, it.window) end
       emit(out, results[i])
     end
     return
