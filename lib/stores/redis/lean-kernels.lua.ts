@@ -9,8 +9,8 @@ const { allowed: ALLOWED, denied: DENIED } = REPLY;
  * (DECRBY, or DEL of the key it made): one command for an allowed request within its window, where reading and
  * writing take two; the script being atomic, nothing else ever sees a count a denial undid. Their decisions and
  * the states they leave are the twins' (period_step; the GCRA twin's step at the policy's limit, whose state is
- * the TAT alone). A GCRA counts first too (gcra_one: INCRBY of cost × T onto the TAT). fw_one and gcra_one are lean_one's for their kernel in one function each: a Lua call costs
- * Redis about what a GET does. Relies on the prelude, the codec, fixedWindowCounterLua and the GCRA core.
+ * the TAT alone). A GCRA counts first too (gcra_one: INCRBY of cost × T onto the TAT). fw_one and gcra_one
+ * are lean_one's for their kernel in one function each: a Lua call costs Redis about what a GET does. Relies on the prelude, the codec, fixedWindowCounterLua and the GCRA core.
  */
 export const leanKernelsLua = `
 -- fixed window, counted first: INCRBY the cost (arg: its field as the call gave it, which Redis takes without
@@ -19,9 +19,20 @@ export const leanKernelsLua = `
 -- and its TTL already ends with its window), a SET (FW_NEW: it did not exist, FW_SET: another window or a
 -- count past the integer layout); nil when INCRBY refused the value (another layout: nothing was written).
 local FW_KEPT, FW_NEW, FW_SET = 1, 2, 3
-local function fw_lean_count(key, window, now, cost, arg)
+-- INCRBY of arg; nil when the key holds another layout (nothing written) or when the sum left the integers a
+-- double holds exactly (2^53: the reply would be rounded), which DECRBY, exact in Redis, takes back
+local function fw_incrby(key, arg)
   local v = redis.pcall('INCRBY', key, arg)
   if type(v) ~= 'number' then return nil end
+  if v >= 2 ^ 53 then
+    redis.call('DECRBY', key, arg)
+    return nil
+  end
+  return v
+end
+local function fw_lean_count(key, window, now, cost, arg)
+  local v = fw_incrby(key, arg)
+  if v == nil then return nil end
   local index = floor(now / window)
   if v == cost then return index, 0, FW_NEW end
   local old = v - cost
@@ -74,8 +85,8 @@ end
 -- lean_one of a fixed window: fw_lean_count, fw_lean_decide and what follows in one function, as most
 -- requests take it (a Lua call costs Redis about as much as a GET)
 local function fw_one(key, p, cost, now, slack, out, arg)
-  local v = redis.pcall('INCRBY', key, arg)
-  if type(v) ~= 'number' then return false end
+  local v = fw_incrby(key, arg)
+  if v == nil then return false end
   local window, limit = p.window, p.limit
   local index, count, how = floor(now / window), 0, FW_NEW
   if v ~= cost then

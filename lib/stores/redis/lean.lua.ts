@@ -89,7 +89,7 @@ local function twin_one(key, p, cost, now, slack, out)
 end
 local function lean_one(key, p, cost, now, slack, out, arg)
   if p.lean == ${FW} then
-    if cost < 1 then return false end
+    if cost < 1 or cost > p.limit then return false end
     return fw_one(key, p, cost, now, slack, out, arg or cost)
   end
   if p.lean == ${GCRA} then return gcra_one(key, p, cost, now, slack, out) end
@@ -105,8 +105,8 @@ local function fw_items(count, now, slack, out)
   local all = true
   for i = 1, count do
     local p, cost, arg = LEAN_P[i], LEAN_COST[i], LEAN_ARG[i]
-    local v = redis.pcall('INCRBY', LEAN_KEY[i], arg)
-    if type(v) ~= 'number' then
+    local v = fw_incrby(LEAN_KEY[i], arg)
+    if v == nil then
       for j = 1, i - 1 do fw_lean_undo(LEAN_KEY[j], LC[j], LEAN_ARG[j]) end
       return false
     end
@@ -179,11 +179,13 @@ local function lean_items(count, now, slack, out)
   return true
 end
 -- whether the request of LEAN_KEY, LEAN_P and LEAN_COST (costs without up-to) takes the lean path: a fixed
--- window's cost of 0 counts nothing (its INCRBY would make a key)
+-- window's cost of 0 counts nothing (its INCRBY would make a key), one above its limit never fits (read, not
+-- counted)
 local function lean_request(count)
   for i = 1, count do
-    local lean = LEAN_P[i].lean
-    if not lean or LEAN_COST[i] < 1 and lean == ${FW} then return false end
+    local p, cost = LEAN_P[i], LEAN_COST[i]
+    local lean = p.lean
+    if not lean or lean == ${FW} and (cost < 1 or cost > p.limit) then return false end
     for j = 1, i - 1 do
       if LEAN_KEY[j] == LEAN_KEY[i] then return false end
     end
