@@ -15,7 +15,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { flushAll, freePort, ping } from './net.mjs';
+import { flushAll, startRedisServer } from './net.mjs';
 
 const BENCH = fileURLToPath(new URL('.', import.meta.url));
 const ROOT = join(BENCH, '..');
@@ -66,24 +66,6 @@ const loadAverage = () => {
   }
 };
 const fmt = (x, digits = 1) => (x === null || x === undefined ? '—' : x.toFixed(digits));
-
-async function startRedis() {
-  const port = await freePort();
-  const child = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-    {
-      stdio: 'ignore',
-    },
-  );
-  process.once('exit', () => child.kill('SIGKILL'));
-  const deadline = Date.now() + 10_000;
-  while (!(await ping(port))) {
-    if (Date.now() > deadline) throw new Error(`redis-server did not start on ${port}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return { port, pid: child.pid, url: `redis://127.0.0.1:${port}`, stop: () => child.kill('SIGTERM') };
-}
 
 function psql(sql) {
   const result = spawnSync('psql', [process.env.BENCH_PG_URL, '-qtAc', sql], { encoding: 'utf8' });
@@ -225,7 +207,7 @@ async function main() {
     if (build.status !== 0) throw new Error('npm run build failed');
   }
   mkdirSync(OUT, { recursive: true });
-  const redis = await startRedis();
+  const redis = await startRedisServer();
   process.env.BENCH_PG_URL ??= 'postgres://postgres@127.0.0.1:5432/test';
   process.env.BENCH_PG_SCHEMA = `bench_inproc_${process.pid}`;
   psql(`CREATE SCHEMA ${process.env.BENCH_PG_SCHEMA}`);

@@ -1,6 +1,7 @@
 // Requests injected into an Express app without sockets (light-my-request), with a fixed number in flight:
 // the app's CPU per request from process.cpuUsage(), and redis-server's from /proc (BENCH_REDIS_PID).
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 
 import inject from 'light-my-request';
 
@@ -43,6 +44,14 @@ export async function injectRequests(app, spec) {
   };
   await run(Math.ceil(requests / 4), 0);
   failed = 0;
+  // BENCH_PROFILE: a V8 CPU profile of the measured requests only (bench/profile.mjs), to that file
+  const profiler = process.env.BENCH_PROFILE === undefined ? undefined : new Session();
+  if (profiler !== undefined) {
+    profiler.connect();
+    await profiler.post('Profiler.enable');
+    await profiler.post('Profiler.setSamplingInterval', { interval: 100 });
+    await profiler.post('Profiler.start');
+  }
   const redisBefore = cpuMsOf(redisPid);
   const cpuBefore = process.cpuUsage();
   const started = process.hrtime.bigint();
@@ -50,6 +59,11 @@ export async function injectRequests(app, spec) {
   const wallNs = Number(process.hrtime.bigint() - started);
   const cpu = process.cpuUsage(cpuBefore);
   const redisAfter = cpuMsOf(redisPid);
+  if (profiler !== undefined) {
+    const { profile } = await profiler.post('Profiler.stop');
+    writeFileSync(process.env.BENCH_PROFILE, JSON.stringify(profile));
+    profiler.disconnect();
+  }
   return {
     requests,
     failed,

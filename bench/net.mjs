@@ -1,4 +1,6 @@
-// Loopback helpers of the benchmarks: a free port, and whether a redis-server answers on one.
+// Loopback helpers of the benchmarks: a free port, whether a redis-server answers on one, a redis-server of
+// their own.
+import { spawn } from 'node:child_process';
 import { createConnection, createServer } from 'node:net';
 
 export function freePort() {
@@ -36,4 +38,23 @@ export function flushAll(port) {
       else reject(new Error(`FLUSHALL answered ${data.toString().trim()}`));
     });
   });
+}
+
+/** A redis-server of the benchmark's own on a free loopback port, killed when the process exits. */
+export async function startRedisServer() {
+  const port = await freePort();
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    {
+      stdio: 'ignore',
+    },
+  );
+  process.once('exit', () => child.kill('SIGKILL'));
+  const deadline = Date.now() + 10_000;
+  while (!(await ping(port))) {
+    if (Date.now() > deadline) throw new Error(`redis-server did not start on ${port}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return { port, pid: child.pid, url: `redis://127.0.0.1:${port}`, stop: () => child.kill('SIGTERM') };
 }
