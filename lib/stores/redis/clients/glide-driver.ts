@@ -71,10 +71,17 @@ export class GlideDriver implements RedisDriver {
     }));
   }
 
-  /** The Cluster's primaries, as GLIDE knows them: the nodes that answer a PING routed to all primaries. */
+  /**
+   * The Cluster's primaries, as GLIDE knows them: the nodes that answer an ECHO routed to all primaries (a command
+   * without a policy of its own for the replies, which GLIDE gives per node, `[{ key: 'host:port', value }]`;
+   * PING's would be merged into one PONG).
+   */
   private async primaries(): Promise<Required<GlideAddress>[]> {
-    const replies = await this.client.customCommand(['PING'], { route: 'allPrimaries', decoder: GLIDE_DECODER_STRING });
-    return Object.keys(replies as object).map((address) => {
+    const replies = await send(this.client, ['ECHO', 'nest-rate-limit'], 'allPrimaries', false);
+    const addresses = Array.isArray(replies)
+      ? replies.map((entry: unknown) => String((entry as { key?: unknown }).key))
+      : Object.keys(replies as object);
+    return addresses.map((address) => {
       const colon = address.lastIndexOf(':');
       return { host: address.slice(0, colon), port: Number(address.slice(colon + 1)) };
     });
@@ -240,15 +247,22 @@ async function subscribedOn(sub: GlideCommon, channel: string): Promise<void> {
   throw new Error(`the subscription to ${channel} was not confirmed`);
 }
 
-/** One command as a string-decoded customCommand (routed on a Cluster), its reply shaped as ioredis gives it. */
-async function send(client: GlideCommon, args: readonly string[], route: GlideRoute | undefined): Promise<unknown> {
+/**
+ * One command as a string-decoded customCommand (routed on a Cluster), its reply shaped as ioredis gives it
+ * (unless `shaped` is false).
+ */
+async function send(
+  client: GlideCommon,
+  args: readonly string[],
+  route: GlideRoute | undefined,
+  shaped = true,
+): Promise<unknown> {
   try {
-    return fromGlide(
-      await client.customCommand([...args], {
-        decoder: GLIDE_DECODER_STRING,
-        ...(route !== undefined && { route }),
-      }),
-    );
+    const reply = await client.customCommand([...args], {
+      decoder: GLIDE_DECODER_STRING,
+      ...(route !== undefined && { route }),
+    });
+    return shaped ? fromGlide(reply) : reply;
   } catch (error) {
     throw asReplyError(error);
   }
