@@ -27,6 +27,11 @@ export interface RedisClientKind {
    * package's Sentinel client (redis 5's has no duplicate(): the module refuses it at start).
    */
   sentinel?(port: number, name: string): Promise<TestRedisClient>;
+  /**
+   * Whether its connection holds a request while it reconnects instead of failing it at once (GLIDE has no
+   * setting for that): a server that is gone then looks like one that hangs, until the breaker opens.
+   */
+  readonly holdsWhileReconnecting?: boolean;
 }
 
 const LOOPBACK = '127.0.0.1';
@@ -96,6 +101,7 @@ function glideKind(): RedisClientKind {
   });
   return {
     name: 'Valkey GLIDE',
+    holdsWhileReconnecting: true,
     standalone: async (port) => made(await GlideClient.createClient({ addresses: [{ host: LOOPBACK, port }] })),
     cluster: async (ports) =>
       made(await GlideClusterClient.createClient({ addresses: ports.map((port) => ({ host: LOOPBACK, port })) })),

@@ -1,5 +1,6 @@
 import { importPeer } from '../../../optional-peer.js';
 import type { FeedConnection, FeedEvents } from '../../change-feed.js';
+import { RateLimitStoreTimeoutError } from '../../store-timeout.js';
 import {
   GLIDE_DECODER_STRING,
   GLIDE_PUBSUB_EXACT,
@@ -23,6 +24,9 @@ import {
 /** The default of the module's `timeout`, for GLIDE's `requestTimeout` when none is given. */
 const DEFAULT_TIMEOUT_MS = 100;
 
+/** The module's own GLIDE clients (ownConnection()), and their `requestTimeout`: the module's `timeout`. */
+const OWN_TIMEOUTS = new WeakMap<object, number>();
+
 /**
  * The driver of a Valkey GLIDE GlideClient or GlideClusterClient. Every command is a customCommand, routed on a
  * Cluster to the primary of its key's slot (`primarySlotKey`), to a random node without a key; replies are
@@ -37,7 +41,14 @@ export class GlideDriver implements RedisDriver {
   /** Whether the client's configuration can be read, to make the subscriber's connection from it. */
   readonly canSubscribe: boolean;
 
+  /**
+   * On the module's own connection, whose `requestTimeout` is the module's `timeout`, the milliseconds of it:
+   * GLIDE's TimeoutError is then the module's (a RateLimitStoreTimeoutError), whichever timer fired first.
+   */
+  private readonly timeoutMs: number | undefined;
+
   constructor(private readonly client: GlideCommon) {
+    this.timeoutMs = OWN_TIMEOUTS.get(client);
     this.isCluster = isGlideCluster(client);
     this.address = glideAddress(client.config, this.isCluster);
     this.canSubscribe = Array.isArray(client.config?.addresses);
@@ -49,7 +60,13 @@ export class GlideDriver implements RedisDriver {
       : key === undefined
         ? 'randomNode'
         : { type: 'primarySlotKey', key };
-    return send(this.client, args, route);
+    const sent = send(this.client, args, route);
+    if (this.timeoutMs === undefined) return sent;
+    const timeoutMs = this.timeoutMs;
+    return sent.catch((error: unknown) => {
+      // GLIDE holds a request while it reconnects, so a server that is gone answers as a server that hangs.
+      throw (error as Error)?.constructor?.name === 'TimeoutError' ? new RateLimitStoreTimeoutError(timeoutMs) : error;
+    });
   }
 
   evalsha(sha1: string, keys: readonly string[], args: readonly string[]): Promise<unknown> {
@@ -182,6 +199,7 @@ export class GlideDriver implements RedisDriver {
     };
     const Client = this.client.constructor as unknown as GlideClass;
     const own = await Client.createClient(config);
+    OWN_TIMEOUTS.set(own, timeoutMs);
     const errors: ((error: Error) => void)[] = [];
     let closed = false;
     // GLIDE has no connection events: ready() pings until it answers, and reports each failure.
