@@ -57,7 +57,9 @@ export class RedisRateLimitStore implements RateLimitStore {
 
   constructor(options: RedisRateLimitStoreOptions) {
     if (options?.client === undefined) {
-      throw new TypeError('nest-rate-limit: RedisRateLimitStore needs `client`, an ioredis, node-redis or Valkey GLIDE client');
+      throw new TypeError(
+        'nest-rate-limit: RedisRateLimitStore needs `client`, an ioredis, node-redis or Valkey GLIDE client',
+      );
     }
     this.redis = driverOf(options.client, 'the `client` of RedisRateLimitStore');
     this.client = options.client;

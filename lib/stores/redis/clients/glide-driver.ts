@@ -152,7 +152,10 @@ export class GlideDriver implements RedisDriver {
     try {
       const made = Client.createClient(config);
       // given up before it came: closed as it comes
-      made.then((client) => closed && client.close(), () => undefined);
+      made.then(
+        (client) => closed && client.close(),
+        () => undefined,
+      );
       sub = await made;
       if (closed) throw new Error(`not subscribed within ${SUBSCRIBER_OPEN_TIMEOUT_MS} ms`);
       const id = await send(sub, ['CLIENT', 'ID'], undefined);
