@@ -70,5 +70,6 @@ export type {
   RedisConnection,
   RedisConnectionOptions,
   RedisSentinelAddress,
+  ValkeyGlideClient,
 } from './stores/client-types.js';
 export { RedisRateLimitStore, type RedisRateLimitStoreOptions } from './stores/redis/redis.store.js';

@@ -73,7 +73,7 @@ async function createRedis(
   let own: OwnConnection;
   if (client !== undefined) {
     // A connection of the module's own, made from the client given by its driver (the client is left alone).
-    own = driverOf(client, 'option redis.client').ownConnection();
+    own = await driverOf(client, 'option redis.client').ownConnection({ timeoutMs: options.timeout });
   } else {
     const { Redis: RedisClient } = await loadClient<typeof import('ioredis')>('ioredis', 'redis');
     const fast = failFastOptions(connectionOptions);

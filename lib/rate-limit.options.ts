@@ -9,7 +9,13 @@ import type {
   RateLimitKey,
 } from './policy/policy.types.js';
 import type { RateLimitStore } from './stores/rate-limit-store.js';
-import type { NodeRedisClient, PgPool, RedisConnection, RedisConnectionOptions } from './stores/client-types.js';
+import type {
+  NodeRedisClient,
+  PgPool,
+  RedisConnection,
+  RedisConnectionOptions,
+  ValkeyGlideClient,
+} from './stores/client-types.js';
 
 /** Which rate-limit header fields responses carry. docs/responses.md, "Header schemes", shows every value. */
 export type RateLimitHeaders = 'ietf' | 'legacy' | 'both' | 'none';
@@ -33,7 +39,7 @@ export interface RateLimitModuleOptions {
   /**
    * Redis connection; absent means the in-memory store (limits per process, with one startup warning). The
    * limiter opens a connection of its own: from `url` (e.g. 'redis://:password@host:6379/0') and/or ioredis
-   * `options` (host, port, sentinels...), or a duplicate of your `client` (ioredis, iovalkey or node-redis),
+   * `options` (host, port, sentinels...), or a duplicate of your `client` (ioredis, iovalkey, node-redis or Valkey GLIDE),
    * which stays as it was. A `redis` option that names no server (an unset REDIS_URL; `options` without host, port, path or
    * sentinels) stops the start.
    */
@@ -41,10 +47,11 @@ export interface RateLimitModuleOptions {
     /** A Redis URL. */
     url?: string;
     /**
-     * An ioredis or iovalkey Redis or Cluster, or a node-redis client, Cluster or Sentinel (createClient(),
-     * createCluster(), createSentinel() of the `redis` package), whose settings the limiter's own connection copies.
+     * An ioredis or iovalkey Redis or Cluster, a node-redis client, Cluster or Sentinel (createClient(),
+     * createCluster(), createSentinel() of the `redis` package), or a Valkey GLIDE GlideClient or
+     * GlideClusterClient, whose settings the limiter's own connection copies.
      */
-    client?: RedisConnection | NodeRedisClient;
+    client?: RedisConnection | NodeRedisClient | ValkeyGlideClient;
     /** ioredis options of the limiter's connection (the module sets its fail-fast options over them). */
     options?: RedisConnectionOptions;
   };

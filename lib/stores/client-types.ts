@@ -1,6 +1,6 @@
 /**
- * The parts of a Redis client (ioredis, iovalkey, node-redis) and a pg Pool that the module uses. The published
- * types name these, never a type of ioredis, iovalkey, redis or pg, which are optional peers: an app that installs neither compiles against the module's
+ * The parts of a Redis client (ioredis, iovalkey, node-redis, Valkey GLIDE) and a pg Pool that the module uses. The published
+ * types name these, never a type of ioredis, iovalkey, redis, @valkey/valkey-glide or pg, which are optional peers: an app that installs neither compiles against the module's
  * `.d.ts` files, also without `skipLibCheck`. The real clients satisfy them as they are.
  */
 
@@ -25,6 +25,17 @@ export interface NodeRedisClient {
   // each of the three, are assignable.
   sendCommand(...args: never[]): Promise<unknown>;
   duplicate(...args: never[]): unknown;
+}
+
+/**
+ * A Valkey GLIDE client: a `GlideClient` or `GlideClusterClient` of `@valkey/valkey-glide` (2.x), as the module
+ * tells it apart from the others.
+ */
+export interface ValkeyGlideClient {
+  // Method syntax, as for NodeRedisClient: GLIDE's own overloads are assignable.
+  customCommand(...args: never[]): Promise<unknown>;
+  invokeScript(...args: never[]): Promise<unknown>;
+  close(...args: never[]): void;
 }
 
 /** An ioredis (or iovalkey) `Redis` or `Cluster` of the app's, whose settings the module's own connection copies. */

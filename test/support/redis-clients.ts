@@ -1,13 +1,14 @@
 import { Cluster as IoredisCluster, Redis as Ioredis } from 'ioredis';
 import { Cluster as Ioredis5Cluster, Redis as Ioredis5 } from 'ioredis5';
 import { Cluster as IovalkeyCluster, Redis as Iovalkey } from 'iovalkey';
+import { GlideClient, GlideClusterClient, Logger as GlideLogger } from '@valkey/valkey-glide';
 import * as redis6 from 'redis';
 import * as redis5 from 'redis5';
 
-import type { NodeRedisClient, RedisConnection } from '../../lib/index.js';
+import type { NodeRedisClient, RedisConnection, ValkeyGlideClient } from '../../lib/index.js';
 
 /** A client of the app's, as a test gives it to the module or a store. */
-export type AppRedisClient = RedisConnection | NodeRedisClient;
+export type AppRedisClient = RedisConnection | NodeRedisClient | ValkeyGlideClient;
 
 /** A client made for a test: close() disconnects it (the server stays). */
 export interface TestRedisClient {
@@ -26,6 +27,11 @@ export interface RedisClientKind {
    * package's Sentinel client (redis 5's has no duplicate(): the module refuses it at start).
    */
   sentinel?(port: number, name: string): Promise<TestRedisClient>;
+  /**
+   * Whether its connection holds a request while it reconnects instead of failing it at once (GLIDE has no
+   * setting for that): a server that is gone then looks like one that hangs, until the breaker opens.
+   */
+  readonly holdsWhileReconnecting?: boolean;
 }
 
 const LOOPBACK = '127.0.0.1';
@@ -83,8 +89,28 @@ function nodeRedisKind(
 }
 
 /**
+ * Valkey GLIDE: GlideClient and GlideClusterClient, connected by createClient(). GLIDE has no Sentinel client.
+ * Its core logs each error reply it reads as a warning on stdout (the suites provoke NOSCRIPT on purpose):
+ * errors only.
+ */
+function glideKind(): RedisClientKind {
+  GlideLogger.setLoggerConfig('error');
+  const made = (client: GlideClient | GlideClusterClient): TestRedisClient => ({
+    client,
+    close: async () => client.close(),
+  });
+  return {
+    name: 'Valkey GLIDE',
+    holdsWhileReconnecting: true,
+    standalone: async (port) => made(await GlideClient.createClient({ addresses: [{ host: LOOPBACK, port }] })),
+    cluster: async (ports) =>
+      made(await GlideClusterClient.createClient({ addresses: ports.map((port) => ({ host: LOOPBACK, port })) })),
+  };
+}
+
+/**
  * Every client package the module drives, in each major its peer ranges accept: ioredis 6 and 5, node-redis 6
- * and 5, and iovalkey. The Redis suites run once per entry (`describe.each(REDIS_CLIENTS)`).
+ * and 5, iovalkey and Valkey GLIDE. The Redis suites run once per entry (`describe.each(REDIS_CLIENTS)`).
  */
 export const REDIS_CLIENTS: readonly RedisClientKind[] = [
   ioredisKind('ioredis', { Redis: Ioredis, Cluster: IoredisCluster }),
@@ -97,6 +123,7 @@ export const REDIS_CLIENTS: readonly RedisClientKind[] = [
     { sentinel: false },
   ),
   ioredisKind('iovalkey', { Redis: Iovalkey, Cluster: IovalkeyCluster }),
+  glideKind(),
 ];
 
 /** ioredis, the client the suites that run on one client use. */

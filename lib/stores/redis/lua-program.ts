@@ -1,3 +1,4 @@
+import { RateLimitStoreTimeoutError } from '../store-timeout.js';
 import { isReplyError, type RedisDriver } from './clients/redis-driver.js';
 import { RATE_LIMIT_FUNCTION, RATE_LIMIT_LIBRARY, RATE_LIMIT_SCRIPT, RATE_LIMIT_SCRIPT_SHA } from './rate-limit.lua.js';
 
@@ -84,10 +85,18 @@ export class RedisLuaProgram {
 
 /**
  * A client's connection error as an outage log should read it: where the store is and what is wrong. Errors
- * Redis answered with and programming errors pass as they are.
+ * Redis answered with, programming errors and timeouts (a GLIDE client's own, on the module's connection) pass as
+ * they are.
  */
 function connectionError(error: unknown, where: string): unknown {
-  if (!(error instanceof Error) || isReplyError(error) || error instanceof TypeError) return error;
+  if (
+    !(error instanceof Error) ||
+    isReplyError(error) ||
+    error instanceof TypeError ||
+    error instanceof RateLimitStoreTimeoutError
+  ) {
+    return error;
+  }
   const { message } = error;
   const problem =
     message.includes("Stream isn't writeable") || message === 'The client is offline'

@@ -1,7 +1,7 @@
 import { type Clock, systemClock } from '../../clock.js';
 import type { RateLimitDecision } from '../../policy/policy.types.js';
 import { decisionsFromReply } from '../decisions.js';
-import type { NodeRedisClient, RedisClient } from '../client-types.js';
+import type { NodeRedisClient, RedisClient, ValkeyGlideClient } from '../client-types.js';
 import type { RateLimitStore, RateLimitStoreChanges, RateLimitStoreItem, StoreCallItem } from '../rate-limit-store.js';
 import { checkKeyPrefix } from '../storage-key.js';
 import { acrossSlots, consumeAcrossSlots, type RunInSlot, slotGroups, slotItems } from './across-slots.js';
@@ -16,10 +16,10 @@ import { RedisLuaProgram } from './lua-program.js';
 /** Options of the Redis store. */
 export interface RedisRateLimitStoreOptions {
   /**
-   * An ioredis or iovalkey `Redis` or `Cluster`, or a node-redis client, Cluster or Sentinel (connected). The
-   * store never changes it, and never closes it.
+   * An ioredis or iovalkey `Redis` or `Cluster`, a node-redis client, Cluster or Sentinel (connected), or a
+   * Valkey GLIDE GlideClient or GlideClusterClient. The store never changes it, and never closes it.
    */
-  client: RedisClient | NodeRedisClient;
+  client: RedisClient | NodeRedisClient | ValkeyGlideClient;
   /** Time source, or 'store' to read Redis `TIME` inside the script (one clock for every instance). */
   clock?: Clock | 'store';
   /** Default 'rl:'. */
@@ -38,7 +38,7 @@ type Operation = 'consume' | 'check' | 'peek' | 'refund' | 'reset' | 'block' | '
  */
 export class RedisRateLimitStore implements RateLimitStore {
   /** The connection the store sends its commands on. */
-  readonly client: RedisClient | NodeRedisClient;
+  readonly client: RedisClient | NodeRedisClient | ValkeyGlideClient;
   /**
    * Changes outside decisions, announced on `<keyPrefix>changes` (pub/sub) to every instance; a subscriber
    * connection is made from the client only while the module listens.
@@ -57,7 +57,9 @@ export class RedisRateLimitStore implements RateLimitStore {
 
   constructor(options: RedisRateLimitStoreOptions) {
     if (options?.client === undefined) {
-      throw new TypeError('nest-rate-limit: RedisRateLimitStore needs `client`, an ioredis or node-redis client');
+      throw new TypeError(
+        'nest-rate-limit: RedisRateLimitStore needs `client`, an ioredis, node-redis or Valkey GLIDE client',
+      );
     }
     this.redis = driverOf(options.client, 'the `client` of RedisRateLimitStore');
     this.client = options.client;

@@ -1,8 +1,9 @@
 import type { FeedConnection, FeedEvents } from '../../change-feed.js';
 
 /**
- * What the Redis store needs of a client, whichever package made it (ioredis, iovalkey, node-redis): one
- * implementation per client family (ioredis-driver.ts, node-redis-driver.ts), chosen by driverOf() from the
+ * What the Redis store needs of a client, whichever package made it (ioredis, iovalkey, node-redis, Valkey
+ * GLIDE): one implementation per client family (ioredis-driver.ts, node-redis-driver.ts, glide-driver.ts), chosen
+ * by driverOf() from the
  * object given. Replies come back as ioredis gives them (integers as numbers, arrays, null for nil), and an error
  * Redis answered with as a RedisReplyError.
  */
@@ -30,9 +31,10 @@ export interface RedisDriver {
   /**
    * The module's own connection, made from this client's settings with fail-fast ones over them: no offline
    * queue (a command fails at once while disconnected), nothing replayed after a reconnect, and reconnecting
-   * in the background. The client given is left as it is.
+   * in the background. The client given is left as it is. `timeoutMs` is the module's `timeout`, for a client
+   * that bounds its own requests (GLIDE's `requestTimeout`). GLIDE makes its clients asynchronously.
    */
-  ownConnection(): OwnConnection;
+  ownConnection(settings?: { timeoutMs?: number | undefined }): OwnConnection | Promise<OwnConnection>;
 }
 
 /** One Redis server of a client (a Cluster master, or the standalone server). */

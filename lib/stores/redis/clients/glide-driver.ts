@@ -1,0 +1,373 @@
+import { importPeer } from '../../../optional-peer.js';
+import type { FeedConnection, FeedEvents } from '../../change-feed.js';
+import { RateLimitStoreTimeoutError } from '../../store-timeout.js';
+import {
+  GLIDE_DECODER_STRING,
+  GLIDE_PUBSUB_EXACT,
+  type GlideAddress,
+  type GlideClass,
+  type GlideCommon,
+  type GlideConfig,
+  type GlideRoute,
+  isGlideCluster,
+} from './glide-types.js';
+import {
+  type OwnConnection,
+  reconnectDelayMs,
+  type RedisDriver,
+  type RedisNode,
+  RedisReplyError,
+  SUBSCRIBER_CONNECT_TIMEOUT_MS,
+  SUBSCRIBER_OPEN_TIMEOUT_MS,
+} from './redis-driver.js';
+
+/** The default of the module's `timeout`, for GLIDE's `requestTimeout` when none is given. */
+const DEFAULT_TIMEOUT_MS = 100;
+
+/** The module's own GLIDE clients (ownConnection()), and their `requestTimeout`: the module's `timeout`. */
+const OWN_TIMEOUTS = new WeakMap<object, number>();
+
+/**
+ * The driver of a Valkey GLIDE GlideClient or GlideClusterClient. Every command is a customCommand, routed on a
+ * Cluster to the primary of its key's slot (`primarySlotKey`), to a random node without a key; replies are
+ * decoded as strings and shaped as ioredis gives them; an error the server answered with becomes a
+ * RedisReplyError whose message is the server's again (GLIDE rewrites it: "An error was signalled by the server:
+ * - NoScriptError: ..."). GLIDE's package is loaded only for a Cluster's subscriber (a GlideClient on one node);
+ * everything else goes through the client given, or through its class.
+ */
+export class GlideDriver implements RedisDriver {
+  readonly isCluster: boolean;
+  readonly address: string;
+  /** Whether the client's configuration can be read, to make the subscriber's connection from it. */
+  readonly canSubscribe: boolean;
+
+  /**
+   * On the module's own connection, whose `requestTimeout` is the module's `timeout`, the milliseconds of it:
+   * GLIDE's TimeoutError is then the module's (a RateLimitStoreTimeoutError), whichever timer fired first.
+   */
+  private readonly timeoutMs: number | undefined;
+
+  constructor(private readonly client: GlideCommon) {
+    this.timeoutMs = OWN_TIMEOUTS.get(client);
+    this.isCluster = isGlideCluster(client);
+    this.address = glideAddress(client.config, this.isCluster);
+    this.canSubscribe = Array.isArray(client.config?.addresses);
+  }
+
+  command(args: readonly string[], key?: string): Promise<unknown> {
+    const route: GlideRoute | undefined = !this.isCluster
+      ? undefined
+      : key === undefined
+        ? 'randomNode'
+        : { type: 'primarySlotKey', key };
+    const sent = send(this.client, args, route);
+    if (this.timeoutMs === undefined) return sent;
+    const timeoutMs = this.timeoutMs;
+    return sent.catch((error: unknown) => {
+      // GLIDE holds a request while it reconnects, so a server that is gone answers as a server that hangs.
+      throw (error as Error)?.constructor?.name === 'TimeoutError' ? new RateLimitStoreTimeoutError(timeoutMs) : error;
+    });
+  }
+
+  evalsha(sha1: string, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    return this.command(['EVALSHA', sha1, String(keys.length), ...keys, ...args], keys[0]);
+  }
+
+  eval(script: string, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    return this.command(['EVAL', script, String(keys.length), ...keys, ...args], keys[0]);
+  }
+
+  ping(): Promise<unknown> {
+    return this.command(['PING']);
+  }
+
+  async masters(): Promise<RedisNode[]> {
+    if (!this.isCluster) return [{ command: (args) => send(this.client, args, undefined) }];
+    return (await this.primaries()).map((node) => ({
+      command: (args) => send(this.client, args, { type: 'routeByAddress', ...node }),
+    }));
+  }
+
+  /**
+   * The Cluster's primaries, as GLIDE knows them: the nodes that answer an ECHO routed to all primaries (a command
+   * without a policy of its own for the replies, which GLIDE gives per node, `[{ key: 'host:port', value }]`;
+   * PING's would be merged into one PONG).
+   */
+  private async primaries(): Promise<Required<GlideAddress>[]> {
+    const replies = await send(this.client, ['ECHO', 'nest-rate-limit'], 'allPrimaries', false);
+    const addresses = Array.isArray(replies)
+      ? replies.map((entry: unknown) => String((entry as { key?: unknown }).key))
+      : Object.keys(replies as object);
+    return addresses.map((address) => {
+      const colon = address.lastIndexOf(':');
+      return { host: address.slice(0, colon), port: Number(address.slice(colon + 1)) };
+    });
+  }
+
+  /**
+   * A GlideClient of its own on the server (the `attempt`-th primary of a Cluster: Redis forwards a PUBLISH to
+   * every node), subscribed to `channel` as it connects. GLIDE reconnects and subscribes again by itself, and says
+   * nothing: each ping asks for the connection's CLIENT ID, and another id than the first means that the
+   * connection was lost (and messages with it), which the feed must know.
+   */
+  async subscribe(attempt: number, channel: string, events: FeedEvents): Promise<FeedConnection> {
+    let Client: GlideClass;
+    let addresses: GlideAddress[] | undefined;
+    if (this.isCluster) {
+      ({ GlideClient: Client } = await importPeer<{ GlideClient: GlideClass }>('@valkey/valkey-glide'));
+      const nodes = await this.primaries();
+      const node = nodes[attempt % Math.max(1, nodes.length)];
+      if (node === undefined) throw new Error('the Cluster has no primary connected yet');
+      addresses = [node];
+    } else {
+      Client = this.client.constructor as unknown as GlideClass;
+    }
+    const config: GlideConfig = {
+      ...withoutClusterOptions(settingsOf(this.client)),
+      ...(addresses !== undefined && { addresses }),
+      lazyConnect: false,
+      requestTimeout: SUBSCRIBER_OPEN_TIMEOUT_MS,
+      // GLIDE takes pub/sub on RESP3 only (its default).
+      protocol: undefined,
+      defaultDecoder: GLIDE_DECODER_STRING,
+      advancedConfiguration: {
+        ...settingsOf(this.client).advancedConfiguration,
+        connectionTimeout: SUBSCRIBER_CONNECT_TIMEOUT_MS,
+      },
+      pubsubSubscriptions: {
+        channelsAndPatterns: { [GLIDE_PUBSUB_EXACT]: new Set([channel]) },
+        callback: (message) => {
+          if (String(message.channel) === channel) events.message(String(message.message));
+        },
+      },
+    };
+    let closed = false;
+    let sub: GlideCommon | undefined;
+    const close = () => {
+      closed = true;
+      sub?.close();
+    };
+    // A server that accepts the connection but never answers (SIGSTOP) must not hold it.
+    const giveUp = setTimeout(close, SUBSCRIBER_OPEN_TIMEOUT_MS);
+    try {
+      const made = Client.createClient(config);
+      // given up before it came: closed as it comes
+      made.then(
+        (client) => closed && client.close(),
+        () => undefined,
+      );
+      sub = await made;
+      if (closed) throw new Error(`not subscribed within ${SUBSCRIBER_OPEN_TIMEOUT_MS} ms`);
+      const id = await send(sub, ['CLIENT', 'ID'], undefined);
+      await subscribedOn(sub, channel);
+      const connection = sub;
+      return {
+        ping: async () => {
+          const now = await send(connection, ['CLIENT', 'ID'], undefined);
+          if (now !== id) {
+            const lost = new Error('the connection was lost (GLIDE connected again, without telling)');
+            events.closed(lost);
+            throw lost;
+          }
+          return 'PONG';
+        },
+        close,
+      };
+    } catch (error) {
+      close();
+      throw error;
+    } finally {
+      clearTimeout(giveUp);
+    }
+  }
+
+  /**
+   * A client of the same class made from the given client's configuration, with fail-fast settings over it: it
+   * connects lazily (the app starts while the server is down; ready() connects it, in the background until it
+   * answers), a request waits at most the module's `timeout` (`requestTimeout`: GLIDE holds a request while it
+   * reconnects, and would send it late), and a Cluster holds none while it recovers (`recoveryRequestsQueueSize`
+   * 0). No pub/sub: the feed subscribes on connections of its own.
+   */
+  async ownConnection(settings: { timeoutMs?: number } = {}): Promise<OwnConnection> {
+    const timeoutMs =
+      Number.isSafeInteger(settings.timeoutMs) && (settings.timeoutMs ?? 0) >= 1
+        ? (settings.timeoutMs as number)
+        : DEFAULT_TIMEOUT_MS;
+    const config: GlideConfig = {
+      ...settingsOf(this.client),
+      lazyConnect: true,
+      requestTimeout: timeoutMs,
+      pubsubSubscriptions: undefined,
+      ...(this.isCluster && { recoveryRequestsQueueSize: 0 }),
+    };
+    const Client = this.client.constructor as unknown as GlideClass;
+    const own = await Client.createClient(config);
+    OWN_TIMEOUTS.set(own, timeoutMs);
+    const errors: ((error: Error) => void)[] = [];
+    let closed = false;
+    // GLIDE has no connection events: ready() pings until it answers, and reports each failure.
+    const connected = (async () => {
+      for (let attempt = 1; !closed; attempt++) {
+        try {
+          await own.customCommand(['PING'], this.isCluster ? { route: 'randomNode' } : undefined);
+          return;
+        } catch (error) {
+          if (closed) break;
+          errors.forEach((listener) => listener(error as Error));
+          await new Promise((resolve) => setTimeout(resolve, reconnectDelayMs(attempt)).unref());
+        }
+      }
+      throw new Error('the connection was closed');
+    })();
+    connected.catch(() => undefined);
+    return {
+      client: own,
+      ready: () => connected,
+      onError: (listener) => errors.push(listener),
+      close: () => {
+        closed = true;
+        own.close();
+      },
+    };
+  }
+}
+
+/**
+ * The configuration a GLIDE client was made with, to make another like it. GLIDE 2.x keeps it in a private
+ * field; a client without it cannot be copied, and the start stops rather than connect without its settings
+ * (credentials, TLS, database).
+ */
+function settingsOf(client: GlideCommon): GlideConfig {
+  const config = client.config;
+  if (typeof config !== 'object' || config === null || !Array.isArray(config.addresses)) {
+    throw new TypeError(
+      `nest-rate-limit: the ${client.constructor?.name ?? 'GLIDE client'} given keeps no configuration the module ` +
+        'can read (the `config` field of @valkey/valkey-glide 2.x), so it cannot make a connection of its own ' +
+        'from it: give `redis: { url }` (or an ioredis or iovalkey client) for the same endpoint',
+    );
+  }
+  return config;
+}
+
+/** A Cluster's configuration for a GlideClient on one of its nodes (without what only a Cluster takes). */
+function withoutClusterOptions(config: GlideConfig): GlideConfig {
+  const { periodicChecks: _checks, recoveryRequestsQueueSize: _queue, ...rest } = config;
+  const { refreshTopologyFromInitialNodes: _refresh, ...advanced } = rest.advancedConfiguration ?? {};
+  return { ...rest, advancedConfiguration: advanced };
+}
+
+/** Waits (briefly) until GLIDE reports `channel` as subscribed on the server, where it can tell. */
+async function subscribedOn(sub: GlideCommon, channel: string): Promise<void> {
+  if (sub.getSubscriptions === undefined) return;
+  for (let tries = 0; tries < 20; tries++) {
+    const state = await sub.getSubscriptions();
+    const exact = state.actualSubscriptions?.[GLIDE_PUBSUB_EXACT];
+    if (exact === undefined || [...exact].some((name) => String(name) === channel)) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`the subscription to ${channel} was not confirmed`);
+}
+
+/**
+ * One command as a string-decoded customCommand (routed on a Cluster), its reply shaped as ioredis gives it
+ * (unless `shaped` is false).
+ */
+async function send(
+  client: GlideCommon,
+  args: readonly string[],
+  route: GlideRoute | undefined,
+  shaped = true,
+): Promise<unknown> {
+  try {
+    const reply = await client.customCommand([...args], {
+      decoder: GLIDE_DECODER_STRING,
+      ...(route !== undefined && { route }),
+    });
+    return shaped ? fromGlide(reply) : reply;
+  } catch (error) {
+    throw asReplyError(error);
+  }
+}
+
+/**
+ * A GLIDE reply as ioredis (RESP2) gives it: a RESP3 map (GLIDE's `[{ key, value }]`) as a flat array, a set as
+ * an array, a boolean as 1 or null (Lua's true and false), a big number as a number (or its digits when it is
+ * not exact as one), an error element as a RedisReplyError, bytes as a string.
+ */
+export function fromGlide(reply: unknown): unknown {
+  if (reply === null || reply === undefined) return null;
+  if (typeof reply === 'string' || typeof reply === 'number') return reply;
+  if (typeof reply === 'boolean') return reply ? 1 : null;
+  if (typeof reply === 'bigint') {
+    return reply <= BigInt(Number.MAX_SAFE_INTEGER) && reply >= BigInt(Number.MIN_SAFE_INTEGER)
+      ? Number(reply)
+      : String(reply);
+  }
+  if (Buffer.isBuffer(reply)) return reply.toString();
+  if (reply instanceof Error) return asReplyError(reply);
+  if (reply instanceof Set) return [...reply].map(fromGlide);
+  if (Array.isArray(reply)) {
+    return reply.flatMap((element: unknown) =>
+      isMapEntry(element) ? [fromGlide(element.key), fromGlide(element.value)] : [fromGlide(element)],
+    );
+  }
+  if (reply instanceof Map) return [...reply].flatMap(([key, value]) => [fromGlide(key), fromGlide(value)]);
+  if (typeof reply === 'object') return Object.entries(reply).flatMap(([key, value]) => [key, fromGlide(value)]);
+  return reply;
+}
+
+const isMapEntry = (element: unknown): element is { key: unknown; value: unknown } =>
+  typeof element === 'object' &&
+  element !== null &&
+  !Array.isArray(element) &&
+  !Buffer.isBuffer(element) &&
+  !(element instanceof Error) &&
+  'key' in element &&
+  'value' in element;
+
+/** GLIDE's names of the server's error codes (redis-rs' ErrorKind), and the codes Redis sends. */
+const ERROR_CODES: Readonly<Record<string, string>> = {
+  ResponseError: 'ERR',
+  ExecAbortError: 'EXECABORT',
+  BusyLoadingError: 'LOADING',
+  NoScriptError: 'NOSCRIPT',
+  Moved: 'MOVED',
+  Ask: 'ASK',
+  TryAgain: 'TRYAGAIN',
+  ClusterDown: 'CLUSTERDOWN',
+  CrossSlot: 'CROSSSLOT',
+  MasterDown: 'MASTERDOWN',
+  ReadOnly: 'READONLY',
+  NotBusy: 'NOTBUSY',
+};
+
+/**
+ * An error the server answered with, as a RedisReplyError with the server's message ("NOSCRIPT No matching
+ * script...", "ERR Function not found", "WRONGTYPE Operation against..."); any other error (a timeout, a
+ * connection lost, a client closed) as it is. GLIDE throws both as a RequestError; its message tells them apart:
+ * "An error was signalled by the server: - <kind>: <detail>" for a code it knows, "<CODE>: <detail>" for another.
+ */
+export function asReplyError(error: unknown): unknown {
+  if (!(error instanceof Error) || error.constructor?.name !== 'RequestError') return error;
+  const known = /^An error was signalled by the server: - (\w+): ([\s\S]*)$/.exec(error.message);
+  if (known !== null) {
+    const [, kind = '', detail = ''] = known;
+    const code = ERROR_CODES[kind];
+    return new RedisReplyError(code === undefined ? `${kind}: ${detail}` : `${code} ${detail}`, { cause: error });
+  }
+  const other = /^([A-Z][A-Z0-9_-]*): ([\s\S]*)$/.exec(error.message);
+  if (other !== null) return new RedisReplyError(`${other[1]} ${other[2]}`, { cause: error });
+  return error;
+}
+
+/** `Redis at host:port/db`, or `a Redis Cluster (host:port, …)`, of a GLIDE configuration (never credentials). */
+function glideAddress(config: GlideConfig | undefined, cluster: boolean): string {
+  const nodes = (config?.addresses ?? []).map((node) => `${node.host}:${node.port ?? 6379}`);
+  if (cluster) {
+    if (nodes.length === 0) return 'a Redis Cluster';
+    return `a Redis Cluster (${nodes.slice(0, 3).join(', ')}${nodes.length > 3 ? ', …' : ''})`;
+  }
+  if (nodes.length === 0) return 'Redis';
+  const db = config?.databaseId ? `/${config.databaseId}` : '';
+  return `Redis at ${nodes.slice(0, 3).join(', ')}${nodes.length > 3 ? ', …' : ''}${db}`;
+}
