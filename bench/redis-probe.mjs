@@ -1,18 +1,18 @@
 // What a decision costs Redis, read from Redis itself: `npm run bench:redis-probe` (or `node --import
 // ./bench/peers.mjs bench/redis-probe.mjs` after `npm run build`). Starts its own redis-server; each variant
-// sends REQUESTS requests, IN_FLIGHT at a time, over 10,000 users, through its own client (this module's store
-// batching as in an app; the peers and the floor scripts with ioredis auto-pipelining, their best), once to
-// create the keys and once measured: CONFIG RESETSTAT before and INFO commandstats after the measured phase give
-// Redis's own time in each command (no network I/O), per decision. The variants run interleaved, ROUNDS
-// rounds; medians and spreads. Then MEMORY USAGE of each variant's keys beside an integer counter with a TTL
-// under a name of the same length. Prints JSON; with --markdown, a results file (BENCH_OUT, default
-// bench/RESULTS-redis-probe.md) that says the machine's load while it ran.
+// sends REQUESTS requests, IN_FLIGHT at a time, over 10,000 users (or HOT_USERS), through its own client (this
+// module's store batching as in an app; the peers and the floor scripts with ioredis auto-pipelining, their
+// best), once to create the keys and once measured: CONFIG RESETSTAT before and INFO commandstats after the
+// measured phase give Redis's own time in each command (no network I/O), per decision. The variants run
+// interleaved, ROUNDS rounds; medians and spreads. Then MEMORY USAGE of each variant's keys beside an integer
+// counter with a TTL under a name of the same length. Prints JSON; with --markdown, a results file (BENCH_OUT,
+// default bench/RESULTS-redis-probe.md) that says the machine's load while it ran.
 //
 // Environment: BENCH_BASELINE_DIST (an earlier build's dist/, relative to bench/: each of this module's variants
-// again on it, named `…@base`, in the same run), BENCH_ROUNDS (default 9), BENCH_REQUESTS (default 20,000), BENCH_VARIANTS (comma-separated);
-// BENCH_CALLGRIND=1 runs redis-server under valgrind's callgrind and adds the instructions it ran in the measured
-// phase per decision (all of them: reading, parsing, commands, replies), which a loaded machine leaves as they
-// are (slow: use BENCH_REQUESTS=2000 BENCH_ROUNDS=1).
+// again on it, named `…@base`, in the same run), BENCH_ROUNDS (default 9), BENCH_REQUESTS (default 20,000),
+// BENCH_VARIANTS (comma-separated); BENCH_CALLGRIND=1 runs redis-server under valgrind's callgrind and adds the
+// instructions it ran in the measured phase per decision (all of them: reading, parsing, commands, replies),
+// which a loaded machine leaves as they are (slow: use BENCH_REQUESTS=2000 BENCH_ROUNDS=1).
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -106,10 +106,17 @@ const flexible = new RateLimiterRedis({
   keyPrefix: 'rlflx',
 });
 
-/** The variants: how one request is decided, and how many decisions it is. */
+/**
+ * The variants: how one request is decided, how many decisions it is, and over how many users (HOT_USERS: each
+ * user's requests come within a GCRA's emission interval, 36 ms here, so its TAT is ahead of now).
+ */
+const HOT_USERS = 100;
+const ALL_OURS = Object.assign({}, ...Object.entries(builds).map(([suffix, build]) => oursOn(build, suffix)));
 const ALL = {
-  ...Object.assign({}, ...Object.entries(builds).map(([suffix, build]) => oursOn(build, suffix))),
+  ...ALL_OURS,
   'rate-limiter-flexible': [(user) => flexible.consume(`user:${user}`), 1],
+  [`gcra (${HOT_USERS} users)`]: [ALL_OURS.gcra[0], 1, HOT_USERS],
+  [`rate-limiter-flexible (${HOT_USERS} users)`]: [(user) => flexible.consume(`user:${user}`), 1, HOT_USERS],
   'floor: GET + SET PX': [floor(FLOORS['GET + SET PX']), 1],
   'floor: INCRBY + PEXPIRE': [floor(FLOORS['INCRBY + PEXPIRE']), 1],
 };
@@ -117,10 +124,10 @@ const only = process.env.BENCH_VARIANTS?.split(',');
 const VARIANTS = Object.entries(ALL).filter(([name]) => only === undefined || only.includes(name));
 
 /** REQUESTS requests of `decide`, IN_FLIGHT at a time, over USERS users. */
-async function drive(decide) {
+async function drive(decide, users) {
   let next = 0;
   const worker = async () => {
-    while (next < REQUESTS) await decide(next++ % USERS);
+    while (next < REQUESTS) await decide(next++ % users);
   };
   await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
 }
@@ -151,10 +158,10 @@ async function instructions(run) {
   return Number(/^(?:summary|totals): (\d+)/m.exec(readFileSync(join(dumps, last), 'utf8'))?.[1]);
 }
 
-async function measure(decide, decisions) {
-  await drive(decide); // the keys exist before the measured phase, as in a running app
+async function measure(decide, decisions, users) {
+  await drive(decide, users); // the keys exist before the measured phase, as in a running app
   await admin.config('RESETSTAT');
-  const ir = callgrind ? await instructions(() => drive(decide)) : (await drive(decide), undefined);
+  const ir = callgrind ? await instructions(() => drive(decide, users)) : (await drive(decide, users), undefined);
   const stats = await commandStats();
   for (const c of Object.keys(stats)) if (c.startsWith('config')) delete stats[c];
   const outer = Object.keys(stats).filter((c) => OUTER.has(c));
@@ -182,9 +189,9 @@ const loadBefore = loadAverage();
 const rounds = Object.fromEntries(VARIANTS.map(([name]) => [name, []]));
 const memory = {};
 for (let round = 0; round < ROUNDS; round++) {
-  for (const [name, [decide, decisions]] of VARIANTS) {
+  for (const [name, [decide, decisions, users = USERS]] of VARIANTS) {
     await admin.flushall();
-    rounds[name].push(await measure(decide, decisions));
+    rounds[name].push(await measure(decide, decisions, users));
     if (round === 0) {
       const keys = (await admin.keys('*')).filter((k) => k.includes('user:12')).slice(0, 3);
       memory[name] = await Promise.all(keys.map(memoryOf));
@@ -254,7 +261,8 @@ if (process.argv.includes('--markdown')) {
 Produced by \`npm run bench:redis-probe -- --markdown\` on ${new Date().toISOString()}, ${os.cpus().length} cores
 (${os.cpus()[0]?.model}), load average ${loadBefore.join(' / ')} before and ${loadAfter.join(' / ')} after (1 / 5 / 15
 minutes); redis-server of its own. ${REQUESTS} requests per measurement, ${IN_FLIGHT} in flight, over ${USERS} users,
-${ROUNDS} interleaved rounds; medians and spreads (min–max over the rounds). Redis's own time in the commands
+${ROUNDS} interleaved rounds (the \`(${HOT_USERS} users)\` variants: over ${HOT_USERS}, each user's requests within a
+GCRA's emission interval); medians and spreads (min–max over the rounds). Redis's own time in the commands
 (\`INFO commandstats\`, no network I/O) per decision: the outer command (FCALL, EVALSHA) with what ran inside it.
 This module batches the requests of a turn of the event loop into one call; the peers and the floor scripts use
 ioredis auto-pipelining (one script call per decision). Memory: \`MEMORY USAGE\` of a key after the run, and in
