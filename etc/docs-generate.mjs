@@ -18,6 +18,8 @@ const BENCH_PAGES = {
   'in-process': 'RESULTS-in-process.md',
   postgres: 'RESULTS-postgres.md',
   features: 'RESULTS-features.md',
+  'redis-probe': 'RESULTS-redis-probe.md',
+  profile: 'RESULTS-profile.md',
 };
 
 rmSync(BENCH_OUT, { recursive: true, force: true });
