@@ -134,10 +134,10 @@ export interface RateLimitModuleOptions {
    */
   identitySecret?: string;
   /**
-   * Default false: every identity is stored as its keyed hash (`rl:{api:#3q2-…}`), the built-in `'ip'` and
-   * `'user'` ones too. True: identities of up to 64 letters, digits and `._:@/+=-` are stored as they are
-   * (`rl:{api:user:42}`), for teams who read their keyspace; others are still hashed. Never true where a key
-   * function returns a secret.
+   * Default false: every identity is stored as its keyed hash, 16 characters (`rl:{api:iYhn8GvZ46EnzdjK}`), the
+   * built-in `'ip'` and `'user'` ones too. True: identities of up to 64 letters, digits and `._:@/+=-` are stored
+   * as they are (`rl:{api:user:42}`), for teams who read their keyspace; others are still hashed (marked `#`).
+   * Never true where a key function returns a secret.
    */
   readableKeys?: boolean;
   /** Default 'local'; 'store' takes time from the store (Redis TIME) as the one clock of every instance. */

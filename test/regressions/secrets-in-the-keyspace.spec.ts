@@ -77,8 +77,8 @@ async function rowsOf(db: TestSchema, prefix: string): Promise<string[]> {
   return rows.sort();
 }
 
-/** The hashed identity of a storage key: `#` and 22 characters. */
-const hashOf = (key: string): string => /:(#[\w-]{22})\}$/.exec(key)?.[1] ?? `no hash in ${key}`;
+/** The hashed identity of a storage key: 16 base64url characters. */
+const hashOf = (key: string): string => /:([\w-]{16})\}$/.exec(key)?.[1] ?? `no hash in ${key}`;
 
 /** The keys of the memory store's Map (`<policy id>\n<identity as stored>`): private, read for this test. */
 const memoryKeys = (store: RateLimitStore): string[] => [
