@@ -55,9 +55,9 @@ export interface IdentityOptions {
 export class StoredIdentities {
   private readonly secret: KeyObject;
   private readonly readable: boolean;
-  // Two generations of the identities met lately: a request of a known identity costs a Map lookup, not an
-  // HMAC (about 1.5 µs); the older generation is dropped whole when the newer one fills, with no per-entry
-  // bookkeeping. They hold raw identities, in this process's memory only (as the cache of denials does).
+  // Two generations of the identities met lately: a request of a known identity costs a Map lookup (about
+  // 15 ns), not an HMAC (about 1.7 µs); the older generation is dropped whole when the newer one fills, with no
+  // per-entry bookkeeping. They hold raw identities, in this process's memory only (as the cache of denials does).
   private recent = new Map<string, string>();
   private older = new Map<string, string>();
 
@@ -104,7 +104,12 @@ export class StoredIdentities {
  * a call: for tests and tools; the stores keep theirs).
  * @example storageKey('rl:', 'api', 'user-42', { readableKeys: true }) === 'rl:{api:user-42}'
  */
-export function storageKey(prefix: string, policyName: string, identity: string, options: IdentityOptions = {}): string {
+export function storageKey(
+  prefix: string,
+  policyName: string,
+  identity: string,
+  options: IdentityOptions = {},
+): string {
   return new StoredIdentities(prefix, options).key(policyName, identity);
 }
 

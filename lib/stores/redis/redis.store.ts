@@ -72,7 +72,9 @@ export class RedisRateLimitStore implements RateLimitStore {
     }
     this.ttlSlack = String(slack);
     this.batcher = new CallBatcher(this.sendBatch);
-    this.changes = this.redis.canSubscribe ? new RedisChangeFeed(this.redis, `${this.keyPrefix}changes`, this.identities) : undefined;
+    this.changes = this.redis.canSubscribe
+      ? new RedisChangeFeed(this.redis, `${this.keyPrefix}changes`, this.identities)
+      : undefined;
     this.program = new RedisLuaProgram(this.redis);
   }
 
