@@ -156,9 +156,10 @@ async function createPostgres(
 function checkStoreIdentityOptions(options: RateLimitModuleOptions): void {
   const given = (['identitySecret', 'readableKeys'] as const).filter((name) => options[name] !== undefined);
   if (given.length === 0) return;
+  const [option, applies, it] = given.length > 1 ? ['options', 'apply', 'them'] : ['option', 'applies', 'it'];
   throw new TypeError(
-    `nest-rate-limit: option ${given.map((name) => `"${name}"`).join(' and ')} applies to the stores the module ` +
-      `makes, and \`store\` is one of yours: give ${given.length > 1 ? 'them' : 'it'} to that store's options ` +
+    `nest-rate-limit: ${option} ${given.map((name) => `"${name}"`).join(' and ')} ${applies} to the stores the ` +
+      `module makes, and \`store\` is one of yours: give ${it} to that store's options ` +
       `(e.g. new RedisRateLimitStore({ client, ${given.map((name) => `${name}: …`).join(', ')} }))`,
   );
 }

@@ -142,7 +142,7 @@ export class DenyCache {
   }
 
   /** The id of a policy and key as the feed of changes names it: `<policy id>\n<key as keyOf names it>`. */
-  feedIdOf(policy: ResolvedPolicy, key: string): string {
+  private feedIdOf(policy: ResolvedPolicy, key: string): string {
     return `${policy.id}\n${this.feedKey(key)}`;
   }
 
