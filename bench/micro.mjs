@@ -9,6 +9,7 @@ import { RateLimiterRedis } from 'rate-limiter-flexible';
 
 import { RedisRateLimitStore, validatePolicy } from '../dist/index.js';
 import { RATE_LIMIT_FUNCTION, RATE_LIMIT_SCRIPT, RATE_LIMIT_SCRIPT_SHA } from '../dist/stores/redis/rate-limit.lua.js';
+import { StoredIdentities } from '../dist/stores/storage-key.js';
 
 const [redisUrl, secondsArg, repetitionsArg = '1'] = process.argv.slice(2);
 const seconds = Number(secondsArg);
@@ -37,7 +38,9 @@ async function measure(call, concurrency, ms) {
 
 const policy = validatePolicy({ name: 'micro', algorithm: 'gcra', limit: LIMIT, window: '1m' });
 const identities = Array.from({ length: KEYS }, (_, i) => `user:${i}`);
-const keys = identities.map((id) => `rl:{micro:${id}}`);
+// the keys the store makes: each identity as its keyed hash
+const stored = new StoredIdentities('rl:', {});
+const keys = identities.map((id) => stored.key('micro', id));
 
 const clients = [];
 const client = () => {

@@ -19,6 +19,7 @@ import { Redis } from 'ioredis';
 
 import { validatePolicy } from '../dist/index.js';
 import { batchArgs, requestArgs } from '../dist/stores/redis/call-args.js';
+import { StoredIdentities } from '../dist/stores/storage-key.js';
 import { dispatcherCall } from '../dist/stores/redis/dispatcher.lua.js';
 import { RATE_LIMIT_FUNCTION, RATE_LIMIT_LIBRARY, RATE_LIMIT_SCRIPT } from '../dist/stores/redis/rate-limit.lua.js';
 import { freePort, ping } from './net.mjs';
@@ -117,6 +118,7 @@ async function instructions(run) {
 }
 async function perBatchItem(fn, algorithm, count = 1) {
   const clock = { now: () => Date.now() };
+  const identities = new StoredIdentities('rl:', {});
   const policies = ['per-user', 'per-route', 'login']
     .slice(0, count)
     .map((name) => validatePolicy({ name, algorithm, limit: 1_000_000, window: '1h' }));
@@ -125,7 +127,7 @@ async function perBatchItem(fn, algorithm, count = 1) {
       requestArgs(
         'consume',
         policies.map((policy) => ({ policy, key: `user:${(j * BATCH + i) % 10_000}`, cost: 1 })),
-        'rl:',
+        identities,
         clock,
       ),
     );

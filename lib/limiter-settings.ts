@@ -25,6 +25,8 @@ export const MODULE_OPTIONS = fieldNames<RateLimitModuleOptions>({
   timeout: true,
   key: true,
   keyPrefix: true,
+  identitySecret: true,
+  readableKeys: true,
   clock: true,
   user: true,
   onError: true,

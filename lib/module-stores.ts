@@ -83,6 +83,8 @@ async function createRedis(
     client: own.client as RedisClient,
     clock: options.clock === 'store' ? 'store' : clock,
     keyPrefix: options.keyPrefix,
+    identitySecret: options.identitySecret,
+    readableKeys: options.readableKeys,
   });
   const where = driverOf(own.client, "the module's connection").address;
   reportConnectionErrors(own, where);
@@ -126,6 +128,8 @@ async function createPostgres(
     schema,
     clock: options.clock === 'store' ? 'store' : clock,
     keyPrefix: options.keyPrefix,
+    identitySecret: options.identitySecret,
+    readableKeys: options.readableKeys,
     ttlSlackMs,
     pruneIntervalMs,
     pruneBatch,
@@ -144,6 +148,22 @@ async function createPostgres(
   };
 }
 
+/**
+ * `identitySecret` and `readableKeys` shape the keys of the stores the module makes: beside a `store` of yours
+ * (and no `postgres`) they would change nothing, so the start stops and says where they go. The message names
+ * the options, never the secret's value.
+ */
+function checkStoreIdentityOptions(options: RateLimitModuleOptions): void {
+  const given = (['identitySecret', 'readableKeys'] as const).filter((name) => options[name] !== undefined);
+  if (given.length === 0) return;
+  const [option, applies, it] = given.length > 1 ? ['options', 'apply', 'them'] : ['option', 'applies', 'it'];
+  throw new TypeError(
+    `nest-rate-limit: ${option} ${given.map((name) => `"${name}"`).join(' and ')} ${applies} to the stores the ` +
+      `module makes, and \`store\` is one of yours: give ${it} to that store's options ` +
+      `(e.g. new RedisRateLimitStore({ client, ${given.map((name) => `${name}: …`).join(', ')} }))`,
+  );
+}
+
 export async function createStores(options: RateLimitModuleOptions, clock: Clock): Promise<RateLimitStores> {
   // every field of every option, before anything connects (limiterSettings checks the values later)
   checkOptionFields(options, MODULE_OPTIONS, '');
@@ -155,6 +175,7 @@ export async function createStores(options: RateLimitModuleOptions, clock: Clock
   let rates: RateLimitStore;
   let where: string;
   if (options.store !== undefined) {
+    if (postgres === undefined) checkStoreIdentityOptions(options);
     rates = options.store;
     where = `the store given (${rates.constructor.name})`;
   } else if (options.redis !== undefined) {
@@ -171,7 +192,12 @@ export async function createStores(options: RateLimitModuleOptions, clock: Clock
       'No `redis`, `postgres` or `store` option: using the in-memory store. Limits are per process, so N ' +
         'instances admit N times the limit; use Redis or PostgreSQL when you run more than one.',
     );
-    rates = new MemoryRateLimitStore({ clock, keyPrefix: options.keyPrefix });
+    rates = new MemoryRateLimitStore({
+      clock,
+      keyPrefix: options.keyPrefix,
+      identitySecret: options.identitySecret,
+      readableKeys: options.readableKeys,
+    });
   }
   const quotas = postgres !== undefined && rates !== postgres.store ? `; quotas in ${postgres.where}` : '';
   new Logger('RateLimit').log(`Rate limits in ${where}${quotas}`);

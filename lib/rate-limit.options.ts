@@ -131,6 +131,22 @@ export interface RateLimitModuleOptions {
   key?: RateLimitKey;
   /** Default 'rl:'. */
   keyPrefix?: string;
+  /**
+   * The secret of the keyed hash (HMAC-SHA-256) that store keys hold in place of identities, at least 16
+   * characters, the same on every instance (from your secrets manager; changing it starts every key afresh).
+   * Default: a constant of the module's with `keyPrefix`, so that every instance and restart agrees. Either way
+   * no identity (an API key) is readable in Redis or PostgreSQL; with a secret of your own, one that can be
+   * guessed (an email, an IP) cannot be found from its key by trying candidates either.
+   * @example identitySecret: process.env.RATE_LIMIT_SECRET
+   */
+  identitySecret?: string;
+  /**
+   * Default false: every identity is stored as its keyed hash, 16 characters (`rl:{api:iYhn8GvZ46EnzdjK}`), the
+   * built-in `'ip'` and `'user'` ones too. True: identities of up to 64 letters, digits and `._:@/+=-` are stored
+   * as they are (`rl:{api:user:42}`), for teams who read their keyspace; others are still hashed (marked `#`).
+   * Never true where a key function returns a secret.
+   */
+  readableKeys?: boolean;
   /** Default 'local'; 'store' takes time from the store (Redis TIME) as the one clock of every instance. */
   clock?: 'local' | 'store';
   /** The authenticated user's id; default `req.user?.id ?? req.user?.sub`. */

@@ -20,7 +20,8 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * denials and the other instances': each change lifts the key's cached denial here at once, and is announced
  * on the store's feed (gathered per turn of the event loop), whose news from the others lift theirs. Without a
  * feed (the memory store, PostgreSQL, a store of your own without `changes`) the cache alone bounds how long a
- * denial answers (DenyCache).
+ * denial answers (DenyCache). Announcements name keys as the feed's keyOf does (the store's keyed hash of the
+ * identity), never as the raw identity; the cache and the leases find their entries by that name.
  */
 export class ChangeFeed {
   private queued: RateLimitStoreChange[] = [];
@@ -49,9 +50,9 @@ export class ChangeFeed {
           leases?.forgetAll();
           return;
         }
-        const ids = list.map(({ policy, key }) => `${policy}\n${key}`);
-        cache.changed(ids);
-        for (const id of ids) leases?.forget(id);
+        const feedIds = list.map(({ policy, key }) => `${policy}\n${key}`);
+        cache.changed(feedIds);
+        for (const feedId of feedIds) leases?.forget(feedId);
       },
       confirmed: (sentAt) => cache.confirmed(sentAt),
       live: (since) => {
@@ -78,12 +79,14 @@ export class ChangeFeed {
    * instances. Resolves once announced (or given up, logged); never rejects.
    */
   changed(items: readonly { policy: ResolvedPolicy; key: string }[]): Promise<void> {
-    for (const item of items) {
-      this.cache?.forget(item.policy, item.key);
-      this.leases?.forget(`${item.policy.id}\n${item.key}`);
+    const named = items.map(({ policy, key }) => ({ policy: policy.id, key: this.keyOf(key) }));
+    if (this.cache !== undefined || this.leases !== undefined) {
+      const feedIds = named.map(({ policy, key }) => `${policy}\n${key}`);
+      this.cache?.changed(feedIds);
+      for (const feedId of feedIds) this.leases?.forget(feedId);
     }
     if (this.changes === undefined || items.length === 0) return Promise.resolve();
-    for (const { policy, key } of items) this.queued.push({ policy: policy.id, key });
+    this.queued.push(...named);
     this.announcing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.announce());
     return this.announcing;
   }
@@ -99,6 +102,11 @@ export class ChangeFeed {
     const stop = this.stopListening;
     this.stopListening = undefined;
     await stop?.();
+  }
+
+  /** A key as the feed names it (the store's keyOf: its keyed hash of the identity). */
+  private keyOf(key: string): string {
+    return this.changes?.keyOf?.(key) ?? key;
   }
 
   private async announce(): Promise<void> {

@@ -71,10 +71,16 @@ export class DecisionEngine {
     this.store = options.stores.rates;
     this.quotaStore = options.stores.quotas;
     this.reporter = new FailureReporter(options.logger, options.onError);
-    this.denyCache = this.store.inProcess === true ? undefined : new DenyCache();
+    // The cache and the leases find what the feed of changes announces by the key as the feed names it.
+    const changes = this.store.changes;
+    const feedKey = (key: string): string => changes?.keyOf?.(key) ?? key;
+    this.denyCache = this.store.inProcess === true ? undefined : new DenyCache(undefined, undefined, feedKey);
     this.calls = new StoreCalls(options.timeoutMs, options.logger, () => this.metrics);
     const leasing = (store: RateLimitStore) => store.grantsUpTo === true && store.inProcess !== true;
-    this.leases = leasing(this.store) || leasing(this.quotaStore) ? new LeaseBook(options.leaseGrowth) : undefined;
+    this.leases =
+      leasing(this.store) || leasing(this.quotaStore)
+        ? new LeaseBook(options.leaseGrowth, undefined, feedKey)
+        : undefined;
     this.feed = new ChangeFeed(this.store.changes, this.denyCache, options.timeoutMs, options.logger, this.leases);
     this.local = new LocalFallback(options.clock, options.instances ?? 1);
   }

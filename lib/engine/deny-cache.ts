@@ -13,6 +13,8 @@ interface Denial {
   readonly decision: RateLimitDecision;
   /** The other policies of the denied request, as the store reported them, by `<policy id>\n<key>`. */
   readonly others: ReadonlyMap<string, RateLimitDecision> | undefined;
+  /** The key's id as the feed of changes names it (`<policy id>\n<key as keyOf names it>`). */
+  readonly feedId: string;
 }
 
 /** What a consume that may be remembered knew when it went out (DenyCache.begin). */
@@ -34,14 +36,19 @@ export interface DenyTicket {
  * and beyond only while the feed has confirmed, within that time, that everything announced has been delivered
  * (confirmed()). A feed that fails (or a store without one) so lets a denial answer for at most that long, and
  * one that comes back (live()) clears everything, since what it missed is unknown.
+ *
+ * Denials are kept by `<policy id>\n<key>` (the raw identity: this process's memory only, and no hash on the path
+ * of a request); changes name keys as the feed does (`feedKey`: the store's keyed hash), found through an index.
  */
 export class DenyCache {
   private readonly denials = new Map<string, Denial>();
+  /** The id of each denial, by its feed id. */
+  private readonly byFeedId = new Map<string, string>();
   /** Counts changes; a consume's reply is not remembered when its key changed after the consume went out. */
   private seq = 0;
   /** Replies of consumes that went out before this are not remembered at all. */
   private floor = 0;
-  /** The keys changed while consumes were out, with the seq of their change. */
+  /** The keys changed while consumes were out (by feed id), with the seq of their change. */
   private readonly changes = new Map<string, number>();
   private pending = 0;
   /** When the last confirmation of the feed was sent: every announcement before it has been delivered. */
@@ -51,6 +58,8 @@ export class DenyCache {
     private readonly maxKeys = 10_000,
     /** Real time in ms, for the trust of denials (never the module's clock, which a test may stop or jump). */
     private readonly realNow: () => number = () => performance.now(),
+    /** How the feed of changes names a key (RateLimitStoreChanges.keyOf); default as it is. */
+    private readonly feedKey: (key: string) => string = (key) => key,
   ) {}
 
   get size(): number {
@@ -64,7 +73,7 @@ export class DenyCache {
     const denial = this.denials.get(id);
     if (denial === undefined) return undefined;
     if (denial.untilMs <= nowMs || this.realNow() - Math.max(denial.sentAt, this.confirmedAt) > DENY_CACHE_TRUST_MS) {
-      this.denials.delete(id);
+      this.drop(id, denial);
       return undefined;
     }
     if (cost < denial.cost || policy.limit > denial.limit || policy.capacity > denial.capacity) return undefined;
@@ -115,30 +124,46 @@ export class DenyCache {
     others?: ReadonlyMap<string, RateLimitDecision>,
   ): void {
     if (decision.allowed || !Number.isFinite(decision.retryAfterMs) || decision.retryAfterMs <= 0) return;
+    if (ticket.seq < this.floor) return;
+    const feedId = this.feedIdOf(policy, key);
+    if ((this.changes.get(feedId) ?? -1) > ticket.seq) return;
     const id = `${policy.id}\n${key}`;
-    if (ticket.seq < this.floor || (this.changes.get(id) ?? -1) > ticket.seq) return;
-    this.denials.delete(id);
+    const before = this.denials.get(id);
+    if (before !== undefined) this.drop(id, before);
     const { limit, capacity } = policy;
     const untilMs = nowMs + decision.retryAfterMs;
     const { sentAt } = ticket;
-    this.denials.set(id, { limit, capacity, atMs: nowMs, untilMs, sentAt, cost, decision, others });
+    this.denials.set(id, { limit, capacity, atMs: nowMs, untilMs, sentAt, cost, decision, others, feedId });
+    this.byFeedId.set(feedId, id);
     if (this.denials.size > this.maxKeys) {
-      const oldest = this.denials.keys().next();
-      if (oldest.done !== true) this.denials.delete(oldest.value);
+      const oldest = this.denials.entries().next();
+      if (oldest.done !== true) this.drop(...oldest.value);
     }
+  }
+
+  /** The id of a policy and key as the feed of changes names it: `<policy id>\n<key as keyOf names it>`. */
+  private feedIdOf(policy: ResolvedPolicy, key: string): string {
+    return `${policy.id}\n${this.feedKey(key)}`;
   }
 
   /** Forgets a key's denial: its state changed outside a decision (here, or announced by another instance). */
   forget(policy: ResolvedPolicy, key: string): void {
-    this.changed([`${policy.id}\n${key}`]);
+    this.changed([this.feedIdOf(policy, key)]);
   }
 
-  /** Forgets the denials of these `<policy id>\n<key>` ids, and of the replies in flight for them. */
-  changed(ids: readonly string[]): void {
+  /**
+   * Forgets the denials of these ids (`<policy id>\n<key>`, the key as the feed names it: feedIdOf), and of the
+   * replies in flight for them.
+   */
+  changed(feedIds: readonly string[]): void {
     this.seq++;
-    for (const id of ids) {
-      this.denials.delete(id);
-      if (this.pending > 0) this.changes.set(id, this.seq);
+    for (const feedId of feedIds) {
+      const id = this.byFeedId.get(feedId);
+      if (id !== undefined) {
+        this.denials.delete(id);
+        this.byFeedId.delete(feedId);
+      }
+      if (this.pending > 0) this.changes.set(feedId, this.seq);
     }
     if (this.changes.size > this.maxKeys) this.clear();
   }
@@ -162,8 +187,14 @@ export class DenyCache {
     this.clear();
   }
 
+  private drop(id: string, denial: Denial): void {
+    this.denials.delete(id);
+    this.byFeedId.delete(denial.feedId);
+  }
+
   private clear(): void {
     this.denials.clear();
+    this.byFeedId.clear();
     this.changes.clear();
     this.floor = ++this.seq;
   }

@@ -13,6 +13,8 @@ interface Lease {
   size: number;
   /** A take for more than its cost is on its way: other requests of the key wait for it (see `pending`). */
   taking: Take | undefined;
+  /** The key's id as the feed of changes names it (`<policy id>\n<key as keyOf names it>`). */
+  readonly feedId: string;
 }
 
 /** How the size of a key's takes moves: 'growing' (doubles while the key is hot, halves when units lapse) or 'fixed'. */
@@ -34,7 +36,7 @@ function take(): Take {
 }
 
 /** A key's lease before its first take: nothing to spend. */
-const LAPSED: Omit<Lease, 'size' | 'taking'> = { units: 0, untilMs: 0, storeRemaining: 0, resetAtMs: 0 };
+const LAPSED: Omit<Lease, 'size' | 'taking' | 'feedId'> = { units: 0, untilMs: 0, storeRemaining: 0, resetAtMs: 0 };
 
 const idOf = (policy: ResolvedPolicy, key: string): string => `${policy.id}\n${key}`;
 
@@ -70,13 +72,20 @@ export function leaseLifetimeMs(policy: ResolvedPolicy, decision: RateLimitDecis
  * beyond the request's cost is kept (`took`). Units taken are counted by the store before they are spent, so
  * the fleet never admits more than the limit; units that lapse, or that another instance holds while this one
  * is refused, are the under-admission (at most instances × lease per window).
+ *
+ * Leases are kept by `<policy id>\n<key>` (the raw identity, in this process's memory only); the feed of changes
+ * names keys as the store keeps them (`feedKey`), found through an index.
  */
 export class LeaseBook {
   private readonly leases = new Map<string, Lease>();
+  /** The id of each lease, by its feed id. */
+  private readonly byFeedId = new Map<string, string>();
 
   constructor(
     private readonly growth: LeaseGrowth = 'growing',
     private readonly maxKeys = MAX_LEASED_KEYS,
+    /** How the feed of changes names a key (RateLimitStoreChanges.keyOf); default as it is. */
+    private readonly feedKey: (key: string) => string = (key) => key,
   ) {}
 
   /** The number of keys with a lease (for tests and metrics). */
@@ -127,7 +136,7 @@ export class LeaseBook {
     }
     // the others wait for this take, also a key's first (of its cost): they may find units when it is back
     if (lease !== undefined) lease.taking = take();
-    else this.leases.set(idOf(policy, key), { ...LAPSED, size, taking: take() });
+    else this.add(idOf(policy, key), { ...LAPSED, size, taking: take(), feedId: this.feedIdOf(policy, key) });
     return Math.max(cost, size);
   }
 
@@ -167,31 +176,54 @@ export class LeaseBook {
       storeRemaining: decision.remaining,
       resetAtMs: sentAtMs + decision.resetMs,
       size: before?.size ?? 1,
+      feedId: before?.feedId ?? this.feedIdOf(policy, key),
     };
     this.leases.delete(id);
-    this.leases.set(id, lease);
+    this.add(id, lease);
     if (this.leases.size > this.maxKeys) this.trim(sentAtMs);
   }
 
-  /** The key's state changed outside a decision (reset, block, refund elsewhere): its units here lapse. */
-  forget(id: string): void {
-    this.leases.get(id)?.taking?.settle();
-    this.leases.delete(id);
+  /** The id of a policy and key as the feed of changes names it: `<policy id>\n<key as keyOf names it>`. */
+  private feedIdOf(policy: ResolvedPolicy, key: string): string {
+    return `${policy.id}\n${this.feedKey(key)}`;
+  }
+
+  /**
+   * The key's state changed outside a decision (reset, block, refund elsewhere): its units here lapse. `feedId`
+   * names it as the feed does (feedIdOf).
+   */
+  forget(feedId: string): void {
+    const id = this.byFeedId.get(feedId);
+    if (id !== undefined) this.drop(id);
   }
 
   /** Every lease lapses (the feed of changes was lost: a change may have been missed). */
   forgetAll(): void {
     for (const lease of this.leases.values()) lease.taking?.settle();
     this.leases.clear();
+    this.byFeedId.clear();
+  }
+
+  private add(id: string, lease: Lease): void {
+    this.leases.set(id, lease);
+    this.byFeedId.set(lease.feedId, id);
+  }
+
+  /** Removes a lease; its waiters go on. */
+  private drop(id: string): void {
+    const lease = this.leases.get(id);
+    if (lease === undefined) return;
+    lease.taking?.settle();
+    this.leases.delete(id);
+    this.byFeedId.delete(lease.feedId);
   }
 
   /** Removes leases that lapsed, then the oldest, down to the bound. */
   private trim(nowMs: number): void {
-    for (const [id, lease] of this.leases)
-      if (lease.untilMs <= nowMs && lease.taking === undefined) this.leases.delete(id);
+    for (const [id, lease] of this.leases) if (lease.untilMs <= nowMs && lease.taking === undefined) this.drop(id);
     for (const id of this.leases.keys()) {
       if (this.leases.size <= this.maxKeys) break;
-      this.forget(id);
+      this.drop(id);
     }
   }
 }

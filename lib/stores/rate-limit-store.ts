@@ -103,7 +103,10 @@ export interface RateLimitStore {
  */
 export const DENY_CACHE_TRUST_MS = 750;
 
-/** A policy (by id) and key whose state changed outside a decision. */
+/**
+ * A policy (by id) and key whose state changed outside a decision; the key as the feed names it
+ * (RateLimitStoreChanges.keyOf).
+ */
 export interface RateLimitStoreChange {
   readonly policy: string;
   readonly key: string;
@@ -127,7 +130,16 @@ export interface RateLimitChangeListener {
  * at least), since a listener trusts what it remembers only while confirmations keep coming.
  */
 export interface RateLimitStoreChanges {
-  /** Tells every instance that these keys changed (or, with 'everything', every key); resolves once sent. */
+  /**
+   * How announcements name a key (an identity, as RateLimitStoreItem's `key`): as the store keeps it, so that
+   * no secret an identity holds travels between instances (the module's stores: its keyed hash). Every instance
+   * must name a key alike. Absent: the key as it is.
+   */
+  keyOf?(key: string): string;
+  /**
+   * Tells every instance that these keys changed (or, with 'everything', every key), each named as keyOf names
+   * it; resolves once sent.
+   */
   announce(changes: readonly RateLimitStoreChange[] | 'everything'): Promise<void>;
   /** Starts listening; resolves with the function that stops (once the first subscription is made, or failed). */
   listen(listener: RateLimitChangeListener): Promise<() => Promise<void>>;

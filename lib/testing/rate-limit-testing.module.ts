@@ -14,6 +14,16 @@ import { FakeClock } from './fake-clock.js';
  * const moduleRef = await Test.createTestingModule({ imports: [RateLimitTestingModule.forRoot()], controllers: [AppController] }).compile();
  * moduleRef.get(FakeClock).advance(60_000);
  */
+/** The memory store of a test, keyed as the module's own would be. */
+const memoryStore = ({ keyPrefix, identitySecret, readableKeys }: RateLimitModuleOptions, clock: FakeClock) =>
+  new MemoryRateLimitStore({ clock, keyPrefix, identitySecret, readableKeys });
+
+/** The options without those the memory store took (the module refuses them beside a store of yours). */
+function withoutIdentityOptions(options: RateLimitModuleOptions): RateLimitModuleOptions {
+  const { identitySecret: _secret, readableKeys: _readable, ...rest } = options;
+  return rest;
+}
+
 @Module({})
 export class RateLimitTestingModule {
   static forRoot(options: RateLimitModuleOptions = {}): DynamicModule {
@@ -21,7 +31,7 @@ export class RateLimitTestingModule {
     // The memory store, given as such: a test is told nothing about limits being per process.
     const onMemory = options.redis === undefined && options.postgres === undefined && options.store === undefined;
     const root = RateLimitModule.forRoot(
-      onMemory ? { ...options, store: new MemoryRateLimitStore({ clock, keyPrefix: options.keyPrefix }) } : options,
+      onMemory ? { ...withoutIdentityOptions(options), store: memoryStore(options, clock) } : options,
     );
     return {
       ...root,

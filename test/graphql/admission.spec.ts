@@ -1,4 +1,5 @@
 import type { RateLimitModuleOptions } from '../../lib/index.js';
+import { storageKey } from '../../lib/stores/storage-key.js';
 import { GRAPHQL_DRIVERS, startGraphQLApp, type GraphQLResponse } from '../support/graphql-app.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { FloodResolver } from './fixtures.js';
@@ -41,7 +42,7 @@ describe.each(GRAPHQL_DRIVERS)('exact admission under concurrency on %s', (drive
         const after = await t.service().peek('flood', 'ip:127.0.0.1');
         expect(after.remaining).toBe(0);
         if (store === 'redis')
-          expect(await redis.client().keys(`${driver}:*`)).toEqual([`${driver}:{flood:ip:127.0.0.1}`]);
+          expect(await redis.client().keys(`${driver}:*`)).toEqual([storageKey(`${driver}:`, 'flood', 'ip:127.0.0.1')]);
       } finally {
         await t.close();
       }

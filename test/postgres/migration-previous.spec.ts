@@ -1,6 +1,13 @@
 import { validatePolicy } from '../../lib/index.js';
 import { FakeClock } from '../support/fake-clock.js';
-import { consumeThrough, decideAlike, earlierSchema, schemaFunctions, storeOn } from '../support/migrations.js';
+import {
+  consumeThrough,
+  decideAlike,
+  earlierSchema,
+  schemaFunctions,
+  storeOn,
+  storageKeyOf,
+} from '../support/migrations.js';
 import { ReferenceStore } from '../support/reference-store.js';
 
 /** The schema of the first set-based statements (git 35896cc): no blocks, tokens left in a token bucket's state. */
@@ -11,7 +18,7 @@ const clock = new FakeClock(Date.parse('2026-06-10T10:00:00Z'));
 const reference = new ReferenceStore(clock);
 const bucket = validatePolicy({ name: 'bucket', algorithm: 'token-bucket', limit: 6, burst: 4, window: '1m' });
 const banned = validatePolicy({ name: 'banned', algorithm: 'fixed-window', limit: 5, window: '1m' });
-const key = (policy: { id: string }) => `rl:{${policy.id}:u}`;
+const key = storageKeyOf;
 
 /** A consume of one item through rate_limit_consume(), as an application of the previous version sends it. */
 const consumeAsBefore = (policy: typeof bucket) =>

@@ -8,6 +8,7 @@ import {
   schemaFunctions,
   stateOf,
   storeOn,
+  storageKeyOf,
 } from '../support/migrations.js';
 import { ReferenceStore } from '../support/reference-store.js';
 
@@ -18,7 +19,7 @@ const migratePrevious = db.migrate;
 const clock = new FakeClock(Date.parse('2026-11-30T10:00:00Z'));
 const reference = new ReferenceStore(clock);
 const bucket = validatePolicy({ name: 'bucket', algorithm: 'token-bucket', limit: 6, burst: 4, window: '1m' });
-const key = `rl:{${bucket.id}:u}`;
+const key = storageKeyOf(bucket);
 
 /** A consume of one item through rate_limit_consume_v2(), as an application of that version sends it. */
 const consumeAsBefore = () => consumeThrough(db, 'rate_limit_consume_v2', bucket, key, clock.now());

@@ -1,7 +1,14 @@
 import { type PostgresRateLimitStore, validatePolicy } from '../../lib/index.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { nth } from '../support/harness.js';
-import { consumeThrough, earlierSchema, schemaFunctions, stateOf, storeOn } from '../support/migrations.js';
+import {
+  consumeThrough,
+  earlierSchema,
+  schemaFunctions,
+  stateOf,
+  storeOn,
+  storageKeyOf,
+} from '../support/migrations.js';
 import { ReferenceStore } from '../support/reference-store.js';
 
 /** The schema of git 53dd862 (entry points _v3): GCRA decided as a token bucket, "<taken>@<at>@<limit>". */
@@ -15,7 +22,7 @@ const reference = new ReferenceStore(clock);
 const source = { name: 'cell', limit: 10, burst: 4, window: '1s' } as const;
 const gcra = validatePolicy({ ...source, algorithm: 'gcra' });
 const bucket = validatePolicy({ ...source, algorithm: 'token-bucket' });
-const key = `rl:{${gcra.id}:u}`;
+const key = storageKeyOf(gcra);
 
 /** A consume of one item through rate_limit_consume_v3(), as an application of that version sends it. */
 const consumeAsBefore = () => consumeThrough(db, 'rate_limit_consume_v3', gcra, key, clock.now());

@@ -3,7 +3,7 @@ import { ALGORITHM_CODES } from '../../lib/algorithms/index.js';
 import { periodOf } from '../../lib/algorithms/quota/quota.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { nth } from '../support/harness.js';
-import { earlierSchema, schemaFunctions, storeOn } from '../support/migrations.js';
+import { earlierSchema, schemaFunctions, storeOn, storageKeyOf } from '../support/migrations.js';
 import { ReferenceStore } from '../support/reference-store.js';
 
 const db = earlierSchema('./schema-0.1.0.sql');
@@ -14,7 +14,7 @@ const monthly = validatePolicy({ name: 'monthly', algorithm: 'quota', limit: 10,
 // capacities other than the limit: the token bucket's state of 0.1.0 counts the tokens left of it
 const bucket = validatePolicy({ name: 'bucket', algorithm: 'token-bucket', limit: 6, burst: 4, window: '1m' });
 const cell = validatePolicy({ name: 'cell', algorithm: 'gcra', limit: 6, burst: 4, window: '1m' });
-const key = (policy: { id: string }) => `rl:{${policy.id}:u}`;
+const key = storageKeyOf;
 
 /** A consume through rate_limit(), the entry point of the previous schema, as an application of 0.1.0 calls it. */
 async function consumeAsBefore(policy: typeof perMinute, nowMs = clock.now()): Promise<string[]> {

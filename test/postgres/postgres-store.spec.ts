@@ -6,6 +6,7 @@ import { type INestApplication } from '@nestjs/common';
 import request from 'supertest';
 
 import { ALGORITHMS, PostgresRateLimitStore, RateLimitModule, validatePolicy } from '../../lib/index.js';
+import { storageKey } from '../../lib/stores/storage-key.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { FailModeController } from '../support/fail-mode.controller.js';
 import { nth } from '../support/harness.js';
@@ -58,7 +59,8 @@ describe.each(ALGORITHMS)('%s on PostgreSQL under concurrency', (algorithm) => {
 
 describe('PostgresRateLimitStore', () => {
   it('decides several policies in one statement, all-or-nothing (read back from the table)', async () => {
-    const s = store({ clock: new FakeClock() });
+    const keyPrefix = `s${++prefixes}:`;
+    const s = store({ clock: new FakeClock(), keyPrefix });
     const queries: string[] = [];
     const query = db.pool.query.bind(db.pool);
     // A spy that counts pg's queries and returns pg's own promise (jest types the implementation as void).
@@ -72,7 +74,12 @@ describe('PostgresRateLimitStore', () => {
     const odd = validatePolicy({ name: 'odd', algorithm: 'sliding-window-log', limit: 5, window: '1m' });
     await s.consume([{ policy: narrow, key: 'u', cost: 1 }]);
     const stateOf = async (name: string) =>
-      (await db.pool.query(`SELECT state FROM ${db.schema}.rate_limit_state WHERE key LIKE $1`, [`%{${name}:u}`])).rows;
+      (
+        await db.pool.query(`SELECT state FROM ${db.schema}.rate_limit_state WHERE key = $1`, [
+          storageKey(keyPrefix, name, 'u'),
+        ])
+      ).rows;
+    expect(await stateOf('narrow')).toHaveLength(1);
     queries.length = 0;
     const [w, o, n] = await s.consume([
       { policy: wide, key: 'u', cost: 5 },

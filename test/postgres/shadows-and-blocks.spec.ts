@@ -5,6 +5,7 @@ import {
   type RateLimitStoreItem,
 } from '../../lib/index.js';
 import { periodOf } from '../../lib/algorithms/quota/quota.js';
+import { storageKey } from '../../lib/stores/storage-key.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { nth } from '../support/harness.js';
 import { createTestSchema, type TestSchema } from '../support/postgres.js';
@@ -13,11 +14,11 @@ import { ReferenceStore } from '../support/reference-store.js';
 let db: TestSchema;
 let prefixes = 0;
 const stores: PostgresRateLimitStore[] = [];
-function store(clock: FakeClock): PostgresRateLimitStore {
+function store(clock: FakeClock, keyPrefix = `sb${++prefixes}:`): PostgresRateLimitStore {
   const s = new PostgresRateLimitStore({
     pool: db.pool,
     schema: db.schema,
-    keyPrefix: `sb${++prefixes}:`,
+    keyPrefix,
     pruneIntervalMs: 0,
     clock,
   });
@@ -121,7 +122,8 @@ describe('shadow items and blocks on PostgreSQL', () => {
 
   it('keep a block in its row beside the state it leaves as it was, and refund keeps it', async () => {
     const clock = new FakeClock();
-    const s = store(clock);
+    const keyPrefix = `sb${++prefixes}:`;
+    const s = store(clock, keyPrefix);
     const policy = blocking('kept', 'token-bucket', 2);
     const item = { policy, key: 'u', cost: 1 };
     await s.consume([item]);
@@ -130,7 +132,8 @@ describe('shadow items and blocks on PostgreSQL', () => {
     const row = async () =>
       (
         await db.pool.query<{ state: string; blocked_until: string | null }>(
-          `SELECT state, blocked_until FROM ${db.schema}.rate_limit_state WHERE key LIKE '%{kept:u}'`,
+          `SELECT state, blocked_until FROM ${db.schema}.rate_limit_state WHERE key = $1`,
+          [storageKey(keyPrefix, 'kept', 'u')],
         )
       ).rows[0];
     const before = await row();

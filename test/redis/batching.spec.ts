@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 
 import { RedisRateLimitStore, validatePolicy } from '../../lib/index.js';
+import { storageKey } from '../../lib/stores/storage-key.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { ReferenceStore } from '../support/reference-store.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
@@ -106,7 +107,7 @@ describe('consumes gathered into one call while calls are in flight (Redis 7 fun
     const store = new RedisRateLimitStore({ client, keyPrefix: 'wrongtype:' });
     await store.load();
     // a key of another type where a state should be: GET answers WRONGTYPE, which fails the whole script call
-    await admin.hset('wrongtype:{per-user:user:bad}', 'field', 'value');
+    await admin.hset(storageKey('wrongtype:', 'per-user', 'user:bad'), 'field', 'value');
     const users = ['a', 'b', 'bad', 'c', 'd', 'e', 'f', 'g', 'h', 'i'];
     const settled = await Promise.allSettled(
       users.map((user) => store.consume([{ policy: perUser, key: `user:${user}`, cost: 1 }])),

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 
 import { FIXED_WINDOW_COUNT_BITS } from '../../lib/algorithms/fixed-window/fixed-window.lua.js';
 import { ALGORITHMS, RedisRateLimitStore, validatePolicy } from '../../lib/index.js';
+import { storageKey } from '../../lib/stores/storage-key.js';
 import { consumeFromProcesses } from '../support/processes.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { nth } from '../support/harness.js';
@@ -49,9 +50,11 @@ describe('RedisRateLimitStore', () => {
     const wide = validatePolicy({ name: 'wide', algorithm: 'token-bucket', limit: 100, window: '1m' });
     const narrow = validatePolicy({ name: 'narrow', algorithm: 'fixed-window', limit: 1, window: '1m' });
     await store.consume([{ policy: narrow, key: 'u', cost: 1 }]);
-    const before = await client.get(`${keyPrefix}{wide:u}`);
+    const wideKey = storageKey(keyPrefix, 'wide', 'u');
+    const before = await client.get(wideKey);
     await store.consume([{ policy: wide, key: 'u', cost: 5 }]);
-    const after = await client.get(`${keyPrefix}{wide:u}`);
+    const after = await client.get(wideKey);
+    expect(after).not.toBeNull();
     const [w, n] = await store.consume([
       { policy: wide, key: 'u', cost: 5 },
       { policy: narrow, key: 'u', cost: 1 },
@@ -59,7 +62,7 @@ describe('RedisRateLimitStore', () => {
     expect(n?.allowed).toBe(false);
     expect(w).toMatchObject({ allowed: true, remaining: 95 });
     expect(before).toBeNull();
-    expect(await client.get(`${keyPrefix}{wide:u}`)).toBe(after);
+    expect(await client.get(wideKey)).toBe(after);
     expect((await store.peek([{ policy: wide, key: 'u' }]))[0]?.remaining).toBe(95);
   });
 
@@ -127,16 +130,27 @@ describe('RedisRateLimitStore', () => {
     expect(own.scriptsSet).toEqual({});
   });
 
-  it('hash-tags keys and hashes long or unsafe identities', async () => {
+  it('hash-tags keys and stores every identity as its keyed hash', async () => {
     const keyPrefix = nextPrefix();
     const store = new RedisRateLimitStore({ client, keyPrefix });
     const policy = validatePolicy({ name: 'p', algorithm: 'fixed-window', limit: 10, window: '1m' });
-    for (const key of ['user-42', 'x'.repeat(10_000), 'a}{b', 'line\nbreak'])
-      await store.consume([{ policy, key, cost: 1 }]);
+    const identities = ['user-42', 'x'.repeat(10_000), 'a}{b', 'line\nbreak'];
+    for (const key of identities) await store.consume([{ policy, key, cost: 1 }]);
     const keys = (await client.keys(`${keyPrefix}*`)).sort();
-    expect(keys).toHaveLength(4);
+    expect(keys).toEqual(identities.map((key) => storageKey(keyPrefix, 'p', key)).sort());
+    for (const key of keys) expect(key).toMatch(/^s\d+:\{p:[A-Za-z0-9_-]{16}\}$/);
+  });
+
+  it('with readableKeys, keeps short plain identities in keys as they are and hashes long or unsafe ones', async () => {
+    const keyPrefix = nextPrefix();
+    const store = new RedisRateLimitStore({ client, keyPrefix, readableKeys: true });
+    const policy = validatePolicy({ name: 'p', algorithm: 'fixed-window', limit: 10, window: '1m' });
+    const identities = ['user-42', 'x'.repeat(10_000), 'a}{b', 'line\nbreak'];
+    for (const key of identities) await store.consume([{ policy, key, cost: 1 }]);
+    const keys = (await client.keys(`${keyPrefix}*`)).sort();
+    expect(keys).toEqual(identities.map((key) => storageKey(keyPrefix, 'p', key, { readableKeys: true })).sort());
     expect(keys).toContain(`${keyPrefix}{p:user-42}`);
-    for (const key of keys) expect(key).toMatch(/^s\d+:\{p:(user-42|#[A-Za-z0-9_-]{32})\}$/);
+    for (const key of keys) expect(key).toMatch(/^s\d+:\{p:(user-42|#[A-Za-z0-9_-]{16})\}$/);
   });
 
   it('takes time from Redis TIME with clock: "store"', async () => {
@@ -148,7 +162,7 @@ describe('RedisRateLimitStore', () => {
     const windowEnd = (Math.floor((Number(seconds) * 1000) / 3_600_000) + 1) * 3_600_000;
     expect(Math.abs(Number(seconds) * 1000 + d.resetMs - windowEnd)).toBeLessThan(2000);
     // the fixed window's state, one integer: the window's index (from Redis' clock) and its count
-    const state = Number(await client.get(`${keyPrefix}{p:u}`));
+    const state = Number(await client.get(storageKey(keyPrefix, 'p', 'u')));
     const scale = 2 ** FIXED_WINDOW_COUNT_BITS;
     expect([Math.floor(state / scale), state % scale]).toEqual([Math.floor((Number(seconds) * 1000) / 3_600_000), 1]);
   });

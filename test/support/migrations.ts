@@ -8,6 +8,7 @@ import {
   type RateLimitStore,
   type ResolvedPolicy,
 } from '../../lib/index.js';
+import { storageKey } from '../../lib/stores/storage-key.js';
 import { nth } from './harness.js';
 import { createTestSchema, type TestSchema } from './postgres.js';
 
@@ -42,6 +43,13 @@ export function earlierSchema(dump: string): SchemaRef & { migrate(): Promise<un
     migrate,
   };
 }
+
+/**
+ * The storage key of `policy` and identity 'u' as this version's store (storeOn) names it, which the specs'
+ * applications of earlier schemas write too: their schema's migration is under test, not their keys (which held
+ * identities as they were; nothing was released with them).
+ */
+export const storageKeyOf = (policy: { readonly id: string }): string => storageKey('rl:', policy.id, 'u');
 
 /** This version's store on the test's schema, deciding on `clock`, without pruning. */
 export const storeOn = (db: SchemaRef, clock: Clock): PostgresRateLimitStore =>

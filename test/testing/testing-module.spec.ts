@@ -4,7 +4,7 @@ import request from 'supertest';
 
 import { jest } from '@jest/globals';
 
-import { RateLimit, RateLimitModule, RateLimitService, RATE_LIMIT_CLOCK } from '../../lib/index.js';
+import { RateLimit, RateLimitModule, RateLimitService, RateLimitStore, RATE_LIMIT_CLOCK } from '../../lib/index.js';
 import { FAKE_CLOCK_START, FakeClock, RateLimitTestingModule } from '../../lib/testing/index.js';
 
 // Issue 19 (testing support): `nest-rate-limit/testing` — RateLimitTestingModule.forRoot(options?) is the module on
@@ -63,6 +63,21 @@ describe('RateLimitTestingModule', () => {
     expect(res.headers['x-ratelimit-limit']).toBeDefined();
     expect(await app.get(RateLimitService).resetAll()).toBe(2);
     await app.close();
+  });
+
+  it('gives its memory store the identity options (identitySecret, readableKeys), as the module would', async () => {
+    const keysOf = async (options: Parameters<typeof RateLimitTestingModule.forRoot>[0]) => {
+      const app = await start(options);
+      await request(app.getHttpServer()).get('/limited').expect(200);
+      const store = app.get<RateLimitStore>(RateLimitStore, { strict: false });
+      const keys = [...(store as unknown as { entries: Map<string, unknown> }).entries.keys()];
+      await app.close();
+      return keys;
+    };
+    expect(await keysOf({ readableKeys: true })).toEqual(['limited\nip:127.0.0.1']);
+    const hashed = await keysOf({});
+    expect(hashed).toEqual([expect.stringMatching(/^limited\n[\w-]{16}$/)]);
+    expect(await keysOf({ identitySecret: 'a-secret-of-the-tests-own' })).not.toEqual(hashed);
   });
 
   it('FakeClock refuses a time that is not whole milliseconds', () => {

@@ -85,6 +85,10 @@ RateLimitModule.forRootAsync({ useFactory: async () => ({ mode: 'shadow' as cons
 RateLimitModule.forRoot({ redis: { url: 'redis://localhost:6379' }, failMode: 'local', instances: 4 });
 // @ts-expect-error instances is a number
 RateLimitModule.forRoot({ failMode: 'local', instances: '4' });
+RateLimitModule.forRoot({ redis: { url: 'redis://localhost:6379' }, identitySecret: process.env.RATE_LIMIT_SECRET });
+RateLimitModule.forRoot({ readableKeys: true });
+// @ts-expect-error readableKeys is a boolean
+RateLimitModule.forRoot({ readableKeys: 'yes' });
 // @ts-expect-error an unknown fail mode
 RateLimitModule.forRoot({ failMode: 'degraded' });
 // @ts-expect-error a factory whose options are wrong

@@ -3,6 +3,7 @@ import { jest } from '@jest/globals';
 import { encodeChanges, type FeedEvents, listenOn } from '../../lib/stores/change-feed.js';
 import { type FeedPool, PostgresChangeFeed } from '../../lib/stores/postgres/change-feed.js';
 import type { RateLimitChangeListener, RateLimitStoreChange } from '../../lib/stores/rate-limit-store.js';
+import { StoredIdentities } from '../../lib/stores/storage-key.js';
 
 // The listener's loop of a feed of changes (the Redis and PostgreSQL feeds share it), on Jest's fake timers.
 
@@ -137,7 +138,7 @@ describe('the PostgreSQL feed', () => {
   it('cuts a long announcement into payloads NOTIFY takes (under 8000 bytes), losing none', async () => {
     const sent: string[] = [];
     const pool = { query: async (_: string, values: string[]) => sent.push(values[1] as string) };
-    const feed = new PostgresChangeFeed(pool as unknown as FeedPool, 'channel');
+    const feed = new PostgresChangeFeed(pool as unknown as FeedPool, 'channel', new StoredIdentities('rl:', {}));
     const changes = Array.from({ length: 500 }, (_, i) => ({ policy: 'per-user', key: `user:${'x'.repeat(40)}${i}` }));
     await feed.announce(changes);
     expect(sent.length).toBeGreaterThan(1);

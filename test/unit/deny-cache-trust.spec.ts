@@ -1,6 +1,7 @@
 import { DenyCache } from '../../lib/engine/deny-cache.js';
 import { validatePolicy } from '../../lib/index.js';
 import { DENY_CACHE_TRUST_MS } from '../../lib/stores/rate-limit-store.js';
+import { StoredIdentities } from '../../lib/stores/storage-key.js';
 
 // How long a cached denial may answer once state can change through another instance (issue 18, item 2): on
 // an injected real time, the module's clock (`nowMs`) kept apart.
@@ -64,6 +65,32 @@ describe('the trust of a cached denial', () => {
     cache.changed([`${policy.id}\nk`]);
     expect(cache.check(policy, 'k', 1, 1)).toBeUndefined();
     expect(cache.check(policy, 'other', 1, 1)).toMatchObject({ allowed: false });
+  });
+
+  // The feed names keys as the store keeps them (a keyed hash: no raw identity travels); the cache keeps the raw
+  // identities and finds the denial an announcement names.
+  it('a change named as the feed names keys (their keyed hash) forgets the denial of the raw key', () => {
+    const identities = new StoredIdentities('rl:', {});
+    const time = { real: 1_000 };
+    const cache = new DenyCache(
+      10_000,
+      () => time.real,
+      (key) => identities.of(key),
+    );
+    for (const key of ['sk_live_SECRET123', 'other']) cache.remember(policy, key, 1, denied, 0, cache.begin());
+    cache.end();
+    cache.end();
+    cache.changed([`${policy.id}\nsk_live_SECRET123`]); // the raw key names nothing the feed sends
+    expect(cache.check(policy, 'sk_live_SECRET123', 1, 1)).toMatchObject({ allowed: false });
+    cache.changed([`${policy.id}\n${identities.of('sk_live_SECRET123')}`]);
+    expect(cache.check(policy, 'sk_live_SECRET123', 1, 1)).toBeUndefined();
+    expect(cache.check(policy, 'other', 1, 1)).toMatchObject({ allowed: false });
+    // and the reply of a consume out while its key changed is not remembered
+    const early = cache.begin();
+    cache.forget(policy, 'sk_live_SECRET123');
+    cache.remember(policy, 'sk_live_SECRET123', 1, denied, 0, early);
+    expect(cache.check(policy, 'sk_live_SECRET123', 1, 1)).toBeUndefined();
+    cache.end();
   });
 
   // The reply of a consume the store decided before a reset may arrive after the reset's announcement.

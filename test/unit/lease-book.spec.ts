@@ -1,5 +1,6 @@
 import { RateLimitPolicyError, validatePolicy, type RateLimitDecision } from '../../lib/index.js';
 import { LeaseBook, leaseLifetimeMs, MAX_LEASED_KEYS } from '../../lib/engine/lease-book.js';
+import { StoredIdentities } from '../../lib/stores/storage-key.js';
 
 const windowPolicy = validatePolicy({ name: 'hot', algorithm: 'fixed-window', limit: 100, window: 1000, lease: 10 });
 
@@ -113,6 +114,18 @@ describe('LeaseBook', () => {
     expect(book.spend(windowPolicy, 'b', 1, 1)).toBeDefined();
     book.forgetAll();
     expect(book.size).toBe(0);
+  });
+
+  it('finds the key an announcement names as the feed does (its keyed hash), never by the raw identity', () => {
+    const identities = new StoredIdentities('rl:', {});
+    const book = new LeaseBook('fixed', MAX_LEASED_KEYS, (key) => identities.of(key));
+    book.took(windowPolicy, 'sk_live_a', 1, taken({ granted: 5 }), 0);
+    book.took(windowPolicy, 'b', 1, taken({ granted: 5 }), 0);
+    book.forget(`${windowPolicy.id}\nsk_live_a`);
+    expect(book.spend(windowPolicy, 'sk_live_a', 1, 1)).toBeDefined();
+    book.forget(`${windowPolicy.id}\n${identities.of('sk_live_a')}`);
+    expect(book.spend(windowPolicy, 'sk_live_a', 1, 1)).toBeUndefined();
+    expect(book.spend(windowPolicy, 'b', 1, 1)).toBeDefined();
   });
 
   it(`remembers at most ${MAX_LEASED_KEYS} keys by default: the lapsed ones go first, then the oldest`, () => {

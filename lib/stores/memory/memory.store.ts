@@ -2,15 +2,18 @@ import { type Clock, systemClock } from '../../clock.js';
 import type { RateLimitDecision } from '../../policy/policy.types.js';
 import { blockAll, consumeAll, peekState, refundAll, type StateTable } from '../consume-all.js';
 import type { RateLimitStore, RateLimitStoreItem } from '../rate-limit-store.js';
-import { checkKeyPrefix, storedIdentity } from '../storage-key.js';
+import { checkKeyPrefix, type IdentityOptions, StoredIdentities } from '../storage-key.js';
 
 /** Options of the in-memory store. */
-export interface MemoryRateLimitStoreOptions {
+export interface MemoryRateLimitStoreOptions extends IdentityOptions {
   /** Time source; default the system clock. */
   clock?: Clock;
   /** Most keys held at once; beyond it the least recently written key is evicted. Default 1,000,000. */
   maxKeys?: number;
-  /** Checked like the other stores' (no braces or spaces), but not needed: the Map is this process's own. */
+  /**
+   * Checked like the other stores' (no braces or spaces), but not needed: the Map is this process's own. It is
+   * part of the default secret of the identities' hash, as in the other stores.
+   */
   keyPrefix?: string;
   /**
    * Milliseconds a key is kept past its reset, as the other stores do: a clock that steps back by up to this
@@ -51,6 +54,8 @@ export class MemoryRateLimitStore implements RateLimitStore {
   private nowMs = 0;
   private readonly epochMs: number;
   private readonly ttlSlackMs: number;
+  /** The identities as the Map's keys hold them (a keyed hash unless `readableKeys`), as the other stores'. */
+  private readonly identities: StoredIdentities;
   private readonly table: StateTable = {
     get: (key) => {
       const entry = this.entries.get(key);
@@ -77,7 +82,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
   constructor(options: MemoryRateLimitStoreOptions = {}) {
     this.clock = options.clock ?? systemClock;
     this.epochMs = this.clock.now();
-    checkKeyPrefix(options.keyPrefix ?? 'rl:');
+    this.identities = new StoredIdentities(checkKeyPrefix(options.keyPrefix ?? 'rl:'), options);
     const maxKeys = options.maxKeys ?? 1_000_000;
     if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
       throw new TypeError(`nest-rate-limit: MemoryRateLimitStore maxKeys must be an integer >= 1, got ${maxKeys}`);
@@ -163,12 +168,13 @@ export class MemoryRateLimitStore implements RateLimitStore {
   }
 
   /**
-   * The Map key of a policy and identity: the identity as the stores keep it (long or unusual ones hashed),
-   * after the policy's id and a newline, which no id holds. No prefix or hash tag: the Map is this process's.
+   * The Map key of a policy and identity: the identity as the stores keep it (a keyed hash, unless
+   * `readableKeys`), after the policy's id and a newline, which no id holds. No prefix or hash tag: the Map is
+   * this process's.
    */
   private storageKey(policyId: string, identity: string): string {
     // join() builds a flat string; a template literal would keep a tree of its parts alive for every key
-    return [policyId, storedIdentity(identity)].join('\n');
+    return [policyId, this.identities.of(identity)].join('\n');
   }
 
   private expired(entry: Entry): boolean {

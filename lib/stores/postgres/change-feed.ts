@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 
 import { encodeChanges, type FeedConnection, type FeedEvents, listenOn } from '../change-feed.js';
 import type { RateLimitChangeListener, RateLimitStoreChange, RateLimitStoreChanges } from '../rate-limit-store.js';
+import type { StoredIdentities } from '../storage-key.js';
 
 /** A pooled `pg` client, as the listener uses it (the published types name no type of pg's). */
 interface ListeningClient {
@@ -56,13 +57,19 @@ function payloads(changes: readonly RateLimitStoreChange[]): string[] {
  * The PostgreSQL store's feed of changes: NOTIFY (pg_notify) on the store's channel, heard through LISTEN on a
  * connection of the pool that the listener keeps for itself (the pool has one fewer for statements). A
  * notification reaches every session listening when it was sent; each answer to the listener's ping confirms
- * what came before it, and a connection that fails is destroyed, not given back.
+ * what came before it, and a connection that fails is destroyed, not given back. Keys travel as the store's rows
+ * hold them (a keyed hash by default).
  */
 export class PostgresChangeFeed implements RateLimitStoreChanges {
   constructor(
     private readonly pool: FeedPool,
     private readonly channel: string,
+    private readonly identities: StoredIdentities,
   ) {}
+
+  keyOf(key: string): string {
+    return this.identities.of(key);
+  }
 
   async announce(changes: readonly RateLimitStoreChange[] | 'everything'): Promise<void> {
     if (changes === 'everything') {

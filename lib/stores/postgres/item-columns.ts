@@ -2,7 +2,7 @@ import { ALGORITHM_CODES, kernelOf } from '../../algorithms/index.js';
 import { periodOf } from '../../algorithms/quota/quota.js';
 import { systemClock } from '../../clock.js';
 import type { StoreCallItem } from '../rate-limit-store.js';
-import { storageKey } from '../storage-key.js';
+import type { StoredIdentities } from '../storage-key.js';
 
 /** The items of one request as rate_limit_consume_v4 takes them: one entry per item in each column. */
 export interface ItemColumns {
@@ -30,7 +30,11 @@ export const columnArrays = (columns: ItemColumns): (readonly (string | number)[
  * capacity — its own policy's, which may be a per-plan variant of a policy id other items share — or, for a
  * quota, its current period (from the app's clock, `now`, or the system clock when the database's decides).
  */
-export function itemColumns(items: readonly StoreCallItem[], keyPrefix: string, now: number | null): ItemColumns {
+export function itemColumns(
+  items: readonly StoreCallItem[],
+  identities: StoredIdentities,
+  now: number | null,
+): ItemColumns {
   const keys: string[] = [];
   const algos: number[] = [];
   const limits: number[] = [];
@@ -40,7 +44,7 @@ export function itemColumns(items: readonly StoreCallItem[], keyPrefix: string, 
   let shadows: boolean[] | null = null;
   let blocks: number[] | null = null;
   items.forEach(({ policy, key, cost = 0, shadow }, i) => {
-    keys.push(storageKey(keyPrefix, policy.id, key));
+    keys.push(identities.key(policy.id, key));
     algos.push(ALGORITHM_CODES[kernelOf(policy)]);
     limits.push(policy.limit);
     if (policy.quota !== undefined) {

@@ -10,7 +10,7 @@ import type {
   RateLimitStoreItem,
   StoreCallItem,
 } from '../rate-limit-store.js';
-import { checkKeyPrefix, storageKey } from '../storage-key.js';
+import { checkKeyPrefix, StoredIdentities } from '../storage-key.js';
 import { feedChannel, PostgresChangeFeed } from './change-feed.js';
 import { ConsumeBatcher } from './consume-batcher.js';
 import { itemColumns } from './item-columns.js';
@@ -54,6 +54,8 @@ export class PostgresRateLimitStore implements RateLimitStore {
   private readonly schema: string;
   private readonly clock: Clock | undefined;
   private readonly keyPrefix: string;
+  /** The identities as keys hold them (a keyed hash unless `readableKeys`). */
+  private readonly identities: StoredIdentities;
   private readonly statements: PostgresStatements;
   private readonly maintenance: PostgresMaintenance;
   private readonly batcher: ConsumeBatcher;
@@ -68,10 +70,11 @@ export class PostgresRateLimitStore implements RateLimitStore {
     const S = quoteSchema(this.schema);
     this.clock = options.clock === 'store' ? undefined : (options.clock ?? systemClock);
     this.keyPrefix = checkKeyPrefix(options.keyPrefix ?? 'rl:');
+    this.identities = new StoredIdentities(this.keyPrefix, options);
     const poolSize = (this.pool as { options?: { max?: number } }).options?.max ?? 10;
     this.changes =
       poolSize >= FEED_MIN_POOL
-        ? new PostgresChangeFeed(this.pool, feedChannel(this.schema, this.keyPrefix))
+        ? new PostgresChangeFeed(this.pool, feedChannel(this.schema, this.keyPrefix), this.identities)
         : undefined;
     const settings = storeSettings(options);
     this.statements = new PostgresStatements(this.pool, S, this.schema, settings.ttlSlackMs);
@@ -101,7 +104,7 @@ export class PostgresRateLimitStore implements RateLimitStore {
   async consume(items: readonly RateLimitStoreItem[], call?: RateLimitStoreCall): Promise<RateLimitDecision[]> {
     if (items.length === 0) return [];
     const now = this.now();
-    const columns = itemColumns(items, this.keyPrefix, now);
+    const columns = itemColumns(items, this.identities, now);
     // Two items on one key decide one after the other: the general function does that.
     if (items.length > 1 && new Set(columns.keys).size < items.length) return this.decide('consume', items);
     return decisionsFromReply('consume', items, await this.batcher.consume(columns, now, call), 'PostgreSQL');
@@ -133,7 +136,7 @@ export class PostgresRateLimitStore implements RateLimitStore {
   }
 
   quotaUsage(policy: ResolvedPolicy, key: string, periodStartMs: number): Promise<{ used: number; limit?: number }> {
-    return this.maintenance.quotaUsage(storageKey(this.keyPrefix, policy.id, key), periodStartMs);
+    return this.maintenance.quotaUsage(this.identities.key(policy.id, key), periodStartMs);
   }
 
   async ping(): Promise<unknown> {
@@ -166,7 +169,7 @@ export class PostgresRateLimitStore implements RateLimitStore {
 
   private run(op: Operation, items: readonly StoreCallItem[]): Promise<unknown> {
     const now = this.now();
-    return this.statements.operation(op, itemColumns(items, this.keyPrefix, now), now);
+    return this.statements.operation(op, itemColumns(items, this.identities, now), now);
   }
 
   /** The time of a decision: the store's clock, or null for the database's. */

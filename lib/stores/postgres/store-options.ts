@@ -1,8 +1,9 @@
 import type { Clock } from '../../clock.js';
 import type { PgPool } from '../client-types.js';
+import type { IdentityOptions } from '../storage-key.js';
 
 /** Options of the PostgreSQL store. */
-export interface PostgresRateLimitStoreOptions {
+export interface PostgresRateLimitStoreOptions extends IdentityOptions {
   /** A `pg` Pool. The store never closes it. */
   pool: PgPool;
   /** Schema of the table and functions; default 'public'. */

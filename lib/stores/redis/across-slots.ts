@@ -3,7 +3,7 @@ import calculateSlot from 'cluster-key-slot';
 import { elementAt } from '../../element-at.js';
 import type { RateLimitDecision } from '../../policy/policy.types.js';
 import type { StoreCallItem } from '../rate-limit-store.js';
-import { storageKey } from '../storage-key.js';
+import type { StoredIdentities } from '../storage-key.js';
 
 /** One call of the script on the items of one slot ('check' decides as 'consume' would, writing nothing). */
 export type RunInSlot = (
@@ -19,11 +19,15 @@ export const denied = (part: readonly StoreCallItem[], decisions: readonly RateL
  * Indexes of the items grouped by the Cluster slot of their keys (one script may touch one slot only); on a
  * standalone Redis, one group of every item.
  */
-export function slotGroups(items: readonly StoreCallItem[], keyPrefix: string, isCluster: boolean): number[][] {
+export function slotGroups(
+  items: readonly StoreCallItem[],
+  identities: StoredIdentities,
+  isCluster: boolean,
+): number[][] {
   if (!isCluster) return [items.map((_, i) => i)];
   const groups = new Map<number, number[]>();
   items.forEach(({ policy, key }, i) => {
-    const slot = calculateSlot(storageKey(keyPrefix, policy.id, key));
+    const slot = calculateSlot(identities.key(policy.id, key));
     const group = groups.get(slot);
     if (group === undefined) groups.set(slot, [i]);
     else group.push(i);

@@ -2,7 +2,7 @@ import { ALGORITHM_CODES, kernelOf } from '../../algorithms/index.js';
 import { periodOf } from '../../algorithms/quota/quota.js';
 import type { Clock } from '../../clock.js';
 import type { ResolvedPolicy } from '../../policy/policy.types.js';
-import { storageKey } from '../storage-key.js';
+import type { StoredIdentities } from '../storage-key.js';
 import { BATCH_RUN, BLOCK_FLAG, POLICY_FIELDS, REPLY_WIDTH, UP_TO_SEPARATOR } from '../protocol.js';
 import type { StoreCallItem } from '../rate-limit-store.js';
 
@@ -22,12 +22,17 @@ export interface RequestArgs {
 }
 
 /** The arguments of `items` for `op`. A shadow item's algorithm code is negated in consumes and checks. */
-export function requestArgs(op: string, items: readonly StoreCallItem[], keyPrefix: string, clock: Clock): RequestArgs {
+export function requestArgs(
+  op: string,
+  items: readonly StoreCallItem[],
+  identities: StoredIdentities,
+  clock: Clock,
+): RequestArgs {
   const keys: string[] = [];
   const args: ItemArgs[] = [];
   const shadowing = op === 'consume' || op === 'check';
   for (const { policy, key, cost = 0, shadow, upTo } of items) {
-    keys.push(storageKey(keyPrefix, policy.id, key));
+    keys.push(identities.key(policy.id, key));
     const costField = upTo !== undefined && upTo > cost ? `${cost}${UP_TO_SEPARATOR}${upTo}` : String(cost);
     args.push({ policy: policyArgs(policy, shadowing && shadow === true, clock), cost: costField });
   }

@@ -3,7 +3,7 @@ import type { RateLimitDecision } from '../../policy/policy.types.js';
 import { decisionsFromReply } from '../decisions.js';
 import type { NodeRedisClient, RedisClient, ValkeyGlideClient } from '../client-types.js';
 import type { RateLimitStore, RateLimitStoreChanges, RateLimitStoreItem, StoreCallItem } from '../rate-limit-store.js';
-import { checkKeyPrefix } from '../storage-key.js';
+import { checkKeyPrefix, type IdentityOptions, StoredIdentities } from '../storage-key.js';
 import { acrossSlots, consumeAcrossSlots, type RunInSlot, slotGroups, slotItems } from './across-slots.js';
 import { batchArgs, callFields, type RequestArgs, requestArgs, splitReply } from './call-args.js';
 import { CallBatcher } from './call-batcher.js';
@@ -14,7 +14,7 @@ import { unlinkUnder } from './reset-all.js';
 import { RedisLuaProgram } from './lua-program.js';
 
 /** Options of the Redis store. */
-export interface RedisRateLimitStoreOptions {
+export interface RedisRateLimitStoreOptions extends IdentityOptions {
   /**
    * An ioredis or iovalkey `Redis` or `Cluster`, a node-redis client, Cluster or Sentinel (connected), or a
    * Valkey GLIDE GlideClient or GlideClusterClient. The store never changes it, and never closes it.
@@ -50,6 +50,8 @@ export class RedisRateLimitStore implements RateLimitStore {
   private readonly redis: RedisDriver;
   private readonly clock: Clock | undefined;
   private readonly keyPrefix: string;
+  /** The identities as keys hold them (a keyed hash unless `readableKeys`). */
+  private readonly identities: StoredIdentities;
   private readonly ttlSlack: string;
   /** FCALL of the Redis 7 function or EVALSHA of the script (lua-program.ts). */
   private readonly program: RedisLuaProgram;
@@ -65,13 +67,16 @@ export class RedisRateLimitStore implements RateLimitStore {
     this.client = options.client;
     this.clock = options.clock === 'store' ? undefined : (options.clock ?? systemClock);
     this.keyPrefix = checkKeyPrefix(options.keyPrefix ?? 'rl:');
+    this.identities = new StoredIdentities(this.keyPrefix, options);
     const slack = options.ttlSlackMs ?? 1000;
     if (!Number.isSafeInteger(slack) || slack < 0) {
       throw new TypeError(`nest-rate-limit: ttlSlackMs must be an integer >= 0, got ${slack}`);
     }
     this.ttlSlack = String(slack);
     this.batcher = new CallBatcher(this.sendBatch);
-    this.changes = this.redis.canSubscribe ? new RedisChangeFeed(this.redis, `${this.keyPrefix}changes`) : undefined;
+    this.changes = this.redis.canSubscribe
+      ? new RedisChangeFeed(this.redis, `${this.keyPrefix}changes`, this.identities)
+      : undefined;
     this.program = new RedisLuaProgram(this.redis);
   }
 
@@ -110,7 +115,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     items: readonly StoreCallItem[],
   ): Promise<RateLimitDecision[]> {
     if (items.length === 0) return [];
-    const groups = slotGroups(items, this.keyPrefix, this.redis.isCluster);
+    const groups = slotGroups(items, this.identities, this.redis.isCluster);
     if (groups.length === 1) return this.inSlot(op, items);
     return op === 'consume'
       ? consumeAcrossSlots(items, groups, this.inSlot)
@@ -135,12 +140,12 @@ export class RedisRateLimitStore implements RateLimitStore {
   /** One call per Cluster slot of the items (one call on a standalone Redis). */
   private async eachSlot(op: Operation, items: readonly StoreCallItem[]): Promise<void> {
     if (items.length === 0) return;
-    const groups = slotGroups(items, this.keyPrefix, this.redis.isCluster);
+    const groups = slotGroups(items, this.identities, this.redis.isCluster);
     await Promise.all(groups.map((group) => this.run(op, slotItems(items, group))));
   }
 
   private async run(op: Operation, items: readonly StoreCallItem[]): Promise<unknown> {
-    const request = requestArgs(op, items, this.keyPrefix, this.clock ?? systemClock);
+    const request = requestArgs(op, items, this.identities, this.clock ?? systemClock);
     // The consumes on one connection are gathered per turn of the event loop.
     if (op === 'consume' && !this.redis.isCluster) return this.batcher.consume(request);
     return this.program.call(request.keys, [op, this.now(), this.ttlSlack, ...callFields(request)]);
