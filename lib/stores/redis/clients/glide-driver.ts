@@ -1,5 +1,5 @@
 import type { FeedConnection, FeedEvents } from '../../change-feed.js';
-import { RateLimitStoreTimeoutError } from '../../store-timeout.js';
+import { DEFAULT_TIMEOUT_MS, RateLimitStoreTimeoutError } from '../../store-timeout.js';
 import { send } from './glide-replies.js';
 import { subscribeGlide } from './glide-subscriber.js';
 import {
@@ -12,9 +12,6 @@ import {
   settingsOf,
 } from './glide-types.js';
 import { type OwnConnection, reconnectDelayMs, type RedisDriver, type RedisNode } from './redis-driver.js';
-
-/** The default of the module's `timeout`, for GLIDE's `requestTimeout` when none is given. */
-const DEFAULT_TIMEOUT_MS = 100;
 
 /** The module's own GLIDE clients (ownConnection()), and their `requestTimeout`: the module's `timeout`. */
 const OWN_TIMEOUTS = new WeakMap<object, number>();
