@@ -4,6 +4,7 @@ import { compileTrust, isTrustAll, type TrustFn } from './keys/client-ip.js';
 import { compileList } from './lists/address-list.js';
 import type { ModuleLists } from './lists/screening.js';
 import type { FailMode, RateLimitKey, RateLimitMode } from './policy/policy.types.js';
+import { DEFAULT_TIMEOUT_MS } from './stores/store-timeout.js';
 import { checkOptionFields, fieldNames } from './unknown-fields.js';
 import type { RateLimitErrors, RateLimitHeaders, RateLimitModuleOptions } from './rate-limit.options.js';
 
@@ -85,7 +86,7 @@ export function limiterSettings(options: RateLimitModuleOptions, logger: Logger)
   if (options.onDecision !== undefined && typeof options.onDecision !== 'function') {
     option('onDecision', 'must be a function', typeof options.onDecision);
   }
-  const timeoutMs = options.timeout ?? 100;
+  const timeoutMs = options.timeout ?? DEFAULT_TIMEOUT_MS;
   if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) option('timeout', 'must be an integer >= 1 (ms)', timeoutMs);
   const ipv6Prefix = options.ipv6Prefix ?? 64;
   if (!Number.isInteger(ipv6Prefix) || ipv6Prefix < 1 || ipv6Prefix > 128) {

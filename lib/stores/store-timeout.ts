@@ -1,5 +1,8 @@
 import type { RateLimitStoreCall } from './rate-limit-store.js';
 
+/** The module's `timeout` when none is given: the milliseconds a store call may take. */
+export const DEFAULT_TIMEOUT_MS = 100;
+
 /** The error of a store call that took longer than the module's `timeout`. */
 export class RateLimitStoreTimeoutError extends Error {
   constructor(timeoutMs: number) {

@@ -3,7 +3,8 @@ import { Decoder, GlideClientConfiguration, RequestError, TimeoutError } from '@
 
 import { RateLimitModule, RedisRateLimitStore } from '../../lib/index.js';
 import { driverOf } from '../../lib/stores/redis/clients/driver-of.js';
-import { asReplyError, fromGlide, GlideDriver } from '../../lib/stores/redis/clients/glide-driver.js';
+import { GlideDriver } from '../../lib/stores/redis/clients/glide-driver.js';
+import { asReplyError, fromGlide } from '../../lib/stores/redis/clients/glide-replies.js';
 import { GLIDE_DECODER_STRING, GLIDE_PUBSUB_EXACT } from '../../lib/stores/redis/clients/glide-types.js';
 import { isReplyError } from '../../lib/stores/redis/clients/redis-driver.js';
 

@@ -1,28 +1,17 @@
-import { importPeer } from '../../../optional-peer.js';
 import type { FeedConnection, FeedEvents } from '../../change-feed.js';
-import { RateLimitStoreTimeoutError } from '../../store-timeout.js';
+import { DEFAULT_TIMEOUT_MS, RateLimitStoreTimeoutError } from '../../store-timeout.js';
+import { send } from './glide-replies.js';
+import { subscribeGlide } from './glide-subscriber.js';
 import {
-  GLIDE_DECODER_STRING,
-  GLIDE_PUBSUB_EXACT,
   type GlideAddress,
   type GlideClass,
-  type GlideCommon,
   type GlideConfig,
+  type GlideCommon,
   type GlideRoute,
   isGlideCluster,
+  settingsOf,
 } from './glide-types.js';
-import {
-  type OwnConnection,
-  reconnectDelayMs,
-  type RedisDriver,
-  type RedisNode,
-  RedisReplyError,
-  SUBSCRIBER_CONNECT_TIMEOUT_MS,
-  SUBSCRIBER_OPEN_TIMEOUT_MS,
-} from './redis-driver.js';
-
-/** The default of the module's `timeout`, for GLIDE's `requestTimeout` when none is given. */
-const DEFAULT_TIMEOUT_MS = 100;
+import { type OwnConnection, reconnectDelayMs, type RedisDriver, type RedisNode } from './redis-driver.js';
 
 /** The module's own GLIDE clients (ownConnection()), and their `requestTimeout`: the module's `timeout`. */
 const OWN_TIMEOUTS = new WeakMap<object, number>();
@@ -104,81 +93,9 @@ export class GlideDriver implements RedisDriver {
     });
   }
 
-  /**
-   * A GlideClient of its own on the server (the `attempt`-th primary of a Cluster: Redis forwards a PUBLISH to
-   * every node), subscribed to `channel` as it connects. GLIDE reconnects and subscribes again by itself, and says
-   * nothing: each ping asks for the connection's CLIENT ID, and another id than the first means that the
-   * connection was lost (and messages with it), which the feed must know.
-   */
-  async subscribe(attempt: number, channel: string, events: FeedEvents): Promise<FeedConnection> {
-    let Client: GlideClass;
-    let addresses: GlideAddress[] | undefined;
-    if (this.isCluster) {
-      ({ GlideClient: Client } = await importPeer<{ GlideClient: GlideClass }>('@valkey/valkey-glide'));
-      const nodes = await this.primaries();
-      const node = nodes[attempt % Math.max(1, nodes.length)];
-      if (node === undefined) throw new Error('the Cluster has no primary connected yet');
-      addresses = [node];
-    } else {
-      Client = this.client.constructor as unknown as GlideClass;
-    }
-    const config: GlideConfig = {
-      ...withoutClusterOptions(settingsOf(this.client)),
-      ...(addresses !== undefined && { addresses }),
-      lazyConnect: false,
-      requestTimeout: SUBSCRIBER_OPEN_TIMEOUT_MS,
-      // GLIDE takes pub/sub on RESP3 only (its default).
-      protocol: undefined,
-      defaultDecoder: GLIDE_DECODER_STRING,
-      advancedConfiguration: {
-        ...settingsOf(this.client).advancedConfiguration,
-        connectionTimeout: SUBSCRIBER_CONNECT_TIMEOUT_MS,
-      },
-      pubsubSubscriptions: {
-        channelsAndPatterns: { [GLIDE_PUBSUB_EXACT]: new Set([channel]) },
-        callback: (message) => {
-          if (String(message.channel) === channel) events.message(String(message.message));
-        },
-      },
-    };
-    let closed = false;
-    let sub: GlideCommon | undefined;
-    const close = () => {
-      closed = true;
-      sub?.close();
-    };
-    // A server that accepts the connection but never answers (SIGSTOP) must not hold it.
-    const giveUp = setTimeout(close, SUBSCRIBER_OPEN_TIMEOUT_MS);
-    try {
-      const made = Client.createClient(config);
-      // given up before it came: closed as it comes
-      made.then(
-        (client) => closed && client.close(),
-        () => undefined,
-      );
-      sub = await made;
-      if (closed) throw new Error(`not subscribed within ${SUBSCRIBER_OPEN_TIMEOUT_MS} ms`);
-      const id = await send(sub, ['CLIENT', 'ID'], undefined);
-      await subscribedOn(sub, channel);
-      const connection = sub;
-      return {
-        ping: async () => {
-          const now = await send(connection, ['CLIENT', 'ID'], undefined);
-          if (now !== id) {
-            const lost = new Error('the connection was lost (GLIDE connected again, without telling)');
-            events.closed(lost);
-            throw lost;
-          }
-          return 'PONG';
-        },
-        close,
-      };
-    } catch (error) {
-      close();
-      throw error;
-    } finally {
-      clearTimeout(giveUp);
-    }
+  /** The change feed's subscriber: a GlideClient of its own on the server (subscribeGlide, glide-subscriber.ts). */
+  subscribe(attempt: number, channel: string, events: FeedEvents): Promise<FeedConnection> {
+    return subscribeGlide(this.client, this.isCluster ? () => this.primaries() : undefined, attempt, channel, events);
   }
 
   /**
@@ -230,134 +147,6 @@ export class GlideDriver implements RedisDriver {
       },
     };
   }
-}
-
-/**
- * The configuration a GLIDE client was made with, to make another like it. GLIDE 2.x keeps it in a private
- * field; a client without it cannot be copied, and the start stops rather than connect without its settings
- * (credentials, TLS, database).
- */
-function settingsOf(client: GlideCommon): GlideConfig {
-  const config = client.config;
-  if (typeof config !== 'object' || config === null || !Array.isArray(config.addresses)) {
-    throw new TypeError(
-      `nest-rate-limit: the ${client.constructor?.name ?? 'GLIDE client'} given keeps no configuration the module ` +
-        'can read (the `config` field of @valkey/valkey-glide 2.x), so it cannot make a connection of its own ' +
-        'from it: give `redis: { url }` (or an ioredis or iovalkey client) for the same endpoint',
-    );
-  }
-  return config;
-}
-
-/** A Cluster's configuration for a GlideClient on one of its nodes (without what only a Cluster takes). */
-function withoutClusterOptions(config: GlideConfig): GlideConfig {
-  const { periodicChecks: _checks, recoveryRequestsQueueSize: _queue, ...rest } = config;
-  const { refreshTopologyFromInitialNodes: _refresh, ...advanced } = rest.advancedConfiguration ?? {};
-  return { ...rest, advancedConfiguration: advanced };
-}
-
-/** Waits (briefly) until GLIDE reports `channel` as subscribed on the server, where it can tell. */
-async function subscribedOn(sub: GlideCommon, channel: string): Promise<void> {
-  if (sub.getSubscriptions === undefined) return;
-  for (let tries = 0; tries < 20; tries++) {
-    const state = await sub.getSubscriptions();
-    const exact = state.actualSubscriptions?.[GLIDE_PUBSUB_EXACT];
-    if (exact === undefined || [...exact].some((name) => String(name) === channel)) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`the subscription to ${channel} was not confirmed`);
-}
-
-/**
- * One command as a string-decoded customCommand (routed on a Cluster), its reply shaped as ioredis gives it
- * (unless `shaped` is false).
- */
-async function send(
-  client: GlideCommon,
-  args: readonly string[],
-  route: GlideRoute | undefined,
-  shaped = true,
-): Promise<unknown> {
-  try {
-    const reply = await client.customCommand([...args], {
-      decoder: GLIDE_DECODER_STRING,
-      ...(route !== undefined && { route }),
-    });
-    return shaped ? fromGlide(reply) : reply;
-  } catch (error) {
-    throw asReplyError(error);
-  }
-}
-
-/**
- * A GLIDE reply as ioredis (RESP2) gives it: a RESP3 map (GLIDE's `[{ key, value }]`) as a flat array, a set as
- * an array, a boolean as 1 or null (Lua's true and false), a big number as a number (or its digits when it is
- * not exact as one), an error element as a RedisReplyError, bytes as a string.
- */
-export function fromGlide(reply: unknown): unknown {
-  if (reply === null || reply === undefined) return null;
-  if (typeof reply === 'string' || typeof reply === 'number') return reply;
-  if (typeof reply === 'boolean') return reply ? 1 : null;
-  if (typeof reply === 'bigint') {
-    return reply <= BigInt(Number.MAX_SAFE_INTEGER) && reply >= BigInt(Number.MIN_SAFE_INTEGER)
-      ? Number(reply)
-      : String(reply);
-  }
-  if (Buffer.isBuffer(reply)) return reply.toString();
-  if (reply instanceof Error) return asReplyError(reply);
-  if (reply instanceof Set) return [...reply].map(fromGlide);
-  if (Array.isArray(reply)) {
-    return reply.flatMap((element: unknown) =>
-      isMapEntry(element) ? [fromGlide(element.key), fromGlide(element.value)] : [fromGlide(element)],
-    );
-  }
-  if (reply instanceof Map) return [...reply].flatMap(([key, value]) => [fromGlide(key), fromGlide(value)]);
-  if (typeof reply === 'object') return Object.entries(reply).flatMap(([key, value]) => [key, fromGlide(value)]);
-  return reply;
-}
-
-const isMapEntry = (element: unknown): element is { key: unknown; value: unknown } =>
-  typeof element === 'object' &&
-  element !== null &&
-  !Array.isArray(element) &&
-  !Buffer.isBuffer(element) &&
-  !(element instanceof Error) &&
-  'key' in element &&
-  'value' in element;
-
-/** GLIDE's names of the server's error codes (redis-rs' ErrorKind), and the codes Redis sends. */
-const ERROR_CODES: Readonly<Record<string, string>> = {
-  ResponseError: 'ERR',
-  ExecAbortError: 'EXECABORT',
-  BusyLoadingError: 'LOADING',
-  NoScriptError: 'NOSCRIPT',
-  Moved: 'MOVED',
-  Ask: 'ASK',
-  TryAgain: 'TRYAGAIN',
-  ClusterDown: 'CLUSTERDOWN',
-  CrossSlot: 'CROSSSLOT',
-  MasterDown: 'MASTERDOWN',
-  ReadOnly: 'READONLY',
-  NotBusy: 'NOTBUSY',
-};
-
-/**
- * An error the server answered with, as a RedisReplyError with the server's message ("NOSCRIPT No matching
- * script...", "ERR Function not found", "WRONGTYPE Operation against..."); any other error (a timeout, a
- * connection lost, a client closed) as it is. GLIDE throws both as a RequestError; its message tells them apart:
- * "An error was signalled by the server: - <kind>: <detail>" for a code it knows, "<CODE>: <detail>" for another.
- */
-export function asReplyError(error: unknown): unknown {
-  if (!(error instanceof Error) || error.constructor?.name !== 'RequestError') return error;
-  const known = /^An error was signalled by the server: - (\w+): ([\s\S]*)$/.exec(error.message);
-  if (known !== null) {
-    const [, kind = '', detail = ''] = known;
-    const code = ERROR_CODES[kind];
-    return new RedisReplyError(code === undefined ? `${kind}: ${detail}` : `${code} ${detail}`, { cause: error });
-  }
-  const other = /^([A-Z][A-Z0-9_-]*): ([\s\S]*)$/.exec(error.message);
-  if (other !== null) return new RedisReplyError(`${other[1]} ${other[2]}`, { cause: error });
-  return error;
 }
 
 /** `Redis at host:port/db`, or `a Redis Cluster (host:port, …)`, of a GLIDE configuration (never credentials). */

@@ -1,5 +1,5 @@
-// The parts of Valkey GLIDE (@valkey/valkey-glide 2.x) that the driver uses, written here: the package is an
-// optional peer, never imported for its types. GlideClient.createClient() gives a GlideStandalone,
+// The parts of Valkey GLIDE (@valkey/valkey-glide 2.x) that the driver uses, written here, and what it reads of a
+// client (its kind, its configuration): the package is an optional peer, never imported for its types. GlideClient.createClient() gives a GlideStandalone,
 // GlideClusterClient.createClient() a GlideCluster.
 
 /** A node as GLIDE's configuration lists it. */
@@ -69,3 +69,20 @@ export function isGlide(client: object): client is GlideCommon {
 /** A GlideClusterClient: the one of the two with commands that take a route (fcallWithRoute, ...). */
 export const isGlideCluster = (client: GlideCommon): boolean =>
   typeof (client as unknown as Partial<Record<string, unknown>>).invokeScriptWithRoute === 'function';
+
+/**
+ * The configuration a GLIDE client was made with, to make another like it. GLIDE 2.x keeps it in a private
+ * field; a client without it cannot be copied, and the start stops rather than connect without its settings
+ * (credentials, TLS, database).
+ */
+export function settingsOf(client: GlideCommon): GlideConfig {
+  const config = client.config;
+  if (typeof config !== 'object' || config === null || !Array.isArray(config.addresses)) {
+    throw new TypeError(
+      `nest-rate-limit: the ${client.constructor?.name ?? 'GLIDE client'} given keeps no configuration the module ` +
+        'can read (the `config` field of @valkey/valkey-glide 2.x), so it cannot make a connection of its own ' +
+        'from it: give `redis: { url }` (or an ioredis or iovalkey client) for the same endpoint',
+    );
+  }
+  return config;
+}
