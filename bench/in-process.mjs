@@ -114,7 +114,7 @@ function redisMemory(redis) {
   return JSON.parse(result.stdout.trim().split('\n').at(-1)).filter((r) => OUR_ALGORITHMS.includes(r.name));
 }
 
-/** The targets of issue 20 (the lean path), each met or missed on this run's medians. */
+/** The targets the project set itself, each met or missed on this run's medians. */
 function targets(m, memory) {
   const added = (name) => m[name]?.addedCpuUs ?? null;
   const redisCpu = (name) => m[name]?.redisCpuUs ?? null;
@@ -162,24 +162,19 @@ function targets(m, memory) {
   );
   // the older targets (the speed issue), still measured by the same run
   row(
-    'Redis CPU per decision, 1 policy ≤ 0.5 × throttler-redis (earlier issue)',
+    'Redis CPU per decision, 1 policy ≤ 0.5 × throttler-redis',
     redisCpu('redis-1'),
     times(0.5, redisCpu('throttler-redis')),
     'µs',
   );
   row(
-    `wall time per request at ${IN_FLIGHT} in flight, Redis 1 policy ≤ throttler-redis (earlier issue)`,
+    `wall time per request at ${IN_FLIGHT} in flight, Redis 1 policy ≤ throttler-redis`,
     m['redis-1']?.wallUs ?? null,
     m['throttler-redis']?.wallUs ?? null,
     'µs',
   );
   for (const { name, bytesPerKeyMemoryUsage } of memory) {
-    row(
-      `Redis memory per tracked key (MEMORY USAGE), ${name} ≤ 100 bytes (earlier issue)`,
-      bytesPerKeyMemoryUsage,
-      100,
-      'B',
-    );
+    row(`Redis memory per tracked key (MEMORY USAGE), ${name} ≤ 100 bytes`, bytesPerKeyMemoryUsage, 100, 'B');
   }
   return rows;
 }
@@ -284,7 +279,7 @@ ${lines.join('\n')}
 
 ![App CPU per request](in-process.svg)
 
-## Targets (issue 20: the lean path)
+## Targets the project set itself
 
 | target | measured | bound | |
 | --- | ---: | ---: | --- |
