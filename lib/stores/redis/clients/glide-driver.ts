@@ -11,7 +11,13 @@ import {
   isGlideCluster,
   settingsOf,
 } from './glide-types.js';
-import { type OwnConnection, reconnectDelayMs, type RedisDriver, type RedisNode } from './redis-driver.js';
+import {
+  CommandArrayDriver,
+  type OwnConnection,
+  reconnectDelayMs,
+  type RedisDriver,
+  type RedisNode,
+} from './redis-driver.js';
 
 /** The module's own GLIDE clients (ownConnection()), and their `requestTimeout`: the module's `timeout`. */
 const OWN_TIMEOUTS = new WeakMap<object, number>();
@@ -24,7 +30,7 @@ const OWN_TIMEOUTS = new WeakMap<object, number>();
  * - NoScriptError: ..."). GLIDE's package is loaded only for a Cluster's subscriber (a GlideClient on one node);
  * everything else goes through the client given, or through its class.
  */
-export class GlideDriver implements RedisDriver {
+export class GlideDriver extends CommandArrayDriver implements RedisDriver {
   readonly isCluster: boolean;
   readonly address: string;
   /** Whether the client's configuration can be read, to make the subscriber's connection from it. */
@@ -37,6 +43,7 @@ export class GlideDriver implements RedisDriver {
   private readonly timeoutMs: number | undefined;
 
   constructor(private readonly client: GlideCommon) {
+    super();
     this.timeoutMs = OWN_TIMEOUTS.get(client);
     this.isCluster = isGlideCluster(client);
     this.address = glideAddress(client.config, this.isCluster);
@@ -56,18 +63,6 @@ export class GlideDriver implements RedisDriver {
       // GLIDE holds a request while it reconnects, so a server that is gone answers as a server that hangs.
       throw (error as Error)?.constructor?.name === 'TimeoutError' ? new RateLimitStoreTimeoutError(timeoutMs) : error;
     });
-  }
-
-  evalsha(sha1: string, keys: readonly string[], args: readonly string[]): Promise<unknown> {
-    return this.command(['EVALSHA', sha1, String(keys.length), ...keys, ...args], keys[0]);
-  }
-
-  eval(script: string, keys: readonly string[], args: readonly string[]): Promise<unknown> {
-    return this.command(['EVAL', script, String(keys.length), ...keys, ...args], keys[0]);
-  }
-
-  ping(): Promise<unknown> {
-    return this.command(['PING']);
   }
 
   async masters(): Promise<RedisNode[]> {

@@ -12,6 +12,7 @@ import {
   type NodeRedisStandalone,
 } from './node-redis-types.js';
 import {
+  CommandArrayDriver,
   type OwnConnection,
   reconnectDelayMs,
   type RedisDriver,
@@ -26,13 +27,14 @@ import {
  * differs for each; an error Redis answered with (node-redis' ErrorReply) becomes a RedisReplyError. Replies
  * need no decoding: node-redis gives integers as numbers, arrays as arrays and nil as null, with RESP2 and RESP3.
  */
-export class NodeRedisDriver implements RedisDriver {
+export class NodeRedisDriver extends CommandArrayDriver implements RedisDriver {
   readonly isCluster: boolean;
   readonly address: string;
   readonly canSubscribe = true;
   private readonly send: (args: readonly string[], key?: string) => Promise<unknown>;
 
   constructor(private readonly client: NodeRedisAny) {
+    super();
     if (isNodeRedisCluster(client)) {
       this.isCluster = true;
       this.address = clusterAddress(client);
@@ -68,18 +70,6 @@ export class NodeRedisDriver implements RedisDriver {
 
   command(args: readonly string[], key?: string): Promise<unknown> {
     return replied(this.send(args, key));
-  }
-
-  evalsha(sha1: string, keys: readonly string[], args: readonly string[]): Promise<unknown> {
-    return this.command(['EVALSHA', sha1, String(keys.length), ...keys, ...args], keys[0]);
-  }
-
-  eval(script: string, keys: readonly string[], args: readonly string[]): Promise<unknown> {
-    return this.command(['EVAL', script, String(keys.length), ...keys, ...args], keys[0]);
-  }
-
-  ping(): Promise<unknown> {
-    return this.command(['PING']);
   }
 
   async masters(): Promise<RedisNode[]> {

@@ -37,6 +37,26 @@ export interface RedisDriver {
   ownConnection(settings?: { timeoutMs?: number | undefined }): OwnConnection | Promise<OwnConnection>;
 }
 
+/**
+ * The script calls and PING of a driver whose client sends any command as an array of strings (node-redis'
+ * sendCommand, GLIDE's customCommand): each is a command(), routed by its first key.
+ */
+export abstract class CommandArrayDriver {
+  abstract command(args: readonly string[], key?: string): Promise<unknown>;
+
+  evalsha(sha1: string, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    return this.command(['EVALSHA', sha1, String(keys.length), ...keys, ...args], keys[0]);
+  }
+
+  eval(script: string, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    return this.command(['EVAL', script, String(keys.length), ...keys, ...args], keys[0]);
+  }
+
+  ping(): Promise<unknown> {
+    return this.command(['PING']);
+  }
+}
+
 /** One Redis server of a client (a Cluster master, or the standalone server). */
 export interface RedisNode {
   command(args: readonly string[]): Promise<unknown>;
