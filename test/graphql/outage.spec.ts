@@ -1,35 +1,37 @@
+import { RateLimitStoreTimeoutError } from '../../lib/stores/store-timeout.js';
 import { GRAPHQL_DRIVERS, startGraphQLApp, type GraphQLTestApp } from '../support/graphql-app.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { waitFor } from '../support/wait.js';
 import { FailModeResolver } from './fixtures.js';
 
 const TIMEOUT_MS = 100;
-/** Slack for the event loop and the HTTP round trip: the point is that nothing waits for Redis. */
-const MARGIN_MS = 400;
 
 describe.each(GRAPHQL_DRIVERS)('GraphQL with Redis killed, on %s', (driver) => {
   let redis: TestRedis;
   let t: GraphQLTestApp;
   const failures: string[] = [];
+  const errors: unknown[] = [];
 
   beforeEach(async () => {
     failures.length = 0;
+    errors.length = 0;
     redis = await startRedis();
     t = await startGraphQLApp(driver, {
       resolvers: [FailModeResolver],
-      rateLimit: { redis: { url: redis.url }, timeout: TIMEOUT_MS, onError: (_error, policy) => failures.push(policy) },
+      rateLimit: {
+        redis: { url: redis.url },
+        timeout: TIMEOUT_MS,
+        onError: (error, policy) => {
+          failures.push(policy);
+          errors.push(error);
+        },
+      },
     });
   });
   afterEach(async () => {
     await t.close();
     await redis.stop();
   });
-
-  async function timed(query: string) {
-    const started = performance.now();
-    const res = await t.gql(query);
-    return { res, ms: performance.now() - started };
-  }
 
   it('fail open resolves, fail closed gets RATE_LIMIT_UNAVAILABLE with Retry-After, nothing waits; back when restarted', async () => {
     const healthy = await t.gql('{ open closed }');
@@ -39,7 +41,7 @@ describe.each(GRAPHQL_DRIVERS)('GraphQL with Redis killed, on %s', (driver) => {
     redis.process.kill('SIGKILL');
     await new Promise((resolve) => redis.process.once('exit', resolve));
     for (let i = 0; i < 10; i++) {
-      const { res, ms } = await timed('{ open closed }');
+      const res = await t.gql('{ open closed }');
       expect(res.status).toBe(200);
       expect(res.data).toEqual({ open: 'ok', closed: null });
       expect(res.errors).toEqual([
@@ -51,10 +53,9 @@ describe.each(GRAPHQL_DRIVERS)('GraphQL with Redis killed, on %s', (driver) => {
         },
       ]);
       expect(res.headers['retry-after']).toBe('1');
-      expect(ms).toBeLessThan(TIMEOUT_MS + MARGIN_MS);
     }
     // Fail open alone: the field resolves, and no rate-limit fields are sent (nothing is known).
-    const { res: open, ms } = await timed('{ open }');
+    const open = await t.gql('{ open }');
     expect(open.data).toEqual({ open: 'ok' });
     expect(open.errors).toBeUndefined();
     expect([open.headers['ratelimit'], open.headers['ratelimit-policy'], open.headers['retry-after']]).toEqual([
@@ -62,8 +63,10 @@ describe.each(GRAPHQL_DRIVERS)('GraphQL with Redis killed, on %s', (driver) => {
       undefined,
       undefined,
     ]);
-    expect(ms).toBeLessThan(TIMEOUT_MS + MARGIN_MS);
     expect(failures).toEqual(expect.arrayContaining(['open', 'closed']));
+    // Nothing waited for Redis: every call failed at once (the connection refused, then the open breaker),
+    // none by its timeout (counted, not timed: a loaded machine slows the round trip, not this).
+    expect(errors.filter((error) => error instanceof RateLimitStoreTimeoutError)).toEqual([]);
 
     const port = redis.port;
     await redis.stop();
