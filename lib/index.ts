@@ -10,6 +10,7 @@ export {
   type RateLimitAlgorithm,
   type RateLimitCount,
   type RateLimitDecision,
+  type RateLimitDecisionSource,
   type RateLimitKey,
   type RateLimitMode,
   type RateLimitDuration,

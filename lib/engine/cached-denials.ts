@@ -29,26 +29,15 @@ function withOthers(
     kept.push(item);
     decisions.push(decision);
   }
-  return { items: kept, decisions };
+  return { items: kept, decisions, source: 'deny-cache' };
 }
-
-/** Decisions of requests the local cache of denials answered, without a store call. */
-export const fromDenyCache = new WeakSet<RateLimitDecision>();
-
-/** Whether a decision came from the local cache of denials rather than from the store. */
-export const isFromDenyCache = (decision: RateLimitDecision): boolean => fromDenyCache.has(decision);
 
 /**
  * The request's denials the cache holds (every one, not only the first: a 429 names each policy that refused
  * it), with its other items as the store last reported them; undefined when the cache holds none: ask the
- * store. With `marked` (metrics on), copies marked as answered by the cache.
+ * store. Its source is 'deny-cache' (all of it: the others too were answered without a store call).
  */
-export function fromCache(
-  cache: DenyCache,
-  items: readonly EngineItem[],
-  nowMs: number,
-  marked: boolean,
-): Evaluation | undefined {
+export function fromCache(cache: DenyCache, items: readonly EngineItem[], nowMs: number): Evaluation | undefined {
   let denials: Map<EngineItem, RateLimitDecision> | undefined;
   let first: EngineItem | undefined;
   for (const item of items) {
@@ -59,15 +48,7 @@ export function fromCache(
     first ??= item;
   }
   if (denials === undefined || first === undefined) return undefined;
-  const answered = withOthers(denials, items, cache.others(first.policy, first.key, nowMs));
-  if (!marked) return answered;
-  // Copies, so that the store's own decisions (which the cache keeps) are never marked.
-  answered.decisions = answered.decisions.map((decision) => {
-    const copy = { ...decision };
-    fromDenyCache.add(copy);
-    return copy;
-  });
-  return answered;
+  return withOthers(denials, items, cache.others(first.policy, first.key, nowMs));
 }
 
 /** Remembers the denials of a consume's reply (of `ticket`), each with the request's other decisions. */

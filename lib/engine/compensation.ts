@@ -3,10 +3,9 @@ import type { StoreOperation } from '../metrics/otel-metrics.js';
 import type { ResolvedPolicy } from '../policy/policy.types.js';
 import type { RateLimitStore, RateLimitStoreCall } from '../stores/rate-limit-store.js';
 import type { ChangeFeed } from './change-feed.js';
-import { denies, type EngineItem, type Evaluation } from './evaluation.js';
+import { denies, type EngineItem, type Evaluation, sourceAt } from './evaluation.js';
 import type { FailureReporter } from './failure-reporter.js';
 import type { LeaseBook } from './lease-book.js';
-import { isFromLease } from './leased-items.js';
 
 /** What giving units back needs of the engine (DecisionEngine is one). */
 export interface RefundSide {
@@ -37,8 +36,9 @@ export async function compensate(side: RefundSide, evaluation: Evaluation): Prom
   // this instance's leases goes back to them.
   const consumed = evaluation.items.filter((item, i) => {
     const decision = elementAt(evaluation.decisions, i, 'the decisions of an evaluation');
-    if (decision.allowed && isFromLease(decision)) side.leases?.unspend(item.policy, item.key, item.cost);
-    return decision.allowed && !isFromLease(decision);
+    const leased = sourceAt(evaluation, i) === 'lease';
+    if (decision.allowed && leased) side.leases?.unspend(item.policy, item.key, item.cost);
+    return decision.allowed && !leased;
   });
   try {
     const decisions = [...evaluation.decisions];

@@ -21,8 +21,7 @@ import { denies, type EngineItem, type Evaluation, merge, NOTHING, StoreUnavaila
 import { LeaseBook, type LeaseGrowth } from './lease-book.js';
 import { consumeWithLeases } from './leased-items.js';
 
-export { isFromDenyCache } from './cached-denials.js';
-export { denies, type EngineItem, type Evaluation, NOTHING, StoreUnavailable } from './evaluation.js';
+export { denies, type EngineItem, type Evaluation, NOTHING, sourceAt, StoreUnavailable } from './evaluation.js';
 
 export interface DecisionEngineOptions {
   readonly stores: RateLimitStores;
@@ -236,7 +235,7 @@ export class DecisionEngine {
     const cache = store === this.store && onFailure === 'fail-modes' ? this.denyCache : undefined;
     const nowMs = cache === undefined ? 0 : this.options.clock.now();
     if (cache !== undefined) {
-      const answered = fromCache(cache, items, nowMs, this.metrics !== undefined);
+      const answered = fromCache(cache, items, nowMs);
       if (answered !== undefined) return answered;
     }
     const ticket = cache?.begin();

@@ -1,4 +1,4 @@
-import type { FailMode, RateLimitCount, RateLimitDecision } from '../policy/policy.types.js';
+import type { FailMode, RateLimitCount, RateLimitDecision, RateLimitDecisionSource } from '../policy/policy.types.js';
 import type { RateLimitStoreItem } from '../stores/rate-limit-store.js';
 
 /** One policy of a request, resolved: what to consume, what to do when its store fails, and its place. */
@@ -17,11 +17,33 @@ export interface EngineItem extends RateLimitStoreItem {
 export interface Evaluation {
   readonly items: readonly EngineItem[];
   decisions: RateLimitDecision[];
+  /**
+   * Where every decision came from, when not from the store (a constant: no object per request); `sources`,
+   * when set, says it per decision instead (a request part spent from leases, part decided by the store).
+   */
+  readonly source?: RateLimitDecisionSource;
+  readonly sources?: readonly RateLimitDecisionSource[];
   /** Set by compensate(): given back already (or tried), so an outcome must not refund it again. */
   compensated?: true;
 }
 
 export const NOTHING: Evaluation = Object.freeze({ items: [], decisions: [] });
+
+/** Where the decision at `i` of an evaluation came from. */
+export const sourceAt = (evaluation: Evaluation, i: number): RateLimitDecisionSource =>
+  evaluation.sources?.[i] ?? evaluation.source ?? 'store';
+
+/** The source of each decision of an evaluation, as a list (for joining evaluations of different sources). */
+const sourcesOf = (evaluation: Evaluation): RateLimitDecisionSource[] =>
+  evaluation.items.map((_, i) => sourceAt(evaluation, i));
+
+/** Two evaluations' sources, joined: undefined when both came from the store alone. */
+export function joinedSources(a: Evaluation, b: Evaluation): RateLimitDecisionSource[] | undefined {
+  if (a.source === undefined && a.sources === undefined && b.source === undefined && b.sources === undefined) {
+    return undefined;
+  }
+  return [...sourcesOf(a), ...sourcesOf(b)];
+}
 
 /** Whether an evaluation denies its request: an enforced item was denied (a shadow item never denies). */
 export const denies = ({ items, decisions }: Evaluation): boolean =>
@@ -38,10 +60,19 @@ export class StoreUnavailable extends Error {
   }
 }
 
+/** `evaluation` with `sources` when some decision came from elsewhere than the store. */
+export const withSources = (
+  evaluation: { items: readonly EngineItem[]; decisions: RateLimitDecision[] },
+  sources: readonly RateLimitDecisionSource[] | undefined,
+): Evaluation => (sources === undefined ? evaluation : { ...evaluation, sources });
+
 /** Two evaluations of one request as one (the rate limits, then the quotas of another store). */
 export const merge = (a: Evaluation, b: Evaluation): Evaluation =>
   a.items.length === 0
     ? b
     : b.items.length === 0
       ? a
-      : { items: [...a.items, ...b.items], decisions: [...a.decisions, ...b.decisions] };
+      : withSources(
+          { items: [...a.items, ...b.items], decisions: [...a.decisions, ...b.decisions] },
+          joinedSources(a, b),
+        );

@@ -23,6 +23,9 @@ const STORE_FAILED = { open: 'failed-open', closed: 'failed-closed', local: 'fai
  * left out, as an 'open' one.
  */
 const UNRESOLVED = { ...STORE_FAILED, local: 'failed-open' } as const;
+/** The `rate_limit.source` of each, the same way. */
+const STORE_FAILED_SOURCE = { open: 'fail-open', closed: 'fail-closed', local: 'local' } as const;
+const UNRESOLVED_SOURCE = { ...STORE_FAILED_SOURCE, local: 'fail-open' } as const;
 
 /** Counts each item's failed decision, and names the first fail-closed policy (undefined when none fails closed). */
 function failClosed(
@@ -30,7 +33,8 @@ function failClosed(
   items: readonly FailingItem[],
   outcomes: typeof STORE_FAILED | typeof UNRESOLVED,
 ): string | undefined {
-  for (const item of items) side.metrics?.decision(item.policy.name, outcomes[item.failMode]);
+  const sources = outcomes === STORE_FAILED ? STORE_FAILED_SOURCE : UNRESOLVED_SOURCE;
+  for (const item of items) side.metrics?.decision(item.policy.name, outcomes[item.failMode], sources[item.failMode]);
   return items.find((i) => i.failMode === 'closed')?.policy.name;
 }
 

@@ -1,14 +1,8 @@
 import { elementAt } from '../element-at.js';
-import type { RateLimitDecision } from '../policy/policy.types.js';
+import type { RateLimitDecision, RateLimitDecisionSource } from '../policy/policy.types.js';
 import type { Clock } from '../clock.js';
-import { denies, type EngineItem, type Evaluation } from './evaluation.js';
+import { denies, type EngineItem, type Evaluation, sourceAt } from './evaluation.js';
 import type { LeaseBook } from './lease-book.js';
-
-/** Decisions this instance made from its leases, without the store. */
-const fromLease = new WeakSet<RateLimitDecision>();
-
-/** Whether a decision was made from a lease of this instance (nothing to give back to the store). */
-export const isFromLease = (decision: RateLimitDecision): boolean => fromLease.has(decision);
 
 /** Whether an item may be served from a lease: a leased policy, enforced, with a cost. */
 const leased = (item: EngineItem): boolean => item.policy.lease !== undefined && item.shadow !== true && item.cost >= 1;
@@ -36,7 +30,6 @@ export function splitByLeases(book: LeaseBook, items: readonly EngineItem[], now
     }
     const decision = book.spend(item.policy, item.key, item.cost, nowMs);
     if (decision !== undefined) {
-      fromLease.add(decision);
       spent.set(item, decision);
       continue;
     }
@@ -92,8 +85,15 @@ export function rejoin(
     book.took(sent.policy, sent.key, sent.cost, decision, sentAtMs);
     return withLocalUnits(decision, sent);
   });
-  if (split.spent.size === 0) return { items: stored.items, decisions };
-  return { items: [...split.spent.keys(), ...stored.items], decisions: [...split.spent.values(), ...decisions] };
+  if (split.spent.size === 0) return { ...stored, decisions };
+  // Spent here: 'lease'; the others as the store's evaluation says (the store, the cache of denials, local).
+  const sources: RateLimitDecisionSource[] = [...split.spent.keys()].map(() => 'lease');
+  for (let i = 0; i < stored.items.length; i++) sources.push(sourceAt(stored, i));
+  return {
+    items: [...split.spent.keys(), ...stored.items],
+    decisions: [...split.spent.values(), ...decisions],
+    sources,
+  };
 }
 
 /** A take's decision as the client sees it: what it took beyond the cost is still to spend here. */

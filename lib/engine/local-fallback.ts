@@ -87,6 +87,6 @@ export class LocalFallback {
         }
       });
     }
-    return { items: local, decisions };
+    return { items: local, decisions, source: 'local' };
   }
 }

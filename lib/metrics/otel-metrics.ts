@@ -1,6 +1,7 @@
 import type { Attributes, Counter, Histogram, Meter, UpDownCounter } from '@opentelemetry/api';
 
 import { importPeer } from '../optional-peer.js';
+import type { RateLimitDecisionSource } from '../policy/policy.types.js';
 
 /**
  * How one policy of a request was decided, as the `rate_limit.outcome` attribute: by its store (allowed,
@@ -33,7 +34,8 @@ export const STORE_DURATION_BUCKETS: readonly number[] = [
  * instance at all and the request path pays one undefined check per decision.
  */
 export interface RateLimitMetrics {
-  decision(policy: string, outcome: RateLimitMetricOutcome): void;
+  /** One policy decided; `source` (the `rate_limit.source` attribute) where it was decided, none when skipped. */
+  decision(policy: string, outcome: RateLimitMetricOutcome, source?: RateLimitDecisionSource): void;
   /** A store call of `seconds`; `error` (the error's name) when it failed. */
   storeCall(store: StoreName, operation: StoreOperation, seconds: number, error?: string): void;
   /** `delta` leases of a concurrency policy taken (+) or given back (-). */
@@ -51,7 +53,7 @@ class OtelMetrics implements RateLimitMetrics {
 
   constructor(meter: Meter, breakers: BreakerStates) {
     this.decisions = meter.createCounter('rate_limit.decisions', {
-      description: 'Policies decided, by policy and outcome',
+      description: 'Policies decided, by policy, outcome and source',
       unit: '{decision}',
     });
     this.storeDuration = meter.createHistogram('rate_limit.store.duration', {
@@ -73,8 +75,10 @@ class OtelMetrics implements RateLimitMetrics {
       });
   }
 
-  decision(policy: string, outcome: RateLimitMetricOutcome): void {
-    this.decisions.add(1, { 'rate_limit.policy': policy, 'rate_limit.outcome': outcome });
+  decision(policy: string, outcome: RateLimitMetricOutcome, source?: RateLimitDecisionSource): void {
+    const attributes: Attributes = { 'rate_limit.policy': policy, 'rate_limit.outcome': outcome };
+    if (source !== undefined) attributes['rate_limit.source'] = source;
+    this.decisions.add(1, attributes);
   }
 
   storeCall(store: StoreName, operation: StoreOperation, seconds: number, error?: string): void {

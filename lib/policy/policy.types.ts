@@ -248,6 +248,15 @@ export interface ResolvedPolicy {
 }
 
 /**
+ * Where a decision came from: the store ('store'), this instance's cache of the store's denials without a
+ * store call ('deny-cache'), units this instance took ahead from the store ('lease'), the in-process store of
+ * a `failMode: 'local'` policy while its store fails ('local'), or no store at all because it failed: admitted
+ * by `failMode: 'open'` ('fail-open') or refused by `failMode: 'closed'` ('fail-closed').
+ * @example onDecision: (e) => { if (e.source !== 'store') log.debug(`${e.policy}: decided by ${e.source}`); }
+ */
+export type RateLimitDecisionSource = 'store' | 'deny-cache' | 'lease' | 'local' | 'fail-open' | 'fail-closed';
+
+/**
  * The outcome of one policy for one key.
  * `limit` is the policy's capacity (so 0 <= remaining <= limit), `remaining` the units left after this
  * decision, `resetMs` the milliseconds until the key's usage is fully gone, `retryAfterMs` 0 when allowed,

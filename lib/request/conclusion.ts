@@ -1,13 +1,13 @@
 import type { ExecutionContext } from '@nestjs/common';
 
 import type { ContextAdapter } from '../contexts/context-adapter.js';
-import type { EngineItem, Evaluation } from '../engine/decision-engine.js';
+import { type EngineItem, type Evaluation, sourceAt } from '../engine/decision-engine.js';
 import { elementAt } from '../element-at.js';
 import type { DecisionEvents } from './decision-events.js';
 import { mostRestrictive, rateLimitHeaders, retryAfterSeconds } from '../headers/rate-limit-headers.js';
 import { deniedMessage } from '../rate-limit.exception.js';
 import type { RateLimitHeaders } from '../rate-limit.options.js';
-import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
+import type { RateLimitDecision, RateLimitDecisionSource, ResolvedPolicy } from '../policy/policy.types.js';
 
 /**
  * The last step of the request path: reports every decision of the invocation (onDecision, shadow denials),
@@ -23,13 +23,13 @@ export function conclude(
   evaluations: readonly Evaluation[],
 ): void {
   // Plain loops: this runs on every request, and the closures of flatMap and map would be garbage.
-  let pairs: (readonly [EngineItem, RateLimitDecision])[] = [];
+  let pairs: (readonly [EngineItem, RateLimitDecision, RateLimitDecisionSource])[] = [];
   let shadows = false;
   for (const e of evaluations) {
     for (let i = 0; i < e.items.length; i++) {
       const item = e.items[i] as EngineItem;
       shadows ||= item.shadow === true;
-      pairs.push([item, elementAt(e.decisions, i, 'the decisions of an evaluation')]);
+      pairs.push([item, elementAt(e.decisions, i, 'the decisions of an evaluation'), sourceAt(e, i)]);
     }
   }
   events.report(pairs, ctx);

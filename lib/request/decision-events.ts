@@ -1,11 +1,9 @@
 import type { ExecutionContext, Logger } from '@nestjs/common';
 
 import type { RateLimitMetrics } from '../metrics/otel-metrics.js';
-import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
+import type { RateLimitDecision, RateLimitDecisionSource, ResolvedPolicy } from '../policy/policy.types.js';
 import type { RateLimitStoreItem } from '../stores/rate-limit-store.js';
 import { ThrottledLog } from '../throttled-log.js';
-import { isFromDenyCache } from '../engine/cached-denials.js';
-import { isLocalPolicy } from '../engine/local-fallback.js';
 
 /** How long a shadow policy stays quiet in the log after reporting a would-be denial. */
 const SHADOW_QUIET_MS = 60_000;
@@ -17,7 +15,9 @@ const SHADOW_QUIET_MS = 60_000;
  * a policy in mode 'shadow': `allowed: false` then means it would have denied, and the request went on.
  * `context` is the Nest ExecutionContext of the request, or undefined for RateLimitService calls.
  * `skipped` is true when the policy's key function returned undefined for the request: the policy did not
- * apply (nothing consumed), `key` is '' and `remaining` the policy's limit.
+ * apply (nothing consumed), `key` is '' and `remaining` the policy's limit. `source` says where the decision
+ * came from (RateLimitDecisionSource): 'store', 'deny-cache', 'lease' or 'local' ('store' for a skipped policy,
+ * which nothing decided).
  */
 export interface RateLimitDecisionEvent {
   readonly policy: string;
@@ -30,6 +30,7 @@ export interface RateLimitDecisionEvent {
   readonly retryAfterMs: number;
   readonly context: ExecutionContext | undefined;
   readonly skipped: boolean;
+  readonly source: RateLimitDecisionSource;
 }
 
 /**
@@ -49,17 +50,18 @@ export class DecisionEvents {
   ) {}
 
   report(
-    pairs: readonly (readonly [RateLimitStoreItem, RateLimitDecision])[],
+    pairs: readonly (readonly [RateLimitStoreItem, RateLimitDecision, RateLimitDecisionSource?])[],
     context: ExecutionContext | undefined,
   ): void {
-    for (const [item, decision] of pairs) {
+    for (const [item, decision, source = 'store'] of pairs) {
       const shadow = item.shadow === true;
       if (shadow && !decision.allowed) this.logShadowDenial(item, decision);
       // Counted as failed-local when its store failed (fail-modes.ts): once per policy and request.
-      if (!isLocalPolicy(item.policy))
+      if (source !== 'local')
         this.metrics?.decision(
           decision.policy,
-          isFromDenyCache(decision) ? 'deny-cache' : decision.allowed ? 'allowed' : shadow ? 'shadow-denied' : 'denied',
+          source === 'deny-cache' ? 'deny-cache' : decision.allowed ? 'allowed' : shadow ? 'shadow-denied' : 'denied',
+          source,
         );
       if (this.hook === undefined) continue;
       try {
@@ -74,6 +76,7 @@ export class DecisionEvents {
           retryAfterMs: decision.retryAfterMs,
           context,
           skipped: false,
+          source,
         });
       } catch (error) {
         this.logger.error(`onDecision hook threw: ${(error as Error)?.message ?? String(error)}`);
@@ -97,6 +100,7 @@ export class DecisionEvents {
         retryAfterMs: 0,
         context,
         skipped: true,
+        source: 'store',
       });
     } catch (error) {
       this.logger.error(`onDecision hook threw: ${(error as Error)?.message ?? String(error)}`);

@@ -42,7 +42,8 @@ async function exposed(): Promise<Map<string, Set<string>>> {
   try {
     const instruments = await loadMetrics(() => [['redis', true]]);
     if (instruments === undefined) throw new Error('loadMetrics made no instruments with a MeterProvider registered');
-    for (const outcome of Object.keys(OUTCOMES) as RateLimitMetricOutcome[]) instruments.decision('api', outcome);
+    for (const outcome of Object.keys(OUTCOMES) as RateLimitMetricOutcome[])
+      instruments.decision('api', outcome, 'store');
     instruments.storeCall('redis', 'consume', 0.002);
     instruments.storeCall('redis', 'consume', 0.1, 'TimeoutError');
     instruments.leases('uploads', 1);
@@ -167,7 +168,7 @@ describe('the operators files query the metrics the module exports (real SDK, re
     expect(problems).toEqual([]);
   });
 
-  it('covers decisions by outcome, store latency and errors, the breaker and the deny cache', () => {
+  it('covers decisions by outcome and by source, store latency and errors, the breaker and the deny cache', () => {
     const all = queries().map(([, expr]) => expr);
     const some = (pattern: RegExp) => all.some((expr) => pattern.test(expr));
     expect([
@@ -176,7 +177,8 @@ describe('the operators files query the metrics the module exports (real SDK, re
       some(/rate_limit_store_duration_count\{error_type!=""\}/),
       some(/rate_limit_breaker_state/),
       some(/rate_limit_outcome="deny-cache"/),
-    ]).toEqual([true, true, true, true, true]);
+      some(/by \(rate_limit_source\)/),
+    ]).toEqual([true, true, true, true, true, true]);
   });
 
   it('has alert rules for store errors, an open breaker and the denial rate, each complete', () => {

@@ -11,7 +11,12 @@ import {
 } from '@opentelemetry/sdk-metrics';
 import request from 'supertest';
 
-import { RateLimit, RateLimitModule, type RateLimitModuleOptions } from '../../lib/index.js';
+import {
+  RateLimit,
+  type RateLimitDecisionEvent,
+  RateLimitModule,
+  type RateLimitModuleOptions,
+} from '../../lib/index.js';
 import { STORE_DURATION_BUCKETS } from '../../lib/metrics/otel-metrics.js';
 import { RateLimiter } from '../../lib/rate-limiter.js';
 import { FailModeController } from '../support/fail-mode.controller.js';
@@ -135,6 +140,7 @@ describe.each(ADAPTERS)('OpenTelemetry metrics on the memory store (%s)', (adapt
     expect(total(decisions, { 'rate_limit.policy': 'trial', 'rate_limit.outcome': 'allowed' })).toBe(1);
     expect(total(decisions, { 'rate_limit.policy': 'trial', 'rate_limit.outcome': 'shadow-denied' })).toBe(1);
     expect(total(decisions, {})).toBe(5);
+    expect(total(decisions, { 'rate_limit.source': 'store' })).toBe(5);
     const durations = got('rate_limit.store.duration');
     expect(total(durations, { 'rate_limit.store': 'memory', 'rate_limit.operation': 'consume' })).toBe(5);
     // In seconds: the SDK's default buckets (0 to 10,000, for ms) would put every call into the first ones.
@@ -168,10 +174,17 @@ describe('OpenTelemetry metrics on Redis (express)', () => {
   let sdk: Sdk;
   let redis: TestRedis;
   let app: INestApplication;
+  let events: RateLimitDecisionEvent[];
   beforeEach(async () => {
     sdk = registerSdk();
     redis = await startRedis();
-    const options: RateLimitModuleOptions = { redis: { url: redis.url }, timeout: 100, onError: () => undefined };
+    events = [];
+    const options: RateLimitModuleOptions = {
+      redis: { url: redis.url },
+      timeout: 100,
+      onError: () => undefined,
+      onDecision: (event) => events.push(event),
+    };
     ({ app } = await createApp('express', {
       imports: [RateLimitModule.forRoot(options)],
       controllers: [MeteredController, FailModeController],
@@ -193,6 +206,14 @@ describe('OpenTelemetry metrics on Redis (express)', () => {
     expect(total(decisions, { 'rate_limit.policy': 'limited', 'rate_limit.outcome': 'allowed' })).toBe(2);
     expect(total(decisions, { 'rate_limit.policy': 'limited', 'rate_limit.outcome': 'denied' })).toBe(1);
     expect(total(decisions, { 'rate_limit.policy': 'limited', 'rate_limit.outcome': 'deny-cache' })).toBe(1);
+    expect(total(decisions, { 'rate_limit.policy': 'limited', 'rate_limit.source': 'store' })).toBe(3);
+    expect(total(decisions, { 'rate_limit.policy': 'limited', 'rate_limit.source': 'deny-cache' })).toBe(1);
+    expect(events.map((e) => [e.allowed, e.source])).toEqual([
+      [true, 'store'],
+      [true, 'store'],
+      [false, 'store'],
+      [false, 'deny-cache'],
+    ]);
     // The fourth request was answered from the cache: three store calls.
     expect(
       total(got('rate_limit.store.duration'), { 'rate_limit.store': 'redis', 'rate_limit.operation': 'consume' }),
@@ -209,6 +230,8 @@ describe('OpenTelemetry metrics on Redis (express)', () => {
     decisions = got('rate_limit.decisions');
     expect(total(decisions, { 'rate_limit.policy': 'open', 'rate_limit.outcome': 'failed-open' })).toBe(6);
     expect(total(decisions, { 'rate_limit.policy': 'closed', 'rate_limit.outcome': 'failed-closed' })).toBe(6);
+    expect(total(decisions, { 'rate_limit.policy': 'open', 'rate_limit.source': 'fail-open' })).toBe(6);
+    expect(total(decisions, { 'rate_limit.policy': 'closed', 'rate_limit.source': 'fail-closed' })).toBe(6);
     const failedCalls = got('rate_limit.store.duration').filter((p) => p.attributes['error.type'] !== undefined);
     expect(failedCalls.reduce((sum, p) => sum + p.value, 0)).toBe(12);
     expect(failedCalls.map((p) => p.attributes['error.type'])).toContain('RateLimitCircuitOpenError');

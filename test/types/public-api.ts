@@ -7,6 +7,7 @@ import {
   type Clock,
   MemoryRateLimitStore,
   type RateLimitDecision,
+  type RateLimitDecisionSource,
   type RateLimitDecisionEvent,
   type RateLimitDuration,
   type RateLimitErrorBody,
@@ -228,7 +229,9 @@ expectTypeOf<RateLimitDecisionEvent>().toEqualTypeOf<{
   readonly retryAfterMs: number;
   readonly context: ExecutionContext | undefined;
   readonly skipped: boolean;
+  readonly source: 'store' | 'deny-cache' | 'lease' | 'local' | 'fail-open' | 'fail-closed';
 }>();
+expectTypeOf<RateLimitDecisionEvent['source']>().toEqualTypeOf<RateLimitDecisionSource>();
 
 // --- A custom store ------------------------------------------------------------------------------------------
 

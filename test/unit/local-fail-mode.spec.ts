@@ -4,6 +4,7 @@ import {
   DecisionEngine,
   type EngineItem,
   type Evaluation,
+  sourceAt,
   StoreUnavailable,
 } from '../../lib/engine/decision-engine.js';
 import { failModesDoing } from '../../lib/engine/failure-reporter.js';
@@ -203,7 +204,12 @@ describe("failMode 'local'", () => {
     // the request is reported as decided: its metric was counted when the store failed, not again
     const events = new DecisionEvents(new CapturingNestLogger(), undefined);
     events.metrics = engine.metrics;
-    events.report([[evaluation.items[0] as EngineItem, evaluation.decisions[0] as RateLimitDecision]], undefined);
+    // as the request path's conclusion reports it: with where it was decided
+    expect(sourceAt(evaluation, 0)).toBe('local');
+    events.report(
+      [[evaluation.items[0] as EngineItem, evaluation.decisions[0] as RateLimitDecision, sourceAt(evaluation, 0)]],
+      undefined,
+    );
     expect(outcomes).toEqual([['logins', 'failed-local']]);
 
     store.health = 'answers';

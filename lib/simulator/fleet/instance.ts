@@ -73,7 +73,7 @@ export class FleetInstance {
     const split = this.book === undefined ? undefined : splitByLeases(this.book, this.items, nowMs);
     if (split !== undefined && split.forStore.length === 0) return 'local';
     const items = split?.forStore ?? this.items;
-    if (this.cache !== undefined && fromCache(this.cache, items, nowMs, false) !== undefined) {
+    if (this.cache !== undefined && fromCache(this.cache, items, nowMs) !== undefined) {
       // no call: a take it began is over, and whoever waited for it goes on (the engine's finally)
       if (split !== undefined) this.settled(split);
       return 'denied';
