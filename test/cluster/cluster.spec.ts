@@ -4,13 +4,14 @@ import request from 'supertest';
 
 import { ALGORITHMS, RateLimit, RateLimitModule, RedisRateLimitStore, validatePolicy } from '../../lib/index.js';
 import { storageKey } from '../../lib/stores/storage-key.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { nth } from '../support/harness.js';
 import { createApp } from '../support/nest-app.js';
 import { consumeFromProcesses } from '../support/processes.js';
 import { REDIS_CLIENTS, type TestRedisClient } from '../support/redis-clients.js';
 import { startCluster, type TestCluster } from '../support/redis-cluster.js';
 import { waitFor } from '../support/wait.js';
+import { TEST_START_MS } from '../support/time.js';
 
 let cluster: TestCluster;
 beforeAll(async () => {
@@ -52,7 +53,7 @@ describe('policies in different slots', () => {
 
   it('never over-admits a login limited per IP and per account under concurrency', async () => {
     const keyPrefix = 'login:';
-    const store = new RedisRateLimitStore({ client: cluster.client(), clock: new FakeClock(), keyPrefix });
+    const store = new RedisRateLimitStore({ client: cluster.client(), clock: new FakeClock(TEST_START_MS), keyPrefix });
     const perIp = validatePolicy({ name: 'login-ip', algorithm: 'sliding-window-log', limit: 20, window: '15m' });
     const perAccount = validatePolicy({
       name: 'login-account',

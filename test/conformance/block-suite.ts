@@ -1,9 +1,10 @@
 import { ALGORITHMS, type RateLimitAlgorithm, type RateLimitPolicy, validatePolicy } from '../../lib/index.js';
 import type { RateLimitStore } from '../../lib/stores/rate-limit-store.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { nth } from '../support/harness.js';
 import { policyOf, windowEnds } from '../support/policies.js';
 import type { StoreTarget } from '../support/store-targets.js';
+import { TEST_START_MS } from '../support/time.js';
 
 const penalty = (name: string, algorithm: RateLimitAlgorithm, limit: number): RateLimitPolicy =>
   policyOf(algorithm, { name, limit, window: '1s', block: '10s' });
@@ -18,7 +19,7 @@ export function blockSuite(target: StoreTarget): void {
     afterAll(() => target.teardown());
 
     it.each(ALGORITHMS)('%s: a denial blocks the key for the block, not extended, then lifted', async (algorithm) => {
-      const clock = new FakeClock();
+      const clock = new FakeClock(TEST_START_MS);
       const store: RateLimitStore = target.make(clock);
       const policy = validatePolicy(penalty(`penalty-${algorithm}`, algorithm, 2));
       const other = validatePolicy({ name: `other-${algorithm}`, algorithm: 'fixed-window', limit: 100, window: '1h' });
@@ -62,7 +63,7 @@ export function blockSuite(target: StoreTarget): void {
     });
 
     it.each(ALGORITHMS)('%s: block() and unblock() by hand, the state kept', async (algorithm) => {
-      const clock = new FakeClock();
+      const clock = new FakeClock(TEST_START_MS);
       const store = target.make(clock);
       const policy = validatePolicy(policyOf(algorithm, { name: `manual-${algorithm}`, limit: 5, window: '1h' }));
       const item = { policy, key: 'user:9' };
@@ -86,7 +87,7 @@ export function blockSuite(target: StoreTarget): void {
     });
 
     it('a shadow policy that would deny starts no block', async () => {
-      const clock = new FakeClock();
+      const clock = new FakeClock(TEST_START_MS);
       const store = target.make(clock);
       const policy = validatePolicy(penalty('shadow-penalty', 'sliding-window-log', 1));
       const shadow = { policy, key: 'ip:2', cost: 1, shadow: true };

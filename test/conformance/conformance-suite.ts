@@ -12,11 +12,12 @@ import type { Clock } from '../../lib/clock.js';
 import { MAX_LEAD_US } from '../../lib/algorithms/gcra/gcra.js';
 import { checkGcraRate, MAX_UNITS } from '../../lib/policy/value-checks.js';
 import type { RateLimitAlgorithm } from '../../lib/policy/policy.types.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { nth } from '../support/harness.js';
 import { policyOf } from '../support/policies.js';
 import { ReferenceStore } from '../support/reference-store.js';
 import { type StoreTarget } from '../support/store-targets.js';
+import { TEST_START_MS } from '../support/time.js';
 
 /** The algorithms of a window (every one but quotas, which count per calendar period). */
 const WINDOWED = ALGORITHMS.filter(
@@ -344,7 +345,7 @@ export function conformanceSuite(target: StoreTarget, { runs = 150 }: { runs?: n
     it('regression (a lapsed per-plan GCRA key): what is written does not depend on whether the store still holds the lapsed key', async () => {
       const fixed = validatePolicy({ name: 'plan', algorithm: 'gcra', limit: 1, window: 1, burst: 1 });
       const policy = perPlanGcra(fixed, true);
-      const clock = new FakeClock();
+      const clock = new FakeClock(TEST_START_MS);
       const reference = new ReferenceStore(clock);
       const store = target.make(clock);
       const both = async (p: ResolvedPolicy, cost: number) => {
@@ -370,7 +371,7 @@ export function conformanceSuite(target: StoreTarget, { runs = 150 }: { runs?: n
         });
       await fc.assert(
         fc.asyncProperty(perPlan, fc.array(opArb, { minLength: 1, maxLength: 50 }), async ([policy, fixed], ops) => {
-          const clock = new FakeClock();
+          const clock = new FakeClock(TEST_START_MS);
           const reference = new ReferenceStore(clock);
           const store = target.make(clock);
           for (const op of ops) {
@@ -396,7 +397,7 @@ export function conformanceSuite(target: StoreTarget, { runs = 150 }: { runs?: n
             fc.pre(typeof source.limit === 'number' && (1000 * base.windowMs) % source.limit === 0);
             const bucket = validatePolicy({ ...source, algorithm: 'token-bucket', name: 'same' });
             const cell = validatePolicy({ ...source, algorithm: 'gcra', name: 'same' });
-            const clock = new FakeClock();
+            const clock = new FakeClock(TEST_START_MS);
             const a = target.make(clock);
             const b = target.make(clock);
             // one limit throughout: when it changes, the bucket keeps the units taken, GCRA its TAT

@@ -1,6 +1,6 @@
 import { type ResolvedPolicy, validatePolicy } from '../../lib/index.js';
 import type { RateLimitStore } from '../../lib/stores/rate-limit-store.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import {
   clusterTarget,
   memoryTarget,

@@ -1,8 +1,9 @@
 import { ALGORITHMS, validatePolicy } from '../../lib/index.js';
 import type { RateLimitStore } from '../../lib/stores/rate-limit-store.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { policyOf } from '../support/policies.js';
 import type { StoreTarget } from '../support/store-targets.js';
+import { TEST_START_MS } from '../support/time.js';
 
 /**
  * Shadow items in a consume, on one store: a shadow item never denies the others, consumes nothing when it
@@ -14,7 +15,7 @@ export function shadowSuite(target: StoreTarget): void {
     afterAll(() => target.teardown());
 
     it.each(ALGORITHMS)('%s: decided with the others, never denying them', async (algorithm) => {
-      const clock = new FakeClock();
+      const clock = new FakeClock(TEST_START_MS);
       const store: RateLimitStore = target.make(clock);
       // Different names: different keys, and on a Cluster most likely different slots.
       const enforced = validatePolicy(policyOf(algorithm, { name: `enforced-${algorithm}`, limit: 5, window: '1h' }));

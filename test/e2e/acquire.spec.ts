@@ -13,19 +13,24 @@ import {
   RateLimitService,
   type RateLimitStoreItem,
 } from '../../lib/index.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { mostInAnyWindow } from '../support/admissions.js';
-import { FakeClock } from '../support/fake-clock.js';
 import { nth } from '../support/harness.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
 
 /**
- * The wall clock, keeping its last reading in `nowMs`: waiting takes real (short) time here. Frozen, it stays at
- * its last reading, for a test whose budget must not refill however slowly a loaded machine runs it.
+ * The wall clock, keeping its last reading (lastReadMs()): waiting takes real (short) time here. Frozen, it stays
+ * at its last reading, for a test whose budget must not refill however slowly a loaded machine runs it.
  */
 class WallClock extends FakeClock {
   frozen = false;
   override now(): number {
-    return this.frozen ? this.nowMs : (this.nowMs = Date.now());
+    if (!this.frozen) this.set(Date.now());
+    return this.lastReadMs();
+  }
+  /** The last reading, without reading the wall again. */
+  lastReadMs(): number {
+    return super.now();
   }
 }
 
@@ -40,7 +45,7 @@ class AdmissionLog extends MemoryRateLimitStore {
 
   override async consume(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
     const decided = super.consume(items); // reads the clock, and decides, before it returns
-    const nowMs = this.wall.nowMs;
+    const nowMs = this.wall.lastReadMs();
     const decisions = await decided;
     items.forEach(({ key, policy }, i) => {
       if (key !== 'provider') return;

@@ -13,8 +13,9 @@ import {
   type RateLimitStore,
   type RateLimitStoreItem,
 } from '../../lib/index.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
+import { TEST_START_MS } from '../support/time.js';
 
 interface Req {
   query: Record<string, string | undefined>;
@@ -206,7 +207,7 @@ describe('the module', () => {
       controllers: [CostController],
     })
       .overrideProvider(RATE_LIMIT_CLOCK)
-      .useValue(new FakeClock())
+      .useValue(new FakeClock(TEST_START_MS))
       .compile();
     const app = moduleRef.createNestApplication({ logger: false });
     await app.init();

@@ -2,7 +2,7 @@ import { Controller, Get, type INestApplication } from '@nestjs/common';
 import request from 'supertest';
 
 import { RateLimit, RateLimitModule, type RateLimitHeaders } from '../../lib/index.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
 
 const MINUTE_START = 1_699_999_980_000; // a multiple of 60 000

@@ -20,7 +20,7 @@ import {
   type RateLimitWindowPolicy,
   SkipRateLimit,
 } from '../../lib/index.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { ADAPTERS, type AdapterName, createApp } from '../support/nest-app.js';
 
 interface Req {

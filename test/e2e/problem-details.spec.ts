@@ -8,7 +8,7 @@ import {
   type RateLimitModuleOptions,
   type RateLimitPolicy,
 } from '../../lib/index.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { ADAPTERS, type AdapterName, createApp } from '../support/nest-app.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { decisionCalls } from '../support/redis-commands.js';

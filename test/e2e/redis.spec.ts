@@ -2,12 +2,13 @@ import { Controller, Get, type INestApplication } from '@nestjs/common';
 import request from 'supertest';
 
 import { ALGORITHMS, RateLimit, type RateLimitAlgorithm, RateLimitModule } from '../../lib/index.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { FailModeController } from '../support/fail-mode.controller.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
 import { heldInFlight, policyOf } from '../support/policies.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { Gate, waitFor } from '../support/wait.js';
+import { TEST_START_MS } from '../support/time.js';
 
 const gate = new Gate();
 
@@ -41,7 +42,7 @@ describe.each(ADAPTERS)('on Redis, through HTTP, on %s', (adapter) => {
           imports: [RateLimitModule.forRoot({ redis: { url: redis.url }, keyPrefix: `${adapter}:`, timeout: 2000 })],
           controllers: [floodController(algorithm)],
         },
-        new FakeClock(),
+        new FakeClock(TEST_START_MS),
       );
       await app.listen(0, '127.0.0.1');
       let answered = 0;

@@ -4,10 +4,11 @@ import request from 'supertest';
 
 import { RateLimit, RateLimitModule, type TrustProxy } from '../../lib/index.js';
 import { storageKey } from '../../lib/stores/storage-key.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { CapturingLogger } from '../support/log-lines.js';
+import { TEST_START_MS } from '../support/time.js';
 
 const COSTS: Record<string, unknown> = {
   nan: NaN,
@@ -175,7 +176,7 @@ describe('start-up warnings about the proxy setup', () => {
   async function start(trustProxy?: TrustProxy): Promise<[INestApplication, CapturingLogger]> {
     const capture = new CapturingLogger();
     const metadata = { imports: [RateLimitModule.forRoot({ trustProxy })], controllers: [HostileController] };
-    const { app } = await createApp('express', metadata, new FakeClock(), { logger: capture });
+    const { app } = await createApp('express', metadata, new FakeClock(TEST_START_MS), { logger: capture });
     return [app, capture];
   }
 

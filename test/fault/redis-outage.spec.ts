@@ -2,12 +2,13 @@ import { type INestApplication } from '@nestjs/common';
 import request from 'supertest';
 
 import { RateLimitModule, type RateLimitModuleOptions } from '../../lib/index.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { FailModeController } from '../support/fail-mode.controller.js';
 import { ADAPTERS, type AdapterName, createApp } from '../support/nest-app.js';
 import { IOREDIS, REDIS_CLIENTS, type RedisClientKind, type TestRedisClient } from '../support/redis-clients.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { waitFor } from '../support/wait.js';
+import { TEST_START_MS } from '../support/time.js';
 
 const TIMEOUT_MS = 100;
 /** Requests sent at once while Redis is paused. */
@@ -56,7 +57,7 @@ describe.each(CASES.map(([adapter, connection]) => ({ adapter, connection, throu
       ({ app } = await createApp(
         adapter,
         { imports: [RateLimitModule.forRoot(options)], controllers: [FailModeController] },
-        new FakeClock(),
+        new FakeClock(TEST_START_MS),
       ));
     });
     afterEach(async () => {

@@ -5,7 +5,7 @@ import { Test } from '@nestjs/testing';
 import request from 'supertest';
 
 import { RATE_LIMIT_CLOCK, RateLimitModule } from '../../lib/index.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { CapturingLogger } from '../support/log-lines.js';
 import { KeysResolver, MINUTE_ALIGNED } from './fixtures.js';
 

@@ -1,4 +1,4 @@
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import {
   errorsByPath,
   GRAPHQL_DRIVERS,

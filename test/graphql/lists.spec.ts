@@ -1,7 +1,7 @@
 import { Args, GqlExecutionContext, Query, Resolver } from '@nestjs/graphql';
 
 import { RateLimit, type RateLimitModuleOptions } from '../../lib/index.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { errorsByPath, GRAPHQL_DRIVERS, startGraphQLApp, type GraphQLTestApp } from '../support/graphql-app.js';
 import { byIp, MINUTE_ALIGNED } from './fixtures.js';
 

@@ -1,7 +1,7 @@
 import { Args, GqlExecutionContext, Int, Mutation, Query, Resolver } from '@nestjs/graphql';
 
 import { RateLimit, type RateLimitModuleOptions, type RateLimitPolicy } from '../../lib/index.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import {
   GRAPHQL_DRIVERS,
   policyNames,

@@ -2,8 +2,8 @@ import { Query, Resolver, Subscription } from '@nestjs/graphql';
 import { WebSocket } from 'ws';
 
 import { RateLimit } from '../../lib/index.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { GRAPHQL_DRIVERS, startGraphQLApp, type GraphQLError, type GraphQLTestApp } from '../support/graphql-app.js';
-import { FakeClock } from '../support/fake-clock.js';
 import { byIp, MINUTE_ALIGNED, PER_USER } from './fixtures.js';
 
 @Resolver()

@@ -12,7 +12,7 @@ import { Test } from '@nestjs/testing';
 import { firstValueFrom, lastValueFrom, timeout } from 'rxjs';
 
 import { RATE_LIMIT_CLOCK, RateLimit, RateLimitModule, type RateLimitModuleOptions } from '../../lib/index.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { freePort } from '../support/redis-server.js';
 import { waitFor } from '../support/wait.js';
 import { CapturingLogger } from '../support/log-lines.js';

@@ -14,7 +14,7 @@ import { Test } from '@nestjs/testing';
 import request from 'supertest';
 
 import { RATE_LIMIT_CLOCK, RateLimit, RateLimitGuard, RateLimitModule } from '../../lib/index.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { freePort } from '../support/redis-server.js';
 import { CapturingLogger } from '../support/log-lines.js';
 import {

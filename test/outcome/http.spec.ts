@@ -24,7 +24,7 @@ import {
   RateLimitService,
 } from '../../lib/index.js';
 import { RateLimiter } from '../../lib/rate-limiter.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { nth } from '../support/harness.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
 import { createTestSchema, type TestSchema } from '../support/postgres.js';

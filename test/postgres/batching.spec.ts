@@ -6,15 +6,16 @@ import {
   type RateLimitDecision,
   type RateLimitStoreItem,
 } from '../../lib/index.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { nth } from '../support/harness.js';
 import { createTestSchema, type TestSchema } from '../support/postgres.js';
 import { ReferenceStore } from '../support/reference-store.js';
+import { TEST_START_MS } from '../support/time.js';
 
 let db: TestSchema;
 let prefixes = 0;
 const stores: PostgresRateLimitStore[] = [];
-function store(clock: FakeClock | 'store' = new FakeClock()): PostgresRateLimitStore {
+function store(clock: FakeClock | 'store' = new FakeClock(TEST_START_MS)): PostgresRateLimitStore {
   const s = new PostgresRateLimitStore({
     pool: db.pool,
     schema: db.schema,
@@ -93,7 +94,7 @@ describe('PostgreSQL consumes that arrive together', () => {
   });
 
   it('decide like the reference when requests of several items are denied in a batch, and when they are allowed', async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock(TEST_START_MS);
     const s = store(clock);
     const reference = new ReferenceStore(clock);
     const wide = validatePolicy({ name: 'wide', algorithm: 'gcra', limit: 5, window: '1m' });
@@ -120,7 +121,7 @@ describe('PostgreSQL consumes that arrive together', () => {
   });
 
   it('decide a request with two items on one key like the reference (the general function)', async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock(TEST_START_MS);
     const s = store(clock);
     const reference = new ReferenceStore(clock);
     const policy = validatePolicy({ name: 'twice', algorithm: 'sliding-window-counter', limit: 5, window: '1m' });

@@ -1,5 +1,5 @@
 import { validatePolicy } from '../../lib/index.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { nth } from '../support/harness.js';
 import {
   consumeThrough,

@@ -1,7 +1,7 @@
 import { validatePolicy, type RateLimitDecision } from '../../lib/index.js';
 import { ALGORITHM_CODES } from '../../lib/algorithms/index.js';
 import { periodOf } from '../../lib/algorithms/quota/quota.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { nth } from '../support/harness.js';
 import { earlierSchema, schemaFunctions, storeOn, storageKeyOf } from '../support/migrations.js';
 import { ReferenceStore } from '../support/reference-store.js';

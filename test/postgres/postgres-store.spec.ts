@@ -7,7 +7,7 @@ import request from 'supertest';
 
 import { ALGORITHMS, PostgresRateLimitStore, RateLimitModule, validatePolicy } from '../../lib/index.js';
 import { storageKey } from '../../lib/stores/storage-key.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { FailModeController } from '../support/fail-mode.controller.js';
 import { nth } from '../support/harness.js';
 import { createApp } from '../support/nest-app.js';
@@ -16,6 +16,7 @@ import { policyOf } from '../support/policies.js';
 import { consumeFromProcesses } from '../support/processes.js';
 import { freePort } from '../support/redis-server.js';
 import { waitFor } from '../support/wait.js';
+import { TEST_START_MS } from '../support/time.js';
 
 let db: TestSchema;
 let prefixes = 0;
@@ -45,7 +46,7 @@ describe.each(ALGORITHMS)('%s on PostgreSQL under concurrency', (algorithm) => {
   const policy = validatePolicy(policyOf(algorithm, { name: 'flood', limit: 100, window: '1m' }));
 
   it('admits exactly 100 of 200 concurrent consumes from one process', async () => {
-    const s = store({ clock: new FakeClock() });
+    const s = store({ clock: new FakeClock(TEST_START_MS) });
     const decisions = await Promise.all(
       Array.from({ length: 200 }, () => s.consume([{ policy, key: 'one-key', cost: 1 }])),
     );
@@ -60,7 +61,7 @@ describe.each(ALGORITHMS)('%s on PostgreSQL under concurrency', (algorithm) => {
 describe('PostgresRateLimitStore', () => {
   it('decides several policies in one statement, all-or-nothing (read back from the table)', async () => {
     const keyPrefix = `s${++prefixes}:`;
-    const s = store({ clock: new FakeClock(), keyPrefix });
+    const s = store({ clock: new FakeClock(TEST_START_MS), keyPrefix });
     const queries: string[] = [];
     const query = db.pool.query.bind(db.pool);
     // A spy that counts pg's queries and returns pg's own promise (jest types the implementation as void).
@@ -106,7 +107,7 @@ describe('PostgresRateLimitStore', () => {
   });
 
   it('prunes expired rows in the background, and the table does not grow under a stream of distinct keys', async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock(TEST_START_MS);
     const keyPrefix = `prune${++prefixes}:`;
     const s = store({ clock, keyPrefix, ttlSlackMs: 0, pruneIntervalMs: 100, pruneBatch: 50 });
     const policy = validatePolicy({ name: 'p', algorithm: 'gcra', limit: 10, window: '1s' });

@@ -9,7 +9,7 @@ import {
   type RateLimitModuleOptions,
 } from '../../lib/index.js';
 import { storageKey } from '../../lib/stores/storage-key.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { createApp } from '../support/nest-app.js';
 import { createTestSchema, type TestSchema } from '../support/postgres.js';
 import { consumeFromProcesses } from '../support/processes.js';

@@ -6,10 +6,11 @@ import {
 } from '../../lib/index.js';
 import { periodOf } from '../../lib/algorithms/quota/quota.js';
 import { storageKey } from '../../lib/stores/storage-key.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { nth } from '../support/harness.js';
 import { createTestSchema, type TestSchema } from '../support/postgres.js';
 import { ReferenceStore } from '../support/reference-store.js';
+import { TEST_START_MS } from '../support/time.js';
 
 let db: TestSchema;
 let prefixes = 0;
@@ -28,7 +29,7 @@ function store(clock: FakeClock, keyPrefix = `sb${++prefixes}:`): PostgresRateLi
 
 beforeAll(async () => {
   db = await createTestSchema();
-  await store(new FakeClock()).migrate();
+  await store(new FakeClock(TEST_START_MS)).migrate();
 });
 afterAll(async () => {
   await Promise.all(stores.map((s) => s.close()));
@@ -40,7 +41,7 @@ const blocking = (name: string, algorithm: 'token-bucket' | 'concurrency' | 'fix
 
 describe('shadow items and blocks on PostgreSQL', () => {
   it('decide like the reference when consumes with shadow items and blocks go out together (rounds of one item and of several)', async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock(TEST_START_MS);
     const s = store(clock);
     const reference = new ReferenceStore(clock);
     const bucket = blocking('bucket', 'token-bucket', 2);
@@ -76,7 +77,7 @@ describe('shadow items and blocks on PostgreSQL', () => {
   });
 
   it('deny the later requests of one key in a statement once a denial in an earlier round has blocked it', async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock(TEST_START_MS);
     const s = store(clock);
     const reference = new ReferenceStore(clock);
     const policy = blocking('flood', 'fixed-window', 3);
@@ -98,7 +99,7 @@ describe('shadow items and blocks on PostgreSQL', () => {
   });
 
   it('decide a request with two items on one key, shadow or blocking, like the reference (the general function)', async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock(TEST_START_MS);
     const s = store(clock);
     const reference = new ReferenceStore(clock);
     const policy = blocking('twice', 'token-bucket', 3);
@@ -121,7 +122,7 @@ describe('shadow items and blocks on PostgreSQL', () => {
   });
 
   it('keep a block in its row beside the state it leaves as it was, and refund keeps it', async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock(TEST_START_MS);
     const keyPrefix = `sb${++prefixes}:`;
     const s = store(clock, keyPrefix);
     const policy = blocking('kept', 'token-bucket', 2);

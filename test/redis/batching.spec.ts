@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 
 import { RedisRateLimitStore, validatePolicy } from '../../lib/index.js';
 import { storageKey } from '../../lib/stores/storage-key.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { ReferenceStore } from '../support/reference-store.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { callsOf } from '../support/redis-commands.js';

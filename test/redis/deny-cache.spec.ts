@@ -4,7 +4,7 @@ import request from 'supertest';
 
 import { RateLimit, RateLimitModule, validatePolicy } from '../../lib/index.js';
 import { DenyCache } from '../../lib/engine/deny-cache.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { createApp } from '../support/nest-app.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { decisionCalls, itemsDecided } from '../support/redis-commands.js';

@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { FIXED_WINDOW_COUNT_BITS } from '../../lib/algorithms/fixed-window/fixed-window.lua.js';
 import { RedisRateLimitStore, validatePolicy, type ResolvedPolicy } from '../../lib/index.js';
 import { storageKey } from '../../lib/stores/storage-key.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { nth } from '../support/harness.js';
 import { ReferenceStore } from '../support/reference-store.js';
 import { callsOf } from '../support/redis-commands.js';

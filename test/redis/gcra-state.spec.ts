@@ -7,7 +7,7 @@ import { RedisRateLimitStore, validatePolicy, type ResolvedPolicy } from '../../
 import { luaPrelude } from '../../lib/stores/redis/rate-limit.lua.js';
 import { stateCodecLua } from '../../lib/stores/redis/state-codec.lua.js';
 import { storageKey } from '../../lib/stores/storage-key.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { nth } from '../support/harness.js';
 import { callsOf } from '../support/redis-commands.js';
 import { ReferenceStore } from '../support/reference-store.js';

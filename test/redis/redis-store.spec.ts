@@ -3,13 +3,14 @@ import type { Redis } from 'ioredis';
 import { FIXED_WINDOW_COUNT_BITS } from '../../lib/algorithms/fixed-window/fixed-window.lua.js';
 import { ALGORITHMS, RedisRateLimitStore, validatePolicy } from '../../lib/index.js';
 import { storageKey } from '../../lib/stores/storage-key.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { consumeFromProcesses } from '../support/processes.js';
-import { FakeClock } from '../support/fake-clock.js';
 import { nth } from '../support/harness.js';
 import { policyOf } from '../support/policies.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { waitFor } from '../support/wait.js';
 import { callsOf } from '../support/redis-commands.js';
+import { TEST_START_MS } from '../support/time.js';
 
 let redis: TestRedis;
 let client: Redis;
@@ -26,7 +27,7 @@ describe.each(ALGORITHMS)('%s under concurrency', (algorithm) => {
   const policy = validatePolicy(policyOf(algorithm, { name: 'flood', limit: 100, window: '1m' }));
 
   it('admits exactly 100 of 200 concurrent consumes over 4 connections', async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock(TEST_START_MS);
     const keyPrefix = nextPrefix();
     const stores = Array.from(
       { length: 4 },
@@ -46,7 +47,7 @@ describe.each(ALGORITHMS)('%s under concurrency', (algorithm) => {
 describe('RedisRateLimitStore', () => {
   it('consumes nothing from any policy when one denies (read back from Redis)', async () => {
     const keyPrefix = nextPrefix();
-    const store = new RedisRateLimitStore({ client, clock: new FakeClock(), keyPrefix });
+    const store = new RedisRateLimitStore({ client, clock: new FakeClock(TEST_START_MS), keyPrefix });
     const wide = validatePolicy({ name: 'wide', algorithm: 'token-bucket', limit: 100, window: '1m' });
     const narrow = validatePolicy({ name: 'narrow', algorithm: 'fixed-window', limit: 1, window: '1m' });
     await store.consume([{ policy: narrow, key: 'u', cost: 1 }]);
@@ -92,7 +93,11 @@ describe('RedisRateLimitStore', () => {
   it('uses the script on a Redis without functions (FCALL renamed away, as before Redis 7), reloaded after SCRIPT FLUSH', async () => {
     const old = await startRedis({ args: ['--rename-command', 'FCALL', '', '--rename-command', 'FUNCTION', ''] });
     try {
-      const store = new RedisRateLimitStore({ client: old.client(), clock: new FakeClock(), keyPrefix: nextPrefix() });
+      const store = new RedisRateLimitStore({
+        client: old.client(),
+        clock: new FakeClock(TEST_START_MS),
+        keyPrefix: nextPrefix(),
+      });
       const policy = validatePolicy({ name: 'p', algorithm: 'gcra', limit: 10, window: '1m' });
       await store.load();
       for (let i = 9; i >= 7; i--) expect((await store.consume([{ policy, key: 'u', cost: 1 }]))[0]?.remaining).toBe(i);
@@ -107,7 +112,7 @@ describe('RedisRateLimitStore', () => {
   });
 
   it('reloads its function or script after SCRIPT FLUSH, FLUSHALL and FUNCTION FLUSH without failing a request', async () => {
-    const store = new RedisRateLimitStore({ client, clock: new FakeClock(), keyPrefix: nextPrefix() });
+    const store = new RedisRateLimitStore({ client, clock: new FakeClock(TEST_START_MS), keyPrefix: nextPrefix() });
     const policy = validatePolicy({ name: 'p', algorithm: 'gcra', limit: 10, window: '1m' });
     expect((await store.consume([{ policy, key: 'u', cost: 1 }]))[0]?.remaining).toBe(9);
     await client.script('FLUSH');

@@ -11,7 +11,7 @@ import {
   type RateLimitStore,
   validatePolicy,
 } from '../../lib/index.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { nth } from '../support/harness.js';
 import { policyOf } from '../support/policies.js';
 import { createTestSchema, type TestSchema } from '../support/postgres.js';

@@ -14,7 +14,7 @@ import {
   RateLimitService,
 } from '../../lib/index.js';
 import { RateLimiter } from '../../lib/rate-limiter.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { startGraphQLApp } from '../support/graphql-app.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
 import { createTestSchema, type TestSchema } from '../support/postgres.js';
@@ -22,6 +22,7 @@ import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { ReferenceStore } from '../support/reference-store.js';
 import { Gate, waitFor } from '../support/wait.js';
 import { STORES, storeOptions } from '../support/store-options.js';
+import { TEST_START_MS } from '../support/time.js';
 
 // Issue 18, item 5: a concurrency denial said `Retry-After: 300` (when the oldest lease of a '5m' lease window
 // would expire), although the slot frees when the running request ends, milliseconds later. The wait is now
@@ -196,7 +197,7 @@ describe('regression: a concurrency denial tells the client to wait the lease ti
     const SHORT: RateLimitPolicy = { name: 'short-lease', algorithm: 'concurrency', limit: 1, window: '5s' };
 
     it('waits until the oldest lease expires when that is nearer than 1 s, else 1 s', async () => {
-      const clock = new FakeClock();
+      const clock = new FakeClock(TEST_START_MS);
       const options = store === 'custom' ? { store: new ReferenceStore(clock) } : storeOptions(store, { redis, db });
       const { app } = await createApp('express', { imports: [RateLimitModule.forRoot(options)] }, clock);
       try {

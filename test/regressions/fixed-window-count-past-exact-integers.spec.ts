@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 
 import { MemoryRateLimitStore, RedisRateLimitStore, validatePolicy } from '../../lib/index.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 
 // Regression: the Redis store's fixed window counts first (INCRBY of the cost onto `index × 2^21 + count`) and

@@ -5,7 +5,7 @@ import request from 'supertest';
 
 import { RateLimit, RateLimitModule, type RateLimitPolicy } from '../../lib/index.js';
 import { RATE_LIMIT_POLICIES } from '../../lib/rate-limit.constants.js';
-import type { FakeClock } from '../support/fake-clock.js';
+import type { FakeClock } from '../../lib/testing/index.js';
 import { nth } from '../support/harness.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
 

@@ -3,10 +3,11 @@ import { APP_GUARD } from '@nestjs/core';
 import request from 'supertest';
 
 import { RateLimit, RateLimitModule, type RateLimitPolicy } from '../../lib/index.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { ADAPTERS, type AdapterName, createApp } from '../support/nest-app.js';
 import { OptionalUserGuard, RequiredUserGuard } from '../support/auth-guards.js';
 import { CapturingLogger, type LogEntry } from '../support/log-lines.js';
+import { TEST_START_MS } from '../support/time.js';
 
 // Regression (issue 18, item 3): a policy declared `key: 'user'` on a route nobody authenticates before the
 // limiter fell back to the client IP without a word, so a "per-account" limit was in fact per NAT. The first
@@ -73,7 +74,7 @@ async function start(
   metadata: ModuleMetadata,
 ): Promise<{ app: INestApplication; warnings: () => LogEntry[] }> {
   const logs = new CapturingLogger();
-  const { app } = await createApp(adapter, metadata, new FakeClock(), { logger: logs });
+  const { app } = await createApp(adapter, metadata, new FakeClock(TEST_START_MS), { logger: logs });
   return { app, warnings: () => logs.find('warn', /keyed 'user'/) };
 }
 

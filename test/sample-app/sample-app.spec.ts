@@ -14,9 +14,9 @@ import {
   type RateLimitStoreItem,
 } from '../../lib/index.js';
 import { RateLimiter } from '../../lib/rate-limiter.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { ModelNetwork, PROVIDER_KEY, PROVIDER_RPM } from '../../sample-app/ai-provider.service.js';
 import { AppModule, rateLimitOptions } from '../../sample-app/app.module.js';
-import { FakeClock } from '../support/fake-clock.js';
 import { ADAPTERS } from '../support/nest-app.js';
 import { waitFor } from '../support/wait.js';
 import { startSampleApp, TestNetwork } from './harness.js';

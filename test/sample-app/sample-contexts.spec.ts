@@ -7,8 +7,8 @@ import { io, type Socket } from 'socket.io-client';
 import request from 'supertest';
 
 import { RATE_LIMIT_CLOCK } from '../../lib/index.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { AppModule } from '../../sample-app/app.module.js';
-import { FakeClock } from '../support/fake-clock.js';
 
 /** A multiple of 60 000 ms. */
 const MINUTE_START = 1_699_999_980_000;

@@ -12,8 +12,9 @@ import { Test } from '@nestjs/testing';
 import request from 'supertest';
 
 import { RATE_LIMIT_CLOCK, RateLimitModule, type RateLimitModuleOptions, RateLimitService } from '../../lib/index.js';
-import { FakeClock } from './fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { nth } from './harness.js';
+import { TEST_START_MS } from './time.js';
 
 /** Apollo Server on Express (@nestjs/apollo) and Mercurius on Fastify (@nestjs/mercurius). */
 export type GraphQLDriverName = 'apollo' | 'mercurius';
@@ -102,7 +103,7 @@ async function graphqlModule(driver: GraphQLDriverName, options: GraphQLAppOptio
  * limiter's clock replaced by a FakeClock. Rejects as the app's start does (e.g. on an invalid policy).
  */
 export async function startGraphQLApp(driver: GraphQLDriverName, options: GraphQLAppOptions): Promise<GraphQLTestApp> {
-  const clock = options.clock ?? new FakeClock();
+  const clock = options.clock ?? new FakeClock(TEST_START_MS);
   const moduleRef = await Test.createTestingModule({
     imports: [
       ...(options.rateLimit === false ? [] : [RateLimitModule.forRoot(options.rateLimit ?? {})]),

@@ -1,10 +1,11 @@
 import { MemoryRateLimitStore } from '../../lib/stores/memory/memory.store.js';
 import { validatePolicy } from '../../lib/policy/validate-policy.js';
 import type { RateLimitDecision, RateLimitPolicy } from '../../lib/policy/policy.types.js';
-import { FakeClock } from './fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
+import { TEST_START_MS } from './time.js';
 
 /** One policy on one key of a memory store, driven by a fake clock: the shape of most algorithm tests. */
-export function limiter(policy: RateLimitPolicy, startMs = 1_700_000_000_000) {
+export function limiter(policy: RateLimitPolicy, startMs = TEST_START_MS) {
   const clock = new FakeClock(startMs);
   const store = new MemoryRateLimitStore({ clock });
   const resolved = validatePolicy(policy);

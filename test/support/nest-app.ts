@@ -4,7 +4,8 @@ import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 
 import { RATE_LIMIT_CLOCK } from '../../lib/index.js';
-import { FakeClock } from './fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
+import { TEST_START_MS } from './time.js';
 
 export type AdapterName = 'express' | 'fastify';
 export const ADAPTERS: AdapterName[] = ['express', 'fastify'];
@@ -16,7 +17,7 @@ export const ADAPTERS: AdapterName[] = ['express', 'fastify'];
 export async function createApp(
   adapter: AdapterName,
   metadata: ModuleMetadata,
-  clock = new FakeClock(),
+  clock = new FakeClock(TEST_START_MS),
   { logger }: { logger?: LoggerService } = {},
 ): Promise<{ app: INestApplication; clock: FakeClock; server: () => unknown }> {
   const builder = Test.createTestingModule(metadata).overrideProvider(RATE_LIMIT_CLOCK).useValue(clock);

@@ -5,7 +5,7 @@ import { DecisionEngine, denies, type EngineItem } from '../../lib/engine/decisi
 import { emissionUs } from '../../lib/algorithms/gcra/gcra.js';
 import type { RateLimitStore } from '../../lib/stores/rate-limit-store.js';
 import type { LeaseGrowth } from '../../lib/engine/lease-book.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { FailingStore } from '../support/failing-store.js';
 
 // A fleet of decision engines (one per app instance) on one store, on a fake clock: what leases may and may not

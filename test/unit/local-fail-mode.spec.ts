@@ -20,11 +20,12 @@ import { validatePolicy } from '../../lib/policy/validate-policy.js';
 import { DecisionEvents } from '../../lib/request/decision-events.js';
 import { OutcomeRefunds } from '../../lib/request/outcome.js';
 import { MemoryRateLimitStore } from '../../lib/stores/memory/memory.store.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { FailingStore, type StoreHealth } from '../support/failing-store.js';
-import { FakeClock } from '../support/fake-clock.js';
 import { CapturingLogger, CapturingNestLogger } from '../support/log-lines.js';
 import { policyOf } from '../support/policies.js';
 import { waitFor } from '../support/wait.js';
+import { TEST_START_MS } from '../support/time.js';
 
 // failMode 'local' on the decision engine: a real MemoryRateLimitStore behind a switch (FailingStore) is the
 // shared store; when it fails or hangs, 'local' policies are decided on the engine's own in-process store with
@@ -34,7 +35,7 @@ import { waitFor } from '../support/wait.js';
 const WINDOW_MS = 60_000;
 
 function setup({ instances = 2, timeoutMs = 20 }: { instances?: number; timeoutMs?: number } = {}) {
-  const clock = new FakeClock();
+  const clock = new FakeClock(TEST_START_MS);
   const store = new FailingStore(new MemoryRateLimitStore({ clock }));
   const logger = new CapturingLogger();
   const engine = new DecisionEngine({

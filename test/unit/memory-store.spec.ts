@@ -1,7 +1,8 @@
 import { jest } from '@jest/globals';
 
 import { MemoryRateLimitStore, validatePolicy } from '../../lib/index.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
+import { TEST_START_MS } from '../support/time.js';
 
 const policy = validatePolicy({ name: 'p', algorithm: 'sliding-window-counter', limit: 10, window: '1m' });
 const busy = validatePolicy({ name: 'busy', algorithm: 'fixed-window', limit: 1_000_000, window: '1m' });
@@ -9,7 +10,7 @@ const longer = validatePolicy({ name: 'q', algorithm: 'token-bucket', limit: 10,
 
 describe('MemoryRateLimitStore', () => {
   it('holds 1,000,000 distinct keys within its bound, evicting the least recently written', async () => {
-    const store = new MemoryRateLimitStore({ clock: new FakeClock(), maxKeys: 10_000 });
+    const store = new MemoryRateLimitStore({ clock: new FakeClock(TEST_START_MS), maxKeys: 10_000 });
     for (let i = 0; i < 1_000_000; i++) await store.consume([{ policy, key: `k${i}`, cost: 1 }]);
     expect(store.size).toBe(10_000);
     // the newest keys are still counted, the oldest were evicted
@@ -18,7 +19,7 @@ describe('MemoryRateLimitStore', () => {
   });
 
   it('reclaims expired keys as it works, with no timer, and its size returns to zero', async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock(TEST_START_MS);
     const store = new MemoryRateLimitStore({ clock });
     const timers = jest.spyOn(global, 'setTimeout');
     for (let i = 0; i < 1000; i++)
@@ -40,7 +41,7 @@ describe('MemoryRateLimitStore', () => {
   });
 
   it('prune() removes every expired key at once', async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock(TEST_START_MS);
     const store = new MemoryRateLimitStore({ clock });
     for (let i = 0; i < 100; i++) await store.consume([{ policy, key: `k${i}`, cost: 1 }]);
     clock.advance(2 * 60_000);
@@ -49,7 +50,7 @@ describe('MemoryRateLimitStore', () => {
   });
 
   it('answers a refund with the key as it then stands: its units back, and still blocked while a block lasts', async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock(TEST_START_MS);
     const store = new MemoryRateLimitStore({ clock });
     await store.consume([{ policy, key: 'plain', cost: 4 }]);
     expect(await store.refund([{ policy, key: 'plain', cost: 3 }])).toMatchObject([{ allowed: true, remaining: 9 }]);

@@ -8,7 +8,7 @@ import { io, type Socket } from 'socket.io-client';
 import { WebSocket } from 'ws';
 
 import { RATE_LIMIT_CLOCK, RateLimitModule, type RateLimitModuleOptions } from '../../lib/index.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 import { nth } from '../support/harness.js';
 import { ChatGateway, type Message } from './gateways.js';
 
