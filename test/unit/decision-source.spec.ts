@@ -13,7 +13,7 @@ import type { FailMode, RateLimitDecisionSource } from '../../lib/policy/policy.
 import { DecisionEvents, type RateLimitDecisionEvent } from '../../lib/request/decision-events.js';
 import type { RateLimitStore } from '../../lib/stores/rate-limit-store.js';
 import { FailingStore } from '../support/failing-store.js';
-import { FakeClock } from '../support/fake-clock.js';
+import { FakeClock } from '../../lib/testing/index.js';
 
 // Where each decision came from, as `onDecision`'s event.source and the decisions metric's `rate_limit.source`:
 // one engine on a store seen as remote (so it has a cache of denials and grants leases), a fake clock, and the
