@@ -4,8 +4,7 @@ import request from 'supertest';
 import { RateLimit, RateLimitModule, type RateLimitHeaders } from '../../lib/index.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
-
-const MINUTE_START = 1_699_999_980_000; // a multiple of 60 000
+import { alignedStart } from '../support/time.js';
 
 @Controller()
 class HeadersController {
@@ -29,7 +28,7 @@ async function appWith(adapter: (typeof ADAPTERS)[number], headers?: RateLimitHe
   return createApp(
     adapter,
     { imports: [RateLimitModule.forRoot({ headers })], controllers: [HeadersController] },
-    new FakeClock(MINUTE_START),
+    new FakeClock(alignedStart(60_000)),
   );
 }
 

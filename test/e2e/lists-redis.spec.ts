@@ -12,6 +12,7 @@ import { FakeClock } from '../../lib/testing/index.js';
 import { ADAPTERS, type AdapterName, createApp } from '../support/nest-app.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { commandsRun } from '../support/redis-commands.js';
+import { alignedStart } from '../support/time.js';
 
 const fixed = (name: string, limit: number, extra: Partial<RateLimitWindowPolicy> = {}): RateLimitWindowPolicy => ({
   name,
@@ -87,7 +88,7 @@ describe.each(ADAPTERS)('allow and deny lists on %s with Redis: no store call', 
         ],
         controllers: [RedisListsController],
       },
-      new FakeClock(60_000 * 28_333_334),
+      new FakeClock(alignedStart(60_000) + 60_000),
     ));
   };
   const get = (path: string, ip: string) =>

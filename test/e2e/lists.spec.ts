@@ -22,6 +22,7 @@ import {
 } from '../../lib/index.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { ADAPTERS, type AdapterName, createApp } from '../support/nest-app.js';
+import { alignedStart } from '../support/time.js';
 
 interface Req {
   headers: Record<string, string | undefined>;
@@ -199,7 +200,7 @@ describe.each(ADAPTERS)('allow and deny lists on %s (memory store)', (adapter: A
   let store: CountingStore;
   let errors: [string, string][];
   const start = async (options: RateLimitModuleOptions, controllers: (new () => object)[] = [ListsController]) => {
-    const clock = new FakeClock(60_000 * 28_333_334);
+    const clock = new FakeClock(alignedStart(60_000) + 60_000);
     store = new CountingStore({ clock });
     errors = [];
     ({ app } = await createApp(

@@ -11,6 +11,7 @@ import { FailingStore } from '../support/failing-store.js';
 import { postOn } from '../support/http-post.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
 import { Gate, waitFor } from '../support/wait.js';
+import { alignedStart } from '../support/time.js';
 
 // failMode 'local' over HTTP, on a store that fails on demand (a real MemoryRateLimitStore behind a switch):
 // the headers of a local decision, leases taken locally given back locally, and the start-up checks.
@@ -45,7 +46,7 @@ describe.each(ADAPTERS)("failMode 'local' over HTTP (%s)", (adapter) => {
   let app: INestApplication;
   let store: FailingStore;
   // at the start of a minute: a window's reset is its whole length
-  const clock = new FakeClock(1_700_000_040_000);
+  const clock = new FakeClock(alignedStart(60_000) + 60_000);
 
   beforeEach(async () => {
     store = new FailingStore(new MemoryRateLimitStore({ clock }));

@@ -12,8 +12,8 @@ import { FakeClock } from '../../lib/testing/index.js';
 import { ADAPTERS, type AdapterName, createApp } from '../support/nest-app.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { decisionCalls } from '../support/redis-commands.js';
+import { alignedStart } from '../support/time.js';
 
-const MINUTE_START = 1_699_999_980_000; // a multiple of 60 000
 const QUOTA_EXCEEDED = 'https://iana.org/assignments/http-problem-types#quota-exceeded';
 const REDUCED_CAPACITY = 'https://iana.org/assignments/http-problem-types#temporary-reduced-capacity';
 const PROBLEM_JSON = /^application\/problem\+json(;|$)/;
@@ -82,7 +82,7 @@ async function appWith(adapter: AdapterName, options: RateLimitModuleOptions): P
       imports: [RateLimitModule.forRoot({ keyPrefix: `problem-${adapter}-${++prefixes}:`, ...options })],
       controllers: [ProblemController],
     },
-    new FakeClock(MINUTE_START),
+    new FakeClock(alignedStart(60_000)),
   );
   await app.listen(0, '127.0.0.1');
   return app;

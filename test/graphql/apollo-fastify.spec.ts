@@ -7,7 +7,8 @@ import request from 'supertest';
 import { RATE_LIMIT_CLOCK, RateLimitModule } from '../../lib/index.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { CapturingLogger } from '../support/log-lines.js';
-import { KeysResolver, MINUTE_ALIGNED } from './fixtures.js';
+import { alignedStart } from '../support/time.js';
+import { KeysResolver } from './fixtures.js';
 
 /** Apollo on Fastify: Nest's context has only `req`, so headers need the app to put `reply` in its context. */
 describe('Apollo on Fastify', () => {
@@ -30,7 +31,7 @@ describe('Apollo on Fastify', () => {
       providers: [KeysResolver],
     })
       .overrideProvider(RATE_LIMIT_CLOCK)
-      .useValue(new FakeClock(MINUTE_ALIGNED))
+      .useValue(new FakeClock(alignedStart(60_000) + 60_000))
       .compile();
     const app = moduleRef.createNestApplication(new FastifyAdapter(), { logger });
     try {

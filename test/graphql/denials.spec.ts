@@ -6,7 +6,8 @@ import {
   startGraphQLApp,
   type GraphQLTestApp,
 } from '../support/graphql-app.js';
-import { LibraryResolver, MINUTE_ALIGNED, PER_USER } from './fixtures.js';
+import { alignedStart } from '../support/time.js';
+import { LibraryResolver, PER_USER } from './fixtures.js';
 
 const IP = 'ip:127.0.0.1';
 
@@ -17,7 +18,7 @@ describe.each(GRAPHQL_DRIVERS)('GraphQL policies and denials on %s', (driver) =>
       resolvers: [LibraryResolver],
       rateLimit: { defaults: [PER_USER] },
       fieldResolverEnhancers: ['guards'],
-      clock: new FakeClock(MINUTE_ALIGNED),
+      clock: new FakeClock(alignedStart(60_000) + 60_000),
     });
   });
   afterEach(() => t.close());

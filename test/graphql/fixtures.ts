@@ -14,9 +14,6 @@ import {
 
 import { RateLimit, type RateLimitPolicy } from '../../lib/index.js';
 
-/** A FakeClock start on a minute boundary, so fixed windows report t=60 and retry in 60 s. */
-export const MINUTE_ALIGNED = 60_000 * 28_333_334;
-
 export const byIp = (name: string, limit: number, extra: Partial<RateLimitPolicy> = {}): RateLimitPolicy =>
   ({ name, algorithm: 'fixed-window', limit, window: '1m', key: 'ip', ...extra }) as RateLimitPolicy;
 

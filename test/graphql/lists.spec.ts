@@ -3,7 +3,8 @@ import { Args, GqlExecutionContext, Query, Resolver } from '@nestjs/graphql';
 import { RateLimit, type RateLimitModuleOptions } from '../../lib/index.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { errorsByPath, GRAPHQL_DRIVERS, startGraphQLApp, type GraphQLTestApp } from '../support/graphql-app.js';
-import { byIp, MINUTE_ALIGNED } from './fixtures.js';
+import { alignedStart } from '../support/time.js';
+import { byIp } from './fixtures.js';
 
 const lookupDown = (): boolean => {
   throw new Error('lookup down');
@@ -57,7 +58,7 @@ describe.each(GRAPHQL_DRIVERS)('allow and deny lists of GraphQL resolvers on %s'
     t = await startGraphQLApp(driver, {
       resolvers: [ListsResolver],
       rateLimit: { ...LISTS, onError: (error, policy) => failures.push([error.message, policy]) },
-      clock: new FakeClock(MINUTE_ALIGNED),
+      clock: new FakeClock(alignedStart(60_000) + 60_000),
     });
   });
   afterEach(() => t.close());

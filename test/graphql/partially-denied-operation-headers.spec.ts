@@ -10,7 +10,8 @@ import {
   type GraphQLTestApp,
 } from '../support/graphql-app.js';
 import { nth } from '../support/harness.js';
-import { byIp, MINUTE_ALIGNED, PER_USER } from './fixtures.js';
+import { alignedStart } from '../support/time.js';
+import { byIp, PER_USER } from './fixtures.js';
 
 const EXPORTS = byIp('exports', 1);
 
@@ -79,7 +80,7 @@ describe.each(GRAPHQL_DRIVERS)('regression: GraphQL responses lose the policy th
     t = await startGraphQLApp(driver, {
       resolvers: [ReportsResolver],
       rateLimit: { defaults: [PER_USER], ...options },
-      clock: new FakeClock(MINUTE_ALIGNED),
+      clock: new FakeClock(alignedStart(60_000) + 60_000),
     });
   };
   afterEach(() => t.close());

@@ -4,7 +4,8 @@ import { WebSocket } from 'ws';
 import { RateLimit } from '../../lib/index.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { GRAPHQL_DRIVERS, startGraphQLApp, type GraphQLError, type GraphQLTestApp } from '../support/graphql-app.js';
-import { byIp, MINUTE_ALIGNED, PER_USER } from './fixtures.js';
+import { alignedStart } from '../support/time.js';
+import { byIp, PER_USER } from './fixtures.js';
 
 @Resolver()
 class TickResolver {
@@ -70,7 +71,7 @@ describe.each(GRAPHQL_DRIVERS)('GraphQL subscriptions on %s', (driver) => {
       resolvers: [TickResolver],
       rateLimit: { defaults: [PER_USER] },
       subscriptions: true,
-      clock: new FakeClock(MINUTE_ALIGNED),
+      clock: new FakeClock(alignedStart(60_000) + 60_000),
     });
   });
   afterAll(() => t.close());

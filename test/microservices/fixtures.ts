@@ -16,6 +16,7 @@ import { FakeClock } from '../../lib/testing/index.js';
 import { freePort } from '../support/redis-server.js';
 import { waitFor } from '../support/wait.js';
 import { CapturingLogger } from '../support/log-lines.js';
+import { alignedStart } from '../support/time.js';
 
 export type TransportName = 'tcp' | 'redis';
 
@@ -30,9 +31,6 @@ export const tenantKey = (ctx: ExecutionContext): string | undefined => {
   const data = ctx.switchToRpc().getData<TenantMessage | undefined>();
   return typeof data?.tenant === 'string' ? `tenant:${data.tenant}` : undefined;
 };
-
-/** The start of a fixed window of one minute, so that a denial's retryAfter is exactly 60. */
-export const WINDOW_START_MS = 60_000 * 28_333_334;
 
 /** Message and event handlers with the policies the suites exercise; counts the calls that got through. */
 @Controller()
@@ -175,7 +173,7 @@ export async function startRpcApp({
   redisPort,
   controllers = [RpcLimitedController],
 }: StartOptions): Promise<RpcApp> {
-  const clock = new FakeClock(WINDOW_START_MS);
+  const clock = new FakeClock(alignedStart(60_000) + 60_000); // a minute's start: a denial's retryAfter is exactly 60
   const logs = new CapturingLogger();
   const { server, client } = await transportPair(transport, redisPort);
   let processed = 0;

@@ -17,16 +17,8 @@ import { RATE_LIMIT_CLOCK, RateLimit, RateLimitGuard, RateLimitModule } from '..
 import { FakeClock } from '../../lib/testing/index.js';
 import { freePort } from '../support/redis-server.js';
 import { CapturingLogger } from '../support/log-lines.js';
-import {
-  emit,
-  type RpcClient,
-  send,
-  sendAll,
-  type TenantMessage,
-  transportPair,
-  untilProcessed,
-  WINDOW_START_MS,
-} from './fixtures.js';
+import { alignedStart } from '../support/time.js';
+import { emit, type RpcClient, send, sendAll, type TenantMessage, transportPair, untilProcessed } from './fixtures.js';
 
 /** The tenant of an HTTP request (`?tenant=`) or of a message: one policy can count both. */
 const eitherTenant = (ctx: ExecutionContext): string | undefined => {
@@ -95,7 +87,7 @@ describe('a hybrid app (HTTP + microservice on TCP)', () => {
       controllers: [controller],
     })
       .overrideProvider(RATE_LIMIT_CLOCK)
-      .useValue(new FakeClock(WINDOW_START_MS))
+      .useValue(new FakeClock(alignedStart(60_000) + 60_000))
       .compile();
     const app = moduleRef.createNestApplication(new ExpressAdapter(), { logger: logs });
     app.connectMicroservice({ strategy: server }, { inheritAppConfig });

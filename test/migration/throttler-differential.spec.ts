@@ -27,6 +27,7 @@ import {
   SkipRateLimit,
 } from '../../lib/index.js';
 import { throttler } from '../support/throttler-under-jest.js';
+import { alignedStart } from '../support/time.js';
 
 const { SkipThrottle, Throttle, ThrottlerGuard, ThrottlerModule } = throttler;
 
@@ -43,7 +44,7 @@ const { SkipThrottle, Throttle, ThrottlerGuard, ThrottlerModule } = throttler;
 // real, for the HTTP servers and supertest. Nothing sleeps: requests take no fake time.
 
 /** A minute boundary since the epoch: clock-aligned windows of 1 s, 10 s and 1 min all start here. */
-const EDGE = 1_700_000_040_000;
+const EDGE = alignedStart(60_000) + 60_000;
 
 /** What the filter below uses of Express's response (the repository has no @types/express). */
 interface ExpressResponse {

@@ -8,6 +8,7 @@ import { FakeClock } from '../../lib/testing/index.js';
 import { createApp } from '../support/nest-app.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { decisionCalls, itemsDecided } from '../support/redis-commands.js';
+import { alignedStart } from '../support/time.js';
 
 @Controller()
 class FloodController {
@@ -43,7 +44,7 @@ describe('the local cache of denials', () => {
         imports: [RateLimitModule.forRoot({ redis: { url: redis.url }, timeout: 2000 })],
         controllers: [FloodController],
       },
-      new FakeClock(1_699_999_980_000),
+      new FakeClock(alignedStart(60_000)),
     ));
     await app.listen(0, '127.0.0.1');
   });

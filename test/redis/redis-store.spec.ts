@@ -10,7 +10,7 @@ import { policyOf } from '../support/policies.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { waitFor } from '../support/wait.js';
 import { callsOf } from '../support/redis-commands.js';
-import { TEST_START_MS } from '../support/time.js';
+import { alignedStart, TEST_START_MS } from '../support/time.js';
 
 let redis: TestRedis;
 let client: Redis;
@@ -177,7 +177,7 @@ describe('RedisRateLimitStore', () => {
     // A clock at a common start of every window: each key's TTL is then at least 2/5 of its window, however
     // slowly the test runs. Redis counts the TTL itself in real time.
     const windows = [300, 400, 500, 600, 700, 350, 450];
-    const clock = new FakeClock(Math.floor(1_700_000_000_000 / 42_000) * 42_000);
+    const clock = new FakeClock(alignedStart(42_000));
     const store = new RedisRateLimitStore({ client, clock, keyPrefix, ttlSlackMs: 0 });
     const policies = ALGORITHMS.map((algorithm, i) =>
       validatePolicy(policyOf(algorithm, { name: `p${i}`, limit: 5, window: nth(windows, i) })),

@@ -19,10 +19,9 @@ import { ModelNetwork, PROVIDER_KEY, PROVIDER_RPM } from '../../sample-app/ai-pr
 import { AppModule, rateLimitOptions } from '../../sample-app/app.module.js';
 import { ADAPTERS } from '../support/nest-app.js';
 import { waitFor } from '../support/wait.js';
+import { alignedStart } from '../support/time.js';
 import { startSampleApp, TestNetwork } from './harness.js';
 
-/** A multiple of 60 000 ms, so the sliding-window-counter's `t` is exact. */
-const MINUTE_START = 1_699_999_980_000;
 const RATE_LIMIT_FIELDS = ['ratelimit', 'ratelimit-policy', 'retry-after', 'x-ratelimit-limit'];
 
 /** The `RateLimit` item of one policy, e.g. `"login-account";r=4;t=900`. */
@@ -70,7 +69,7 @@ describe.each(ADAPTERS)('the sample app on %s (the README walkthrough)', (adapte
 
   beforeEach(async () => {
     delete process.env.REDIS_URL; // the in-memory store, whatever the environment
-    clock = new FakeClock(MINUTE_START);
+    clock = new FakeClock(alignedStart(60_000)); // a minute's start: the sliding-window-counter's `t` is exact
     network = new TestNetwork();
     app = await startSampleApp(adapter, clock, network);
   });
@@ -443,7 +442,7 @@ describe("the sample app when the provider's budget cannot be read", () => {
   beforeAll(async () => {
     delete process.env.REDIS_URL;
     network = new TestNetwork();
-    const clock = new FakeClock(MINUTE_START); // no refill between the charge and the check
+    const clock = new FakeClock(alignedStart(60_000)); // no refill between the charge and the check
     const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
       .overrideProvider(RATE_LIMIT_CLOCK)
       .useValue(clock)

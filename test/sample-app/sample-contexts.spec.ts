@@ -9,9 +9,7 @@ import request from 'supertest';
 import { RATE_LIMIT_CLOCK } from '../../lib/index.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { AppModule } from '../../sample-app/app.module.js';
-
-/** A multiple of 60 000 ms. */
-const MINUTE_START = 1_699_999_980_000;
+import { alignedStart } from '../support/time.js';
 
 /** Resolves with the next `event` of a socket.io client, or rejects after `timeoutMs`. */
 function next<T>(socket: Socket, event: string, timeoutMs = 2000): Promise<T> {
@@ -33,7 +31,7 @@ describe('the sample app beyond HTTP routes (the README walkthrough)', () => {
     delete process.env.REDIS_URL; // the in-memory store, whatever the environment
     const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
       .overrideProvider(RATE_LIMIT_CLOCK)
-      .useValue(new FakeClock(MINUTE_START))
+      .useValue(new FakeClock(alignedStart(60_000)))
       .compile();
     app = moduleRef.createNestApplication(new ExpressAdapter(), { logger: false });
     await app.listen(0, '127.0.0.1');

@@ -10,13 +10,11 @@ import { WebSocket } from 'ws';
 import { RATE_LIMIT_CLOCK, RateLimitModule, type RateLimitModuleOptions } from '../../lib/index.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { nth } from '../support/harness.js';
+import { alignedStart } from '../support/time.js';
 import { ChatGateway, type Message } from './gateways.js';
 
 /** socket.io (IoAdapter, Nest's default) with socket.io-client, or `ws` (WsAdapter) with the `ws` client. */
 export type Platform = 'socket.io' | 'ws';
-
-/** A multiple of 60 s: the 1-minute fixed windows of the tests start here, so a denial waits exactly 60 s. */
-export const CLOCK_START = 1_700_000_040_000;
 
 export interface WsApp {
   readonly app: INestApplication;
@@ -28,14 +26,15 @@ export interface WsApp {
 
 /**
  * A Nest app (Express) with RateLimitModule and `gateways`, on a loopback port, with the limiter's clock a
- * FakeClock at CLOCK_START. For 'ws' the app uses WsAdapter. Every client it connected is closed by close().
+ * FakeClock at a minute's start (so a 1-minute fixed window's denial waits exactly 60 s). For 'ws' the app uses
+ * WsAdapter. Every client it connected is closed by close().
  */
 export async function createWsApp(
   platform: Platform,
   options: RateLimitModuleOptions,
   { gateways = [ChatGateway], logger }: { gateways?: Type[]; logger?: LoggerService } = {},
 ): Promise<WsApp> {
-  const clock = new FakeClock(CLOCK_START);
+  const clock = new FakeClock(alignedStart(60_000) + 60_000);
   const moduleRef = await Test.createTestingModule({ imports: [RateLimitModule.forRoot(options)], providers: gateways })
     .overrideProvider(RATE_LIMIT_CLOCK)
     .useValue(clock)

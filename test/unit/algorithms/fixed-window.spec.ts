@@ -1,7 +1,8 @@
 import { limiter } from '../../support/harness.js';
+import { alignedStart } from '../../support/time.js';
 
 const MINUTE = 60_000;
-const windowStart = 1_700_000_040_000; // a multiple of 60 000: the start of a clock-aligned minute
+const windowStart = alignedStart(MINUTE) + MINUTE; // the start of a clock-aligned minute
 
 describe('fixed window', () => {
   it('admits the limit per clock-aligned window and tells the exact wait', async () => {
