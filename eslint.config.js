@@ -5,6 +5,7 @@ export default tseslint.config(
   {
     ignores: [
       'dist/',
+      'packages/*/dist/',
       '.tmp/',
       'coverage/',
       'node_modules/',
@@ -33,7 +34,7 @@ export default tseslint.config(
   {
     // Type-aware: a promise nobody awaits or handles, or one passed where nothing waits for it, is a request
     // that may hang or an error that disappears.
-    files: ['lib/**/*.ts', 'sample-app/**/*.ts', 'test/**/*.ts'],
+    files: ['lib/**/*.ts', 'packages/*/src/**/*.ts', 'sample-app/**/*.ts', 'test/**/*.ts'],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',

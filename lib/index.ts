@@ -1,7 +1,7 @@
-export { type Clock } from './clock.js';
+export { type Clock } from './util/clock.js';
 export { RateLimitCircuitOpenError } from './engine/circuit-breaker.js';
 export { RateLimitStoreTimeoutError } from './stores/store-timeout.js';
-export { type RateLimitDecisionEvent } from './request/decision-events.js';
+export { type RateLimitDecisionEvent } from './limiter/decision-events.js';
 export { RateLimitPolicyError } from './policy/policy.errors.js';
 export {
   ALGORITHMS,
@@ -25,31 +25,31 @@ export {
   type ResolvedPolicy,
 } from './policy/policy.types.js';
 export { validatePolicy } from './policy/validate-policy.js';
-export { RATE_LIMIT_CLOCK } from './rate-limit.constants.js';
-export { RateLimit, SkipRateLimit } from './rate-limit.decorator.js';
+export { RATE_LIMIT_CLOCK } from './nest/rate-limit.constants.js';
+export { RateLimit, SkipRateLimit } from './nest/rate-limit.decorator.js';
+export { RateLimitExceptionFilter } from './nest/rate-limit.exception-filter.js';
 export {
   RateLimitDenyListException,
   RateLimitExceededException,
-  RateLimitExceptionFilter,
   RateLimitUnavailableException,
   type RateLimitErrorBody,
   type RateLimitProblem,
-} from './rate-limit.exception.js';
-export { RateLimitGuard } from './rate-limit.guard.js';
-export { RateLimitInterceptor } from './rate-limit.interceptor.js';
-export { RateLimitModule } from './rate-limit.module.js';
+} from './responses/rate-limit-exceptions.js';
+export { RateLimitGuard } from './nest/rate-limit.guard.js';
+export { RateLimitInterceptor } from './nest/rate-limit.interceptor.js';
+export { RateLimitModule } from './nest/rate-limit.module.js';
 export {
   RATE_LIMIT_OPTIONS,
   type RateLimitModuleAsyncOptions,
   type RateLimitModuleOptionsFactory,
-} from './rate-limit.module-definition.js';
+} from './nest/rate-limit.module-definition.js';
 export {
   type RateLimitErrors,
   type RateLimitHeaders,
   type RateLimitModuleOptions,
   type TrustProxy,
-} from './rate-limit.options.js';
-export { RateLimitService } from './rate-limit.service.js';
+} from './nest/rate-limit.options.js';
+export { RateLimitService } from './nest/rate-limit.service.js';
 export { MemoryRateLimitStore, type MemoryRateLimitStoreOptions } from './stores/memory/memory.store.js';
 export { PostgresRateLimitStore, type PostgresRateLimitStoreOptions } from './stores/postgres/postgres.store.js';
 export { postgresSchemaSql } from './stores/postgres/rate-limit.sql.js';

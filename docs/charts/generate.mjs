@@ -5,7 +5,7 @@ import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const cli = join(here, '..', '..', 'dist', 'cli.js');
+const cli = join(here, '..', '..', 'packages', 'simulator', 'bin', 'simulate.mjs');
 const policy = ['--limit', '100', '--window', '1m'];
 const charts = [
   ...['fixed-window', 'sliding-window-log', 'sliding-window-counter', 'token-bucket', 'gcra'].map((algorithm) => [

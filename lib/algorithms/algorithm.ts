@@ -27,12 +27,6 @@ export interface Algorithm<S> {
 /** retryAfterMs Infinity (a cost that can never fit) in the Lua and SQL twins and the stores' replies. */
 export const NEVER_FITS = -1;
 
-/** ceil(a / b) for integers a >= 0, b > 0, without leaving integer arithmetic. */
-export function ceilDiv(a: number, b: number): number {
-  const q = Math.floor(a / b);
-  return q * b < a ? q + 1 : q;
-}
-
 /**
  * The columns of an SQL twin's decision: StepResult as SQL (new_st NULL for undefined, allowed 0/1, retry_ms -1
  * for Infinity), and how the key stands before the step: the remaining and reset_ms of a cost of 0, which a

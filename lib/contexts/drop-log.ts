@@ -1,6 +1,6 @@
 import type { Logger } from '@nestjs/common';
 
-import { ThrottledLog } from '../throttled-log.js';
+import { ThrottledLog } from '../util/throttled-log.js';
 
 /** How often, at most, the drops of one policy are logged. */
 export const DROP_LOG_INTERVAL_MS = 60_000;

@@ -1,5 +1,5 @@
-import { elementAt } from '../element-at.js';
-import { mostRestrictive } from '../headers/rate-limit-headers.js';
+import { elementAt } from '../util/element-at.js';
+import { mostRestrictive } from '../responses/rate-limit-headers.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 import type { ShownDecisions } from './context-adapter.js';
 

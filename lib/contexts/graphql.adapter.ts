@@ -5,7 +5,7 @@ import type * as NestGraphQL from '@nestjs/graphql';
 import type { GraphQLResolveInfo } from 'graphql';
 
 import { clientAddress, clientIp, ForwardedForCheck } from '../keys/client-ip.js';
-import { importPeer } from '../optional-peer.js';
+import { importPeer } from '../util/optional-peer.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 import type * as Adapter from './context-adapter.js';
 import { RateLimitGraphQLError } from './graphql-error.js';
@@ -20,7 +20,7 @@ import {
   responseIn,
 } from './graphql-context-value.js';
 import { userIdOf } from './http.adapter.js';
-import { handlerLabel } from '../handler-label.js';
+import { handlerLabel } from '../util/handler-label.js';
 
 /**
  * The GraphQL adapter (`ctx.getType() === 'graphql'`), for Nest's Apollo and Mercurius drivers and any driver

@@ -8,7 +8,7 @@ import {
   RateLimitDenyListException,
   RateLimitExceededException,
   RateLimitUnavailableException,
-} from '../rate-limit.exception.js';
+} from '../responses/rate-limit-exceptions.js';
 import type * as Adapter from './context-adapter.js';
 
 /** The client address of a request, once computed (several policies may be keyed by it). */

@@ -12,7 +12,7 @@
 import type { ExecutionContext } from '@nestjs/common';
 import type * as Microservices from '@nestjs/microservices';
 
-import { importPeer } from '../optional-peer.js';
+import { importPeer } from '../util/optional-peer.js';
 import type { RateLimitDecision } from '../policy/policy.types.js';
 import {
   type AdapterFactory,
@@ -23,8 +23,8 @@ import {
   type RateLimitRefusal,
   type RateLimitUnavailable,
 } from './context-adapter.js';
-import { handlerLabel } from '../handler-label.js';
-import { monotonicNow } from '../throttled-log.js';
+import { handlerLabel } from '../util/handler-label.js';
+import { monotonicNow } from '../util/throttled-log.js';
 import { DropLog } from './drop-log.js';
 import type { RpcDenyListError, RpcRateLimitedError, RpcUnavailableError } from './rpc-errors.js';
 import { checkNestMetadata, type MicroservicesPackage, rpcHandlerKind } from './rpc-handlers.js';

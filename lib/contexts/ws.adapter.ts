@@ -5,7 +5,7 @@ import type { ExecutionContext } from '@nestjs/common';
 import type * as Websockets from '@nestjs/websockets';
 
 import { clientAddress, clientIp, ForwardedForCheck, isTrustNone } from '../keys/client-ip.js';
-import { importPeer } from '../optional-peer.js';
+import { importPeer } from '../util/optional-peer.js';
 import type { RateLimitDecision } from '../policy/policy.types.js';
 import type * as Adapter from './context-adapter.js';
 import { userIdOf } from './http.adapter.js';

@@ -1,4 +1,4 @@
-import type { Logger } from '../logger.js';
+import type { Logger } from '../util/logger.js';
 
 import type { RateLimitStoreCall } from '../stores/rate-limit-store.js';
 import { withTimeout } from '../stores/store-timeout.js';

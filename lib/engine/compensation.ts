@@ -1,11 +1,11 @@
-import { elementAt } from '../element-at.js';
+import { elementAt } from '../util/element-at.js';
 import type { StoreOperation } from '../metrics/otel-metrics.js';
 import type { ResolvedPolicy } from '../policy/policy.types.js';
 import type { RateLimitStore, RateLimitStoreCall } from '../stores/rate-limit-store.js';
-import type { ChangeFeed } from './change-feed.js';
+import type { ChangeFeed } from './coherence/invalidation-feed.js';
 import { denies, type EngineItem, type Evaluation, sourceAt } from './evaluation.js';
 import type { FailureReporter } from './failure-reporter.js';
-import type { LeaseBook } from './lease-book.js';
+import type { LeaseBook } from './leases/lease-book.js';
 
 /** What giving units back needs of the engine (DecisionEngine is one). */
 export interface RefundSide {

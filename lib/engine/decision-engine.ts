@@ -1,25 +1,25 @@
-import type { Logger } from '../logger.js';
+import type { Logger } from '../util/logger.js';
 
-import type { Clock } from '../clock.js';
+import type { Clock } from '../util/clock.js';
 import type { RateLimitMetrics, StoreName, StoreOperation } from '../metrics/otel-metrics.js';
 import type { FailMode, RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 import type { RateLimitStore, RateLimitStoreCall, RateLimitStoreItem } from '../stores/rate-limit-store.js';
 import type { RateLimitStores } from '../stores/rate-limit-stores.js';
 import { checkedDecisions } from '../stores/store-defects.js';
 import { CircuitBreaker } from './circuit-breaker.js';
-import { withConcurrencyWaits } from './concurrency-wait.js';
-import { DenyCache } from './deny-cache.js';
+import { withConcurrencyWaits } from './slot-wait.js';
+import { DenyCache } from './coherence/deny-cache.js';
 import { compensate } from './compensation.js';
 import { resolveFailures, storeFailure } from './fail-modes.js';
 import { FailureReporter } from './failure-reporter.js';
 import { LimitVariants } from './limit-variants.js';
 import { isLocalPolicy, LocalFallback } from './local-fallback.js';
 import { StoreCalls } from './store-calls.js';
-import { fromCache, rememberDenials } from './cached-denials.js';
-import { ChangeFeed } from './change-feed.js';
+import { fromCache, rememberDenials } from './coherence/cached-denials.js';
+import { ChangeFeed } from './coherence/invalidation-feed.js';
 import { denies, type EngineItem, type Evaluation, merge, NOTHING, StoreUnavailable } from './evaluation.js';
-import { LeaseBook, type LeaseGrowth } from './lease-book.js';
-import { consumeWithLeases } from './leased-items.js';
+import { LeaseBook, type LeaseGrowth } from './leases/lease-book.js';
+import { consumeWithLeases } from './leases/leased-items.js';
 
 export { denies, type EngineItem, type Evaluation, NOTHING, sourceAt, StoreUnavailable } from './evaluation.js';
 
@@ -35,8 +35,8 @@ export interface DecisionEngineOptions {
   readonly leaseGrowth?: LeaseGrowth;
 }
 
-/** Leases a decision took: allowed concurrency items that cost something. */
-const leases = (items: readonly EngineItem[], decisions: readonly RateLimitDecision[]): EngineItem[] =>
+/** Concurrency slots a decision took: allowed concurrency items that cost something. */
+const slotsTaken = (items: readonly EngineItem[], decisions: readonly RateLimitDecision[]): EngineItem[] =>
   items.filter((item, i) => item.count === 'release' && item.cost > 0 && decisions[i]?.allowed === true);
 
 /** How one store call ends when the store fails: apply fail modes (requests) or throw (RateLimitService). */
@@ -117,10 +117,10 @@ export class DecisionEngine {
     return this.calls.breakerFor(store);
   }
 
-  /** Counts leases given back: `items` are released concurrency items that had been admitted. */
+  /** Counts concurrency slots given back: `items` are released concurrency items that had been admitted. */
   released(items: readonly EngineItem[]): void {
     if (this.metrics === undefined) return;
-    for (const item of items) this.metrics.leases(item.policy.name, -1);
+    for (const item of items) this.metrics.slots(item.policy.name, -1);
   }
 
   /** The store of a policy: quotas go to `quotaStore`, what was decided locally to the local store. */
@@ -246,7 +246,7 @@ export class DecisionEngine {
         checkedDecisions<RateLimitDecision>(reply, items.length, "the store's reply to consume"),
       );
       if (this.metrics !== undefined)
-        for (const item of leases(items, decisions)) this.metrics.leases(item.policy.name, 1);
+        for (const item of slotsTaken(items, decisions)) this.metrics.slots(item.policy.name, 1);
       if (cache !== undefined && ticket !== undefined) rememberDenials(cache, items, decisions, nowMs, ticket);
       return { items, decisions };
     } catch (error) {

@@ -7,7 +7,7 @@ export interface EngineItem extends RateLimitStoreItem {
   /** The policy's position in its route's plan: headers list policies in that order. */
   readonly order: number;
   /**
-   * Which outcomes count, for the request path's refunds (lib/request/outcome.ts); every item is charged
+   * Which outcomes count, for the request path's refunds (lib/limiter/outcome.ts); every item is charged
    * alike. 'release': a concurrency lease, given back at the end whatever the outcome.
    */
   readonly count?: Exclude<RateLimitCount, 'all'> | 'release';

@@ -1,7 +1,7 @@
-import type { Logger } from '../logger.js';
+import type { Logger } from '../util/logger.js';
 
 import type { FailMode } from '../policy/policy.types.js';
-import { ThrottledLog } from '../throttled-log.js';
+import { ThrottledLog } from '../util/throttled-log.js';
 
 /**
  * What the fail modes of `items` do when their store fails, in the words of the outage log; `localLimitOf`

@@ -1,13 +1,13 @@
-import type { Clock } from '../clock.js';
+import type { Clock } from '../util/clock.js';
 import type { RateLimitMetrics } from '../metrics/otel-metrics.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 import { MemoryRateLimitStore } from '../stores/memory/memory.store.js';
-import { withConcurrencyWaits } from './concurrency-wait.js';
+import { withConcurrencyWaits } from './slot-wait.js';
 import { type EngineItem, type Evaluation, NOTHING } from './evaluation.js';
 
 /**
  * The policies made for local decisions (LocalFallback.policyOf). An item that carries one was decided on the
- * in-process store, so whatever gives its units back (a refund by outcome, a released lease, a compensation)
+ * in-process store, so whatever gives its units back (a refund by outcome, a released concurrency slot, a compensation)
  * goes to that store, never to the shared one, which never counted it.
  */
 const localPolicies = new WeakSet<ResolvedPolicy>();
@@ -28,7 +28,7 @@ export function localLimitOf(policy: Pick<ResolvedPolicy, 'limit' | 'localLimit'
  * 'local' items of a request are decided together, all-or-nothing, on one in-process MemoryRateLimitStore
  * (made at the first outage), with the same algorithm, window and key and the limit cut to the local limit.
  * Once the store answers, decisions go to it again: what was counted here is not carried back (the store
- * cannot know what each process admitted); it stays here until it expires, so the leases taken here are
+ * cannot know what each process admitted); it stays here until it expires, so the concurrency slots taken here are
  * given back here.
  */
 export class LocalFallback {
@@ -83,7 +83,7 @@ export class LocalFallback {
     if (metrics !== undefined) {
       local.forEach((item, i) => {
         if (item.count === 'release' && item.cost > 0 && decisions[i]?.allowed === true) {
-          metrics.leases(item.policy.name, 1);
+          metrics.slots(item.policy.name, 1);
         }
       });
     }

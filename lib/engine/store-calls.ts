@@ -1,4 +1,4 @@
-import type { Logger } from '../logger.js';
+import type { Logger } from '../util/logger.js';
 
 import type { RateLimitMetrics, StoreName, StoreOperation } from '../metrics/otel-metrics.js';
 import type { RateLimitStore, RateLimitStoreCall } from '../stores/rate-limit-store.js';

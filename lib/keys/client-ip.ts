@@ -5,8 +5,10 @@ import type { LoggerService } from '@nestjs/common';
 import ipaddr from 'ipaddr.js';
 import proxyaddr from 'proxy-addr';
 
-import { elementAt } from '../element-at.js';
-import type { TrustProxy } from '../rate-limit.options.js';
+import { elementAt } from '../util/element-at.js';
+
+/** Which proxies to believe for X-Forwarded-For, with the semantics of the `proxy-addr` package. */
+export type TrustProxy = boolean | number | string | string[] | ((addr: string, hop: number) => boolean);
 
 /** Decides whether the hop at `addr`, `hop` steps from the socket, is a proxy to believe. */
 export type TrustFn = (addr: string, hop: number) => boolean;

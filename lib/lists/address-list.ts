@@ -1,7 +1,10 @@
+import type { ExecutionContext } from '@nestjs/common';
 import { isIP } from 'node:net';
 
-import { elementAt } from '../element-at.js';
-import type { RateLimitListFunction } from '../policy/policy.types.js';
+import { elementAt } from '../util/element-at.js';
+
+/** A function of an allow or deny list: true when the request is on the list (may be async). */
+export type RateLimitListFunction = (ctx: ExecutionContext) => boolean | Promise<boolean>;
 
 /**
  * A client address as lists compare it: an IPv4 address as a number (0 to 2^32 − 1), an IPv6 address as a

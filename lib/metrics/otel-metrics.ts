@@ -1,6 +1,6 @@
 import type { Attributes, Counter, Histogram, Meter, UpDownCounter } from '@opentelemetry/api';
 
-import { importPeer } from '../optional-peer.js';
+import { importPeer } from '../util/optional-peer.js';
 import type { RateLimitDecisionSource } from '../policy/policy.types.js';
 
 /**
@@ -38,8 +38,8 @@ export interface RateLimitMetrics {
   decision(policy: string, outcome: RateLimitMetricOutcome, source?: RateLimitDecisionSource): void;
   /** A store call of `seconds`; `error` (the error's name) when it failed. */
   storeCall(store: StoreName, operation: StoreOperation, seconds: number, error?: string): void;
-  /** `delta` leases of a concurrency policy taken (+) or given back (-). */
-  leases(policy: string, delta: number): void;
+  /** `delta` slots of a concurrency policy taken (+) or given back (-). */
+  slots(policy: string, delta: number): void;
 }
 
 /**
@@ -49,7 +49,7 @@ export interface RateLimitMetrics {
 class OtelMetrics implements RateLimitMetrics {
   private readonly decisions: Counter;
   private readonly storeDuration: Histogram;
-  private readonly leaseCount: UpDownCounter;
+  private readonly slotCount: UpDownCounter;
 
   constructor(meter: Meter, breakers: BreakerStates) {
     this.decisions = meter.createCounter('rate_limit.decisions', {
@@ -61,9 +61,9 @@ class OtelMetrics implements RateLimitMetrics {
       unit: 's',
       advice: { explicitBucketBoundaries: [...STORE_DURATION_BUCKETS] },
     });
-    this.leaseCount = meter.createUpDownCounter('rate_limit.concurrency.leases', {
-      description: 'Concurrency leases held by invocations in flight',
-      unit: '{lease}',
+    this.slotCount = meter.createUpDownCounter('rate_limit.concurrency.slots', {
+      description: 'Concurrency slots held by invocations in flight',
+      unit: '{slot}',
     });
     meter
       .createObservableGauge('rate_limit.breaker.state', {
@@ -87,8 +87,8 @@ class OtelMetrics implements RateLimitMetrics {
     this.storeDuration.record(seconds, attributes);
   }
 
-  leases(policy: string, delta: number): void {
-    this.leaseCount.add(delta, { 'rate_limit.policy': policy });
+  slots(policy: string, delta: number): void {
+    this.slotCount.add(delta, { 'rate_limit.policy': policy });
   }
 }
 

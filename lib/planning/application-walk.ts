@@ -1,9 +1,9 @@
 import type { DiscoveryService, MetadataScanner, ModuleRef, Reflector } from '@nestjs/core';
 
-import { nameOf } from '../handler-label.js';
+import { nameOf } from '../util/handler-label.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import type { RateLimitPolicy } from '../policy/policy.types.js';
-import { RATE_LIMIT_POLICIES } from '../rate-limit.constants.js';
+import { RATE_LIMIT_POLICIES } from './metadata-keys.js';
 import { checkFieldEnhancers } from './context-checks.js';
 import { coveredByDecorators, needsGuard } from './guard-coverage.js';
 import { contextOf, type ContextType, type HandlerKind, handlerKindOf } from './handler-kinds.js';

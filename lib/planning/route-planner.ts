@@ -1,9 +1,9 @@
 import type { DiscoveryService, MetadataScanner, ModuleRef, Reflector } from '@nestjs/core';
 
-import { handlerLabel } from '../handler-label.js';
+import { handlerLabel } from '../util/handler-label.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import type { RateLimitPolicy, ResolvedPolicy } from '../policy/policy.types.js';
-import { RATE_LIMIT_POLICIES, RATE_LIMIT_SKIP } from '../rate-limit.constants.js';
+import { RATE_LIMIT_POLICIES, RATE_LIMIT_SKIP } from './metadata-keys.js';
 import { walkApplication } from './application-walk.js';
 import { checkRpcKeys } from './context-checks.js';
 import { DeclaredPolicies } from './declared-policies.js';

@@ -1,4 +1,7 @@
 import type { ExecutionContext } from '@nestjs/common';
+import type { RateLimitListFunction } from '../lists/address-list.js';
+
+export type { RateLimitListFunction };
 
 /** A calendar period of a quota: 'day' or 'month', in an IANA time zone. */
 export type QuotaPeriod = 'day' | 'month';
@@ -65,9 +68,6 @@ export type RateLimitKey =
   | 'ip'
   | 'user'
   | ((ctx: ExecutionContext, id: RateLimitIdentities) => string | undefined | Promise<string | undefined>);
-
-/** A function of an allow or deny list: true when the request is on the list (may be async). */
-export type RateLimitListFunction = (ctx: ExecutionContext) => boolean | Promise<boolean>;
 
 /**
  * An entry of an `allow` or `deny` list: a client address or CIDR range, IPv4 or IPv6, matched against the

@@ -1,6 +1,6 @@
 import { RateLimitPolicyError } from './policy.errors.js';
 import { ALGORITHMS, type RateLimitPolicy, type ResolvedPolicy } from './policy.types.js';
-import { unknownField } from '../unknown-fields.js';
+import { unknownField } from '../util/unknown-fields.js';
 import { describeValue } from './value-checks.js';
 import { QUOTA_FIELDS, validateQuota } from './validate-quota.js';
 import { validateWindowPolicy, WINDOW_FIELDS } from './validate-window.js';

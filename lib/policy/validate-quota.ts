@@ -1,5 +1,5 @@
-import { checkTimeZone } from '../algorithms/quota/quota-period.js';
-import { fieldNames } from '../unknown-fields.js';
+import { checkTimeZone } from '../util/time-zone.js';
+import { fieldNames } from '../util/unknown-fields.js';
 import {
   blockOf,
   checkCommonFields,

@@ -1,5 +1,5 @@
-import { emissionUs, MAX_LEAD_US } from '../algorithms/gcra/gcra.js';
-import { fieldNames } from '../unknown-fields.js';
+import { emissionUs, MAX_LEAD_US } from './emission.js';
+import { fieldNames } from '../util/unknown-fields.js';
 import {
   blockOf,
   checkCommonFields,

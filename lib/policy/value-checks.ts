@@ -1,4 +1,4 @@
-import { emissionUs, gcraRatePerWindow, MAX_GCRA_SHORTFALL } from '../algorithms/gcra/gcra.js';
+import { emissionUs, gcraRatePerWindow, MAX_GCRA_SHORTFALL } from './emission.js';
 
 /**
  * Checks of single values that apply both at start (a policy's static fields) and per request (what a limit,

@@ -1,5 +1,5 @@
 import type { RateLimitDecision } from '../policy/policy.types.js';
-import { RateLimitExceededException, RateLimitUnavailableException } from '../rate-limit.exception.js';
+import { RateLimitExceededException, RateLimitUnavailableException } from '../responses/rate-limit-exceptions.js';
 import type { RateLimitStoreItem } from '../stores/rate-limit-store.js';
 
 /** The longest delay setTimeout keeps (2^31 − 1 ms, about 24.8 days); a longer retry-after is slept in parts. */

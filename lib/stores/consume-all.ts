@@ -1,5 +1,5 @@
 import { ALGORITHM_STEPS, kernelOf, type StepResult } from '../algorithms/index.js';
-import { elementAt } from '../element-at.js';
+import { elementAt } from '../util/element-at.js';
 import type { RateLimitAlgorithm, RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 import { Blocked, blockedDecision, blockingDenial, unwrapBlock, withBlock } from './blocked-state.js';
 import { toDecision } from './decisions.js';

@@ -1,4 +1,4 @@
-import type { Clock } from '../clock.js';
+import type { Clock } from '../util/clock.js';
 
 /** Where a FakeClock starts unless told: 2030-01-01T00:00:00Z, a multiple of every window up to a day. */
 export const FAKE_CLOCK_START = Date.UTC(2030, 0, 1);

@@ -1,9 +1,9 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 
-import { RATE_LIMIT_CLOCK } from '../rate-limit.constants.js';
-import { RateLimitModule } from '../rate-limit.module.js';
+import { RATE_LIMIT_CLOCK } from '../nest/rate-limit.constants.js';
+import { RateLimitModule } from '../nest/rate-limit.module.js';
 import { MemoryRateLimitStore } from '../stores/memory/memory.store.js';
-import type { RateLimitModuleOptions } from '../rate-limit.options.js';
+import type { RateLimitModuleOptions } from '../nest/rate-limit.options.js';
 import { FakeClock } from './fake-clock.js';
 
 /**

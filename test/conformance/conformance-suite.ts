@@ -8,8 +8,8 @@ import {
   type RateLimitWindowPolicy,
   type ResolvedPolicy,
 } from '../../lib/index.js';
-import type { Clock } from '../../lib/clock.js';
-import { MAX_LEAD_US } from '../../lib/algorithms/gcra/gcra.js';
+import type { Clock } from '../../lib/util/clock.js';
+import { MAX_LEAD_US } from '../../lib/policy/emission.js';
 import { checkGcraRate, MAX_UNITS } from '../../lib/policy/value-checks.js';
 import type { RateLimitAlgorithm } from '../../lib/policy/policy.types.js';
 import { FakeClock } from '../../lib/testing/index.js';

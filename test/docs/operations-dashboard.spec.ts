@@ -46,7 +46,7 @@ async function exposed(): Promise<Map<string, Set<string>>> {
       instruments.decision('api', outcome, 'store');
     instruments.storeCall('redis', 'consume', 0.002);
     instruments.storeCall('redis', 'consume', 0.1, 'TimeoutError');
-    instruments.leases('uploads', 1);
+    instruments.slots('uploads', 1);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const { port } = server.address() as AddressInfo;
     const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
@@ -139,7 +139,7 @@ describe('the operators files query the metrics the module exports (real SDK, re
     // If the exporter's naming changes (unit suffixes such as _seconds), this says so before the queries do.
     expect([...names.keys()].filter((n) => n.startsWith('rate_limit_')).sort()).toEqual([
       'rate_limit_breaker_state',
-      'rate_limit_concurrency_leases',
+      'rate_limit_concurrency_slots',
       'rate_limit_decisions_total',
       'rate_limit_store_duration_bucket',
       'rate_limit_store_duration_count',

@@ -9,9 +9,9 @@ import {
   DEFAULT_CONFIGURATIONS,
   runConfiguration,
 } from '../../docs/.vitepress/theme/playground/configuration.js';
-import { SIMULATED_ALGORITHMS } from '../../lib/simulator/request.js';
-import type { SimulationResult } from '../../lib/simulator/run.js';
-import { PATTERNS } from '../../lib/simulator/traffic.js';
+import { SIMULATED_ALGORITHMS } from '../../packages/simulator/src/request.js';
+import type { SimulationResult } from '../../packages/simulator/src/run.js';
+import { PATTERNS } from '../../packages/simulator/src/traffic.js';
 import { readChart } from '../support/simulator-chart.js';
 
 // The playground of the docs site (docs/playground.md) and `nest-rate-limit simulate` must give the same numbers

@@ -9,8 +9,8 @@ import {
   DEFAULT_CONFIGURATIONS,
   runConfiguration,
 } from '../../docs/.vitepress/theme/playground/configuration.js';
-import { ADMITTED, DENIED } from '../../lib/simulator/panel.js';
-import { SIMULATED_ALGORITHMS } from '../../lib/simulator/request.js';
+import { ADMITTED, DENIED } from '../../packages/simulator/src/panel.js';
+import { SIMULATED_ALGORITHMS } from '../../packages/simulator/src/request.js';
 import { launchChromium } from '../support/browser.js';
 import { serveStatic } from '../support/static-server.js';
 

@@ -5,7 +5,7 @@ import { INTERCEPTORS_METADATA } from '@nestjs/common/constants.js';
 import { Query, Resolver } from '@nestjs/graphql';
 
 import { RateLimit, RateLimitModule, RateLimitService } from '../../lib/index.js';
-import { RateLimiter } from '../../lib/rate-limiter.js';
+import { RateLimiter } from '../../lib/nest/rate-limiter.js';
 import { startGraphQLApp } from '../support/graphql-app.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
 import { createTestSchema, type TestSchema } from '../support/postgres.js';

@@ -4,7 +4,7 @@ import { Controller, Get, type INestApplication, Post } from '@nestjs/common';
 import request from 'supertest';
 
 import { RateLimit, RateLimitModule, type RateLimitModuleOptions } from '../../lib/index.js';
-import { RateLimiter } from '../../lib/rate-limiter.js';
+import { RateLimiter } from '../../lib/nest/rate-limiter.js';
 import { MemoryRateLimitStore } from '../../lib/stores/memory/memory.store.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { FailingStore } from '../support/failing-store.js';

@@ -18,7 +18,7 @@ import {
   type RateLimitModuleOptions,
 } from '../../lib/index.js';
 import { STORE_DURATION_BUCKETS } from '../../lib/metrics/otel-metrics.js';
-import { RateLimiter } from '../../lib/rate-limiter.js';
+import { RateLimiter } from '../../lib/nest/rate-limiter.js';
 import { FailModeController } from '../support/fail-mode.controller.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
@@ -156,14 +156,14 @@ describe.each(ADAPTERS)('OpenTelemetry metrics on the memory store (%s)', (adapt
       postOn(server, '/lease').status,
     ];
     await waitFor(() => waiting.length === 3);
-    const leases = (await sdk.collect())('rate_limit.concurrency.leases');
+    const leases = (await sdk.collect())('rate_limit.concurrency.slots');
     expect(total(leases, { 'rate_limit.policy': 'leased' })).toBe(3);
 
     release();
     expect(await Promise.all(statuses)).toEqual([201, 201, 201]);
     await app.get(RateLimiter).refundsSettled();
     const after = await sdk.collect();
-    expect(total(after('rate_limit.concurrency.leases'), { 'rate_limit.policy': 'leased' })).toBe(0);
+    expect(total(after('rate_limit.concurrency.slots'), { 'rate_limit.policy': 'leased' })).toBe(0);
     expect(
       total(after('rate_limit.store.duration'), { 'rate_limit.store': 'memory', 'rate_limit.operation': 'refund' }),
     ).toBeGreaterThanOrEqual(1);

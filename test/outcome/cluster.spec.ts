@@ -3,7 +3,7 @@ import calculateSlot from 'cluster-key-slot';
 import request from 'supertest';
 
 import { RateLimit, RateLimitModule, RateLimitService } from '../../lib/index.js';
-import { RateLimiter } from '../../lib/rate-limiter.js';
+import { RateLimiter } from '../../lib/nest/rate-limiter.js';
 import { storageKey } from '../../lib/stores/storage-key.js';
 import { createApp } from '../support/nest-app.js';
 import { startCluster, type TestCluster } from '../support/redis-cluster.js';

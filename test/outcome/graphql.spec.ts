@@ -12,7 +12,7 @@ import {
 } from '@nestjs/graphql';
 
 import { RateLimit, type RateLimitModuleOptions } from '../../lib/index.js';
-import { RateLimiter } from '../../lib/rate-limiter.js';
+import { RateLimiter } from '../../lib/nest/rate-limiter.js';
 import { GRAPHQL_DRIVERS, type GraphQLResponse, type GraphQLTestApp, startGraphQLApp } from '../support/graphql-app.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { accountOf, checkCredentials, type Credentials, LOGIN } from './fixtures.js';

@@ -23,7 +23,7 @@ import {
   type RateLimitPolicy,
   RateLimitService,
 } from '../../lib/index.js';
-import { RateLimiter } from '../../lib/rate-limiter.js';
+import { RateLimiter } from '../../lib/nest/rate-limiter.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { nth } from '../support/harness.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';

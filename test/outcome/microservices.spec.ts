@@ -3,7 +3,7 @@ import { EventPattern, MessagePattern, Payload, RpcException } from '@nestjs/mic
 import { concat, type Observable, of, throwError } from 'rxjs';
 
 import { RateLimit, type RateLimitPolicy, RateLimitService } from '../../lib/index.js';
-import { RateLimiter } from '../../lib/rate-limiter.js';
+import { RateLimiter } from '../../lib/nest/rate-limiter.js';
 import {
   emit,
   type RpcApp,

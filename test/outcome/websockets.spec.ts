@@ -2,7 +2,7 @@ import type { ExecutionContext } from '@nestjs/common';
 import { MessageBody, SubscribeMessage, WebSocketGateway, WsException } from '@nestjs/websockets';
 
 import { RateLimit, RateLimitService } from '../../lib/index.js';
-import { RateLimiter } from '../../lib/rate-limiter.js';
+import { RateLimiter } from '../../lib/nest/rate-limiter.js';
 import type { Message } from '../websockets/gateways.js';
 import { ask, createWsApp, type Platform, type WsApp } from '../websockets/ws-kit.js';
 import { accountOf, checkCredentials, type Credentials, LOGIN } from './fixtures.js';

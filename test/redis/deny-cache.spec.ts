@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import request from 'supertest';
 
 import { RateLimit, RateLimitModule, validatePolicy } from '../../lib/index.js';
-import { DenyCache } from '../../lib/engine/deny-cache.js';
+import { DenyCache } from '../../lib/engine/coherence/deny-cache.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { createApp } from '../support/nest-app.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';

@@ -7,7 +7,7 @@ import { NestFactory } from '@nestjs/core';
 import type { Redis } from 'ioredis';
 
 import { type RateLimitPolicy, RateLimitModule, RateLimitService } from '../../lib/index.js';
-import { feedChannel, feedPingSql } from '../../lib/stores/postgres/change-feed.js';
+import { feedChannel, feedPingSql } from '../../lib/stores/postgres/notify-changes.js';
 import { createTestSchema, type TestSchema } from '../support/postgres.js';
 import { startCluster, type TestCluster } from '../support/redis-cluster.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';

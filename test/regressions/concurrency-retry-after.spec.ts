@@ -13,7 +13,7 @@ import {
   type RateLimitPolicy,
   RateLimitService,
 } from '../../lib/index.js';
-import { RateLimiter } from '../../lib/rate-limiter.js';
+import { RateLimiter } from '../../lib/nest/rate-limiter.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { startGraphQLApp } from '../support/graphql-app.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 
-import type { DenyCache } from '../../lib/engine/deny-cache.js';
-import { ChangeFeed } from '../../lib/engine/change-feed.js';
-import type { Logger } from '../../lib/logger.js';
+import type { DenyCache } from '../../lib/engine/coherence/deny-cache.js';
+import { ChangeFeed } from '../../lib/engine/coherence/invalidation-feed.js';
+import type { Logger } from '../../lib/util/logger.js';
 import { DENY_CACHE_TRUST_MS, type RateLimitStoreChanges } from '../../lib/stores/rate-limit-store.js';
 
 // Regression: when the feed of changes went down, the log said a cached denial answers "for at most 1 s", where

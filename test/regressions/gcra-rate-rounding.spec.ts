@@ -2,7 +2,7 @@ import { Controller, Get, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 
-import { emissionUs, gcraRatePerWindow } from '../../lib/algorithms/gcra/gcra.js';
+import { emissionUs, gcraRatePerWindow } from '../../lib/policy/emission.js';
 import { RateLimit, type RateLimitDuration, RateLimitModule, validatePolicy } from '../../lib/index.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 

@@ -4,7 +4,7 @@ import { Test } from '@nestjs/testing';
 import request from 'supertest';
 
 import { RateLimit, RateLimitModule, type RateLimitDecisionEvent } from '../../lib/index.js';
-import { SKIP_REPORT_AFTER } from '../../lib/request/skip-watch.js';
+import { SKIP_REPORT_AFTER } from '../../lib/limiter/skip-watch.js';
 import { CapturingLogger } from '../support/log-lines.js';
 
 // Regression: a key function that returns undefined for every request (`headers['X-Api-Key']`: Node lower-cases

@@ -13,7 +13,7 @@ import {
   RateLimitStore,
   RedisRateLimitStore,
 } from '../../lib/index.js';
-import { feedChannel } from '../../lib/stores/postgres/change-feed.js';
+import { feedChannel } from '../../lib/stores/postgres/notify-changes.js';
 import { storageKey } from '../../lib/stores/storage-key.js';
 import { CapturingLogger } from '../support/log-lines.js';
 import { createApp } from '../support/nest-app.js';

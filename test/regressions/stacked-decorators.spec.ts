@@ -4,7 +4,7 @@ import { Test } from '@nestjs/testing';
 import request from 'supertest';
 
 import { RateLimit, RateLimitModule, type RateLimitPolicy } from '../../lib/index.js';
-import { RATE_LIMIT_POLICIES } from '../../lib/rate-limit.constants.js';
+import { RATE_LIMIT_POLICIES } from '../../lib/planning/metadata-keys.js';
 import type { FakeClock } from '../../lib/testing/index.js';
 import { nth } from '../support/harness.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';

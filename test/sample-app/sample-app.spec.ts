@@ -13,7 +13,7 @@ import {
   RateLimitStore,
   type RateLimitStoreItem,
 } from '../../lib/index.js';
-import { RateLimiter } from '../../lib/rate-limiter.js';
+import { RateLimiter } from '../../lib/nest/rate-limiter.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { ModelNetwork, PROVIDER_KEY, PROVIDER_RPM } from '../../sample-app/ai-provider.service.js';
 import { AppModule, rateLimitOptions } from '../../sample-app/app.module.js';

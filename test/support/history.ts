@@ -1,4 +1,4 @@
-import { emissionUs } from '../../lib/algorithms/gcra/gcra.js';
+import { emissionUs } from '../../lib/policy/emission.js';
 import type { ResolvedPolicy } from '../../lib/policy/policy.types.js';
 
 // The history checker: every admission of a fleet, with the time it was made known only to lie between `from`

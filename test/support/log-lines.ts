@@ -9,7 +9,7 @@ export interface LogEntry {
 }
 
 /**
- * A Nest logger (and a logger of the module's own parts, lib/logger.ts) that keeps every line, for tests that
+ * A Nest logger (and a logger of the module's own parts, lib/util/logger.ts) that keeps every line, for tests that
  * read or count what the module (and Nest) logged: as entries, as `<level> <message>` lines, or the warnings.
  * @example const logger = new CapturingLogger(); ... expect(logger.find('warn', /trustProxy/)).toHaveLength(1);
  */

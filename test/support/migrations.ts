@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 
 import { ALGORITHM_CODES } from '../../lib/algorithms/index.js';
-import type { Clock } from '../../lib/clock.js';
+import type { Clock } from '../../lib/util/clock.js';
 import {
   PostgresRateLimitStore,
   type RateLimitDecision,

@@ -1,5 +1,5 @@
 import { ALGORITHM_STEPS, kernelOf, type StepResult } from '../../lib/algorithms/index.js';
-import type { Clock } from '../../lib/clock.js';
+import type { Clock } from '../../lib/util/clock.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../../lib/policy/policy.types.js';
 import type { RateLimitStore, RateLimitStoreItem } from '../../lib/stores/rate-limit-store.js';
 

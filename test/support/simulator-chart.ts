@@ -1,4 +1,4 @@
-import type { ChartData } from '../../lib/simulator/svg.js';
+import type { ChartData } from '../../packages/simulator/src/svg.js';
 
 export interface DrawnBucket {
   startMs: number;

@@ -1,4 +1,4 @@
-import type { Clock } from '../../lib/clock.js';
+import type { Clock } from '../../lib/util/clock.js';
 import { MemoryRateLimitStore } from '../../lib/stores/memory/memory.store.js';
 import type { RateLimitStore } from '../../lib/stores/rate-limit-store.js';
 import { PostgresRateLimitStore } from '../../lib/stores/postgres/postgres.store.js';

@@ -1,7 +1,7 @@
 import { jest } from '@jest/globals';
 
-import { encodeChanges, type FeedEvents, listenOn } from '../../lib/stores/change-feed.js';
-import { type FeedPool, PostgresChangeFeed } from '../../lib/stores/postgres/change-feed.js';
+import { encodeChanges, type FeedEvents, listenOn } from '../../lib/stores/store-changes.js';
+import { type FeedPool, PostgresChangeFeed } from '../../lib/stores/postgres/notify-changes.js';
 import type { RateLimitChangeListener, RateLimitStoreChange } from '../../lib/stores/rate-limit-store.js';
 import { StoredIdentities } from '../../lib/stores/storage-key.js';
 

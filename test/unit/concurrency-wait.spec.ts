@@ -1,5 +1,5 @@
 import { CONCURRENCY_RETRY_MS } from '../../lib/algorithms/concurrency/concurrency.js';
-import { withConcurrencyWaits } from '../../lib/engine/concurrency-wait.js';
+import { withConcurrencyWaits } from '../../lib/engine/slot-wait.js';
 import type { RateLimitDecision } from '../../lib/policy/policy.types.js';
 import { validatePolicy } from '../../lib/policy/validate-policy.js';
 

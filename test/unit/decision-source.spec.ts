@@ -10,7 +10,7 @@ import {
 } from '../../lib/engine/decision-engine.js';
 import type { RateLimitMetricOutcome, RateLimitMetrics } from '../../lib/metrics/otel-metrics.js';
 import type { FailMode, RateLimitDecisionSource } from '../../lib/policy/policy.types.js';
-import { DecisionEvents, type RateLimitDecisionEvent } from '../../lib/request/decision-events.js';
+import { DecisionEvents, type RateLimitDecisionEvent } from '../../lib/limiter/decision-events.js';
 import type { RateLimitStore } from '../../lib/stores/rate-limit-store.js';
 import { FailingStore } from '../support/failing-store.js';
 import { FakeClock } from '../../lib/testing/index.js';
@@ -38,7 +38,7 @@ function setup() {
   const metrics: RateLimitMetrics = {
     decision: (policy, outcome, source) => counted.push([policy, outcome, source]),
     storeCall: () => undefined,
-    leases: () => undefined,
+    slots: () => undefined,
   };
   engine.metrics = metrics;
   const events: RateLimitDecisionEvent[] = [];

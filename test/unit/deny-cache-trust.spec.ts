@@ -1,4 +1,4 @@
-import { DenyCache } from '../../lib/engine/deny-cache.js';
+import { DenyCache } from '../../lib/engine/coherence/deny-cache.js';
 import { validatePolicy } from '../../lib/index.js';
 import { DENY_CACHE_TRUST_MS } from '../../lib/stores/rate-limit-store.js';
 import { StoredIdentities } from '../../lib/stores/storage-key.js';

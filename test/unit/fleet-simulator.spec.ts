@@ -14,10 +14,10 @@ import {
   type FleetOptions,
   type FleetResult,
   type FleetWindow,
-} from '../../lib/simulator/fleet/index.js';
+} from '../../packages/simulator/src/fleet/index.js';
 import { mostInAnyWindow } from '../support/admissions.js';
 
-const CLI = join(process.cwd(), 'dist', 'cli.js');
+const CLI = join(process.cwd(), 'packages', 'simulator', 'bin', 'simulate.mjs');
 
 /** The admissions of a run, recorded, for checks that do not trust its own BoundCheck. */
 function admissions(r: FleetResult): readonly number[] {

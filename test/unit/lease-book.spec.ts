@@ -1,5 +1,5 @@
 import { RateLimitPolicyError, validatePolicy, type RateLimitDecision } from '../../lib/index.js';
-import { LeaseBook, leaseLifetimeMs, MAX_LEASED_KEYS } from '../../lib/engine/lease-book.js';
+import { LeaseBook, leaseLifetimeMs, MAX_LEASED_KEYS } from '../../lib/engine/leases/lease-book.js';
 import { StoredIdentities } from '../../lib/stores/storage-key.js';
 
 const windowPolicy = validatePolicy({ name: 'hot', algorithm: 'fixed-window', limit: 100, window: 1000, lease: 10 });

@@ -2,9 +2,9 @@ import fc from 'fast-check';
 
 import { MemoryRateLimitStore, validatePolicy, type ResolvedPolicy } from '../../lib/index.js';
 import { DecisionEngine, denies, type EngineItem } from '../../lib/engine/decision-engine.js';
-import { emissionUs } from '../../lib/algorithms/gcra/gcra.js';
+import { emissionUs } from '../../lib/policy/emission.js';
 import type { RateLimitStore } from '../../lib/stores/rate-limit-store.js';
-import type { LeaseGrowth } from '../../lib/engine/lease-book.js';
+import type { LeaseGrowth } from '../../lib/engine/leases/lease-book.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { FailingStore } from '../support/failing-store.js';
 

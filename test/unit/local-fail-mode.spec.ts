@@ -17,8 +17,8 @@ import {
   type ResolvedPolicy,
 } from '../../lib/policy/policy.types.js';
 import { validatePolicy } from '../../lib/policy/validate-policy.js';
-import { DecisionEvents } from '../../lib/request/decision-events.js';
-import { OutcomeRefunds } from '../../lib/request/outcome.js';
+import { DecisionEvents } from '../../lib/limiter/decision-events.js';
+import { OutcomeRefunds } from '../../lib/limiter/outcome.js';
 import { MemoryRateLimitStore } from '../../lib/stores/memory/memory.store.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { FailingStore, type StoreHealth } from '../support/failing-store.js';
@@ -49,7 +49,7 @@ function setup({ instances = 2, timeoutMs = 20 }: { instances?: number; timeoutM
   const metrics: RateLimitMetrics = {
     decision: (policy, outcome) => outcomes.push([policy, outcome]),
     storeCall: () => undefined,
-    leases: () => undefined,
+    slots: () => undefined,
   };
   engine.metrics = metrics;
   return { clock, store, engine, logger, outcomes };

@@ -13,16 +13,16 @@ import {
   SIMULATED_ALGORITHMS,
   simulate,
   type ChartData,
-} from '../../lib/simulator/index.js';
-import { SimulatedClock } from '../../lib/simulator/run.js';
-import { arrivalsTraffic } from '../../lib/simulator/traffic.js';
+} from '../../packages/simulator/src/index.js';
+import { SimulatedClock } from '../../packages/simulator/src/run.js';
+import { arrivalsTraffic } from '../../packages/simulator/src/traffic.js';
 import { nth } from '../support/harness.js';
 import { type DrawnBucket, type DrawnPanel, readChart } from '../support/simulator-chart.js';
 import { policyOf } from '../support/policies.js';
 
 const LIMIT = 100;
 const W = 60_000;
-const CLI = join(process.cwd(), 'dist', 'cli.js');
+const CLI = join(process.cwd(), 'packages', 'simulator', 'bin', 'simulate.mjs');
 
 const sum = (buckets: readonly DrawnBucket[], key: 'admitted' | 'denied', fromMs = 0, toMs = Infinity) =>
   buckets.filter((b) => b.startMs >= fromMs && b.endMs <= toMs).reduce((total, b) => total + b[key], 0);
@@ -238,7 +238,7 @@ describe('simulator: a JSON file of arrivals', () => {
   });
 });
 
-describe('simulator: the command line (node dist/cli.js, built by npm run build)', () => {
+describe('simulator: the command line (packages/simulator, built by npm run build:simulator)', () => {
   let dir: string;
   beforeAll(() => {
     if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run build first`);

@@ -1,5 +1,5 @@
 /**
- * Lua twin of concurrency.ts: the sliding window log's step, and a refund that gives back the oldest leases
+ * Lua twin of concurrency.ts: the sliding window log's step, and a refund that gives back the oldest slots
  * first. State as the log's.
  */
 export const concurrencyLua = `

@@ -8,21 +8,21 @@ import {
 
 /**
  * The longest wait, in milliseconds, a concurrency denial tells a client (Retry-After, `retryAfterMs`): 1 s.
- * The step's own wait is when the oldest lease would expire (minutes away: the lease time is only for leases
+ * The step's own wait is when the oldest slot would expire (minutes away: the slot time is only for slots
  * a crashed process never gave back), but a slot frees the moment one running request ends, which no store
- * can predict; 1 s is the shortest wait Retry-After can say. The stores keep deciding the leases as they
- * are: the decision engine caps the wait (lib/engine/concurrency-wait.ts), so every store agrees.
+ * can predict; 1 s is the shortest wait Retry-After can say. The stores keep deciding the slots as they
+ * are: the decision engine caps the wait (lib/engine/slot-wait.ts), so every store agrees.
  */
 export const CONCURRENCY_RETRY_MS = 1000;
 
-/** Leases `[acquiredMs, cost]` of a key, oldest first: each lives `windowMs` unless given back before. */
+/** Slots `[acquiredMs, cost]` of a key, oldest first: each lives `windowMs` unless given back before. */
 export type ConcurrencyState = SlidingWindowLogState;
 
 /**
- * Concurrency limit: at most `limit` units of a key in flight at once. A request takes a lease when it is
- * admitted and gives it back (refund) when it ends; a lease its process never gave back (a crash) expires
- * `windowMs` after it was taken. Decided as the sliding window log decides the leases of the last `windowMs`;
- * a release gives back the oldest lease first, so the leases left never expire earlier than those released:
+ * Concurrency limit: at most `limit` units of a key in flight at once. A request takes a slot when it is
+ * admitted and gives it back (refund) when it ends; a slot its process never gave back (a crash) expires
+ * `windowMs` after it was taken. Decided as the sliding window log decides the slots of the last `windowMs`;
+ * a release gives back the oldest slot first, so the slots left never expire earlier than those released:
  * a release never lets more in than are in flight.
  */
 export const concurrency: Algorithm<ConcurrencyState> = {

@@ -1,4 +1,4 @@
-import { MAX_LEAD_US } from './gcra.js';
+import { MAX_LEAD_US } from '../../policy/emission.js';
 
 /**
  * The longest a GCRA key (the TAT alone) outlives its TAT: every write sets its expiry to the end of the TAT's

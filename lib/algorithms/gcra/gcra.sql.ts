@@ -1,6 +1,6 @@
 import { NEVER_FITS, SQL_DECISION } from '../algorithm.js';
 import { ALGORITHM_CODES } from '../index.js';
-import { MAX_LEAD_US } from './gcra.js';
+import { MAX_LEAD_US } from '../../policy/emission.js';
 
 const { gcra: GCRA, 'gcra-per-plan': GCRA_PER_PLAN } = ALGORITHM_CODES;
 

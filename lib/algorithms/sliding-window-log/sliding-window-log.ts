@@ -1,4 +1,4 @@
-import { elementAt } from '../../element-at.js';
+import { elementAt } from '../../util/element-at.js';
 import { type Algorithm, type StepResult } from '../algorithm.js';
 
 /** Entries `[timeMs, cost]` of the requests admitted in the last window, oldest first, one per millisecond. */

@@ -1,4 +1,5 @@
-import { type Algorithm, ceilDiv, type StepResult } from '../algorithm.js';
+import { type Algorithm, type StepResult } from '../algorithm.js';
+import { ceilDiv } from '../../util/integer-math.js';
 
 /**
  * The units taken from the bucket, scaled by windowMs (one request = windowMs units, given back at `limit`

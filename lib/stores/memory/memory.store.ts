@@ -1,4 +1,4 @@
-import { type Clock, systemClock } from '../../clock.js';
+import { type Clock, systemClock } from '../../util/clock.js';
 import type { RateLimitDecision } from '../../policy/policy.types.js';
 import { blockAll, consumeAll, peekState, refundAll, type StateTable } from '../consume-all.js';
 import type { RateLimitStore, RateLimitStoreItem } from '../rate-limit-store.js';

@@ -6,7 +6,7 @@ import { GCRA_CODES } from '../../algorithms/gcra/gcra.sql.js';
 const algoIs = (...kernels: AlgorithmKernel[]): string =>
   kernels.map((kernel) => `algo = ${ALGORITHM_CODES[kernel]}`).join(' OR ');
 
-/** ceil(a / b) for integers a >= 0, b > 0, as ceilDiv in algorithm.ts; inlined where it is called. */
+/** ceil(a / b) for integers a >= 0, b > 0, as ceilDiv in util/integer-math.ts; inlined where it is called. */
 export const ceilDivSql = (S: string): string => `
 CREATE OR REPLACE FUNCTION ${S}.rl_ceil_div(a bigint, b bigint) RETURNS bigint LANGUAGE sql IMMUTABLE AS $fn$
   SELECT CASE WHEN (a / b) * b < a THEN a / b + 1 ELSE a / b END

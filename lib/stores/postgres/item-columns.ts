@@ -1,6 +1,6 @@
 import { ALGORITHM_CODES, kernelOf } from '../../algorithms/index.js';
 import { periodOf } from '../../algorithms/quota/quota.js';
-import { systemClock } from '../../clock.js';
+import { systemClock } from '../../util/clock.js';
 import type { StoreCallItem } from '../rate-limit-store.js';
 import type { StoredIdentities } from '../storage-key.js';
 

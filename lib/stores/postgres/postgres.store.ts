@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 
-import { type Clock, systemClock } from '../../clock.js';
+import { type Clock, systemClock } from '../../util/clock.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../../policy/policy.types.js';
 import { decisionsFromReply } from '../decisions.js';
 import type {
@@ -11,7 +11,7 @@ import type {
   StoreCallItem,
 } from '../rate-limit-store.js';
 import { checkKeyPrefix, StoredIdentities } from '../storage-key.js';
-import { feedChannel, PostgresChangeFeed } from './change-feed.js';
+import { feedChannel, PostgresChangeFeed } from './notify-changes.js';
 import { ConsumeBatcher } from './consume-batcher.js';
 import { itemColumns } from './item-columns.js';
 import { PostgresMaintenance } from './maintenance.js';

@@ -1,4 +1,4 @@
-import { elementAt } from '../../element-at.js';
+import { elementAt } from '../../util/element-at.js';
 import { ITEM_COLUMNS, type ItemColumns } from './item-columns.js';
 
 /** One request's consume as a statement carries it. */

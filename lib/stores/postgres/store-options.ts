@@ -1,4 +1,4 @@
-import type { Clock } from '../../clock.js';
+import type { Clock } from '../../util/clock.js';
 import type { PgPool } from '../client-types.js';
 import type { IdentityOptions } from '../storage-key.js';
 

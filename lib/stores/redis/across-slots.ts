@@ -1,6 +1,6 @@
 import calculateSlot from 'cluster-key-slot';
 
-import { elementAt } from '../../element-at.js';
+import { elementAt } from '../../util/element-at.js';
 import type { RateLimitDecision } from '../../policy/policy.types.js';
 import type { StoreCallItem } from '../rate-limit-store.js';
 import type { StoredIdentities } from '../storage-key.js';

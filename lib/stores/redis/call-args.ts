@@ -1,6 +1,6 @@
 import { ALGORITHM_CODES, kernelOf } from '../../algorithms/index.js';
 import { periodOf } from '../../algorithms/quota/quota.js';
-import type { Clock } from '../../clock.js';
+import type { Clock } from '../../util/clock.js';
 import type { ResolvedPolicy } from '../../policy/policy.types.js';
 import type { StoredIdentities } from '../storage-key.js';
 import { BATCH_RUN, BLOCK_FLAG, POLICY_FIELDS, REPLY_WIDTH, UP_TO_SEPARATOR } from '../protocol.js';

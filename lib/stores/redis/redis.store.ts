@@ -1,4 +1,4 @@
-import { type Clock, systemClock } from '../../clock.js';
+import { type Clock, systemClock } from '../../util/clock.js';
 import type { RateLimitDecision } from '../../policy/policy.types.js';
 import { decisionsFromReply } from '../decisions.js';
 import type { NodeRedisClient, RedisClient, ValkeyGlideClient } from '../client-types.js';
@@ -7,7 +7,7 @@ import { checkKeyPrefix, type IdentityOptions, StoredIdentities } from '../stora
 import { acrossSlots, consumeAcrossSlots, type RunInSlot, slotGroups, slotItems } from './across-slots.js';
 import { batchArgs, callFields, type RequestArgs, requestArgs, splitReply } from './call-args.js';
 import { CallBatcher } from './call-batcher.js';
-import { RedisChangeFeed } from './change-feed.js';
+import { RedisChangeFeed } from './pubsub-changes.js';
 import { driverOf } from './clients/driver-of.js';
 import { isReplyError, type RedisDriver } from './clients/redis-driver.js';
 import { unlinkUnder } from './reset-all.js';

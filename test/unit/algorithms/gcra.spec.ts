@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 
 import { ALGORITHM_STEPS, kernelOf } from '../../../lib/algorithms/index.js';
-import { MAX_LEAD_US, type GcraState } from '../../../lib/algorithms/gcra/gcra.js';
+import type { GcraState } from '../../../lib/algorithms/gcra/gcra.js';
+import { MAX_LEAD_US } from '../../../lib/policy/emission.js';
 import { validatePolicy, type ResolvedPolicy } from '../../../lib/index.js';
 import { GcraReference, type ReferenceState } from '../../support/gcra-reference.js';
 

@@ -4,14 +4,14 @@ import { join } from 'node:path';
 
 // What ships is what runs: the tarball npm would publish, listed from dist/ as built (npm pack without its
 // prepack build), holds the package's entry points and what they load, and nothing a Nest app never runs (tests,
-// the bench, the docs' sources, TypeScript sources, source maps, a second build of the CLI). Its size is held to
+// the bench, the docs' sources, TypeScript sources, source maps, the simulators). Its size is held to
 // a budget, and the size the compatibility page states is the size it is.
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
   main: string;
   types: string;
-  bin: Record<string, string>;
+  bin?: Record<string, string>;
   exports: Record<string, unknown>;
 };
 
@@ -48,9 +48,7 @@ function targets(value: unknown): string[] {
 
 describe('the published tarball', () => {
   it('holds every file package.json names', () => {
-    const named = [pkg.main, pkg.types, ...Object.values(pkg.bin), ...targets(pkg.exports)].map((path) =>
-      path.replace(/^\.\//, ''),
-    );
+    const named = [pkg.main, pkg.types, ...targets(pkg.exports)].map((path) => path.replace(/^\.\//, ''));
     expect(named.filter((path) => !paths.includes(path))).toEqual([]);
   });
 
@@ -71,13 +69,12 @@ describe('the published tarball', () => {
     expect(unwanted).toEqual([]);
   });
 
-  // The CLI (`npx nest-rate-limit simulate`) is an ES module with no types: its CommonJS twin and declarations
-  // would only be weight (moving the tools out of the package entirely is a later step: DESIGN.md's layout).
-  it('holds the CLI and its simulator once, without types or a CommonJS build', () => {
-    const tool = /^dist\/(cjs\/)?(cli|cli-flags)\.|^dist\/(cjs\/)?simulator\//;
-    const extra = paths.filter((path) => tool.test(path) && (path.startsWith('dist/cjs/') || path.endsWith('.d.ts')));
-    expect(extra).toEqual([]);
-    expect(paths).toContain('dist/cli.js');
+  // The simulators and their command line are a workspace of their own (packages/simulator), not published:
+  // a Nest app never runs them.
+  it('holds no simulator or command line', () => {
+    const tools = paths.filter((path) => /(^|\/)(simulator|fleet|cli|cli-flags)(\/|\.)/.test(path));
+    expect(tools).toEqual([]);
+    expect(pkg.bin).toBeUndefined();
   });
 
   it('stays within its budget', () => {

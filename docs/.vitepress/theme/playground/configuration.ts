@@ -5,15 +5,15 @@ import {
   patternTraffic,
   runRequest,
   type SimulationRequest,
-} from '../../../../lib/simulator/request.js';
-import type { SimulationResult } from '../../../../lib/simulator/run.js';
+} from '../../../../packages/simulator/src/request.js';
+import type { SimulationResult } from '../../../../packages/simulator/src/run.js';
 import {
   arrivalsTraffic,
   MAX_ARRIVALS,
   parseArrivals,
   type PatternName,
   SimulatorError,
-} from '../../../../lib/simulator/traffic.js';
+} from '../../../../packages/simulator/src/traffic.js';
 
 // What the playground computes for one configuration, kept out of the Vue component so that the parity test
 // (test/docs/playground-parity.spec.ts) runs exactly this against `nest-rate-limit simulate`.

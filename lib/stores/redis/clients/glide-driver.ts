@@ -1,4 +1,4 @@
-import type { FeedConnection, FeedEvents } from '../../change-feed.js';
+import type { FeedConnection, FeedEvents } from '../../store-changes.js';
 import { DEFAULT_TIMEOUT_MS, RateLimitStoreTimeoutError } from '../../store-timeout.js';
 import { send } from './glide-replies.js';
 import { subscribeGlide } from './glide-subscriber.js';

@@ -1,5 +1,5 @@
-import { importPeer } from '../../../optional-peer.js';
-import type { FeedConnection, FeedEvents } from '../../change-feed.js';
+import { importPeer } from '../../../util/optional-peer.js';
+import type { FeedConnection, FeedEvents } from '../../store-changes.js';
 import { send } from './glide-replies.js';
 import {
   GLIDE_DECODER_STRING,

@@ -1,6 +1,6 @@
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 
-import type { FeedConnection, FeedEvents } from '../../change-feed.js';
+import type { FeedConnection, FeedEvents } from '../../store-changes.js';
 import type { RedisClient, RedisConnection } from '../../client-types.js';
 import { redisAddress } from '../../store-description.js';
 import {

@@ -1,4 +1,4 @@
-import type { FeedConnection, FeedEvents } from '../../change-feed.js';
+import type { FeedConnection, FeedEvents } from '../../store-changes.js';
 import { withoutCredentials } from '../../store-description.js';
 import {
   isNodeRedisCluster,

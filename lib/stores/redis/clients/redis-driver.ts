@@ -1,4 +1,4 @@
-import type { FeedConnection, FeedEvents } from '../../change-feed.js';
+import type { FeedConnection, FeedEvents } from '../../store-changes.js';
 
 /**
  * What the Redis store needs of a client, whichever package made it (ioredis, iovalkey, node-redis, Valkey

@@ -1,0 +1,118 @@
+import type { ExecutionContext, Logger } from '@nestjs/common';
+
+import type { RateLimitMetrics } from '../metrics/otel-metrics.js';
+import type { RateLimitDecision, RateLimitDecisionSource, ResolvedPolicy } from '../policy/policy.types.js';
+import type { RateLimitStoreItem } from '../stores/rate-limit-store.js';
+import { ThrottledLog } from '../util/throttled-log.js';
+
+/** How long a shadow policy stays quiet in the log after reporting a would-be denial. */
+const SHADOW_QUIET_MS = 60_000;
+
+/**
+ * One decided policy, as `onDecision` receives it. `key` is the identity the policy counted (a user id, an
+ * address, your key function's value), `cost` the units the request asked for, `remaining`/`retryAfterMs`
+ * as in the decision (retryAfterMs 0 when allowed, Infinity when the cost can never fit). `shadow` is true for
+ * a policy in mode 'shadow': `allowed: false` then means it would have denied, and the request went on.
+ * `context` is the Nest ExecutionContext of the request, or undefined for RateLimitService calls.
+ * `skipped` is true when the policy's key function returned undefined for the request: the policy did not
+ * apply (nothing consumed), `key` is '' and `remaining` the policy's limit. `source` says where the decision
+ * came from (RateLimitDecisionSource): 'store', 'deny-cache', 'lease' or 'local' ('store' for a skipped policy,
+ * which nothing decided).
+ */
+export interface RateLimitDecisionEvent {
+  readonly policy: string;
+  readonly key: string;
+  readonly allowed: boolean;
+  readonly shadow: boolean;
+  readonly blocked: boolean;
+  readonly cost: number;
+  readonly remaining: number;
+  readonly retryAfterMs: number;
+  readonly context: ExecutionContext | undefined;
+  readonly skipped: boolean;
+  readonly source: RateLimitDecisionSource;
+}
+
+/**
+ * Reports decided policies: the `onDecision` hook for each (called synchronously, never awaited; one that
+ * throws is logged and the request goes on), and the would-be denials of shadow policies in the log, at
+ * most once per policy per minute with the count of those held back. Costs nothing without a hook and
+ * without shadow policies but one loop over the request's items.
+ */
+export class DecisionEvents {
+  private readonly shadowLog = new ThrottledLog(SHADOW_QUIET_MS);
+  /** OpenTelemetry instruments, set at module start when `@opentelemetry/api` is installed. */
+  metrics: RateLimitMetrics | undefined;
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly hook: ((event: RateLimitDecisionEvent) => void) | undefined,
+  ) {}
+
+  report(
+    pairs: readonly (readonly [RateLimitStoreItem, RateLimitDecision, RateLimitDecisionSource?])[],
+    context: ExecutionContext | undefined,
+  ): void {
+    for (const [item, decision, source = 'store'] of pairs) {
+      const shadow = item.shadow === true;
+      if (shadow && !decision.allowed) this.logShadowDenial(item, decision);
+      // Counted as failed-local when its store failed (fail-modes.ts): once per policy and request.
+      if (source !== 'local')
+        this.metrics?.decision(
+          decision.policy,
+          source === 'deny-cache' ? 'deny-cache' : decision.allowed ? 'allowed' : shadow ? 'shadow-denied' : 'denied',
+          source,
+        );
+      if (this.hook === undefined) continue;
+      try {
+        this.hook({
+          policy: decision.policy,
+          key: item.key,
+          allowed: decision.allowed,
+          shadow,
+          blocked: decision.blocked === true,
+          cost: item.cost,
+          remaining: decision.remaining,
+          retryAfterMs: decision.retryAfterMs,
+          context,
+          skipped: false,
+          source,
+        });
+      } catch (error) {
+        this.logger.error(`onDecision hook threw: ${(error as Error)?.message ?? String(error)}`);
+      }
+    }
+  }
+
+  /** A policy its key function skipped for this invocation (SkipWatch): the metrics and the hook are told. */
+  skipped(policy: ResolvedPolicy, context: ExecutionContext): void {
+    this.metrics?.decision(policy.name, 'skipped');
+    if (this.hook === undefined) return;
+    try {
+      this.hook({
+        policy: policy.name,
+        key: '',
+        allowed: true,
+        shadow: false,
+        blocked: false,
+        cost: 0,
+        remaining: policy.limit,
+        retryAfterMs: 0,
+        context,
+        skipped: true,
+        source: 'store',
+      });
+    } catch (error) {
+      this.logger.error(`onDecision hook threw: ${(error as Error)?.message ?? String(error)}`);
+    }
+  }
+
+  private logShadowDenial(item: RateLimitStoreItem, decision: RateLimitDecision): void {
+    this.shadowLog.note(decision.policy, (held) =>
+      this.logger.warn(
+        `Shadow policy "${decision.policy}" would have denied key "${item.key}" (cost ${item.cost}, ` +
+          `${decision.remaining} remaining)${held > 0 ? ` (and ${held} more in the last minute)` : ''}; the request went on`,
+      ),
+    );
+  }
+}

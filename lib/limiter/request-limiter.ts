@@ -1,0 +1,156 @@
+import type { ExecutionContext } from '@nestjs/common';
+
+import type { AdapterRegistry } from '../contexts/adapter-registry.js';
+import type { ContextAdapter, ContextType } from '../contexts/context-adapter.js';
+import { type DecisionEngine, denies, NOTHING } from '../engine/decision-engine.js';
+import type { RoutePlan, RoutePlanner } from '../planning/route-planner.js';
+import type { RateLimitHeaders } from '../responses/rate-limit-headers.js';
+import { conclude } from './conclusion.js';
+import type { DecisionEvents } from './decision-events.js';
+import {
+  DECIDED,
+  type Decider,
+  type DecisionPoint,
+  DEFERRED,
+  EARLY,
+  type Invocation,
+  invocationOf,
+  LIMITER,
+  STATE,
+} from './handler-enhancers.js';
+import type { OutcomeRefunds } from './outcome.js';
+import type { RequestResolver } from './request-items.js';
+import type { StepEvaluator } from './step-evaluation.js';
+
+/** What the per-request path works with, made once at start (nest/rate-limiter.ts). */
+export interface RequestLimiterParts {
+  readonly engine: DecisionEngine;
+  readonly planner: RoutePlanner;
+  /** onDecision and the log of shadow denials. */
+  readonly events: DecisionEvents;
+  readonly adapters: AdapterRegistry;
+  readonly resolver: RequestResolver;
+  /** Decides each step of an invocation: lists, items, one decision of the engine. */
+  readonly steps: StepEvaluator;
+  readonly outcomes: OutcomeRefunds;
+  readonly headers: RateLimitHeaders;
+}
+
+/**
+ * The request path, in order: the plan of the handler (made at start), the items of this invocation
+ * (keys, costs, limits), one decision of the engine, then the context's adapter writes headers and denies.
+ * The guard, the interceptor and RateLimitService go through it; it knows no context itself.
+ */
+export class RequestLimiter implements Decider {
+  readonly engine: DecisionEngine;
+  readonly planner: RoutePlanner;
+  readonly events: DecisionEvents;
+  protected readonly outcomes: OutcomeRefunds;
+  protected readonly adapters: AdapterRegistry;
+  private readonly resolver: RequestResolver;
+  private readonly steps: StepEvaluator;
+  private readonly headers: RateLimitHeaders;
+
+  constructor(parts: RequestLimiterParts) {
+    this.engine = parts.engine;
+    this.planner = parts.planner;
+    this.events = parts.events;
+    this.outcomes = parts.outcomes;
+    this.adapters = parts.adapters;
+    this.resolver = parts.resolver;
+    this.steps = parts.steps;
+    this.headers = parts.headers;
+  }
+
+  /** Resolves once the refunds of invocations that have ended (counting by outcome) have reached the store. */
+  refundsSettled(): Promise<void> {
+    return this.outcomes.settled();
+  }
+
+  /** True when there is nothing left to decide for this invocation (the interceptor's fast path). */
+  isDecided(ctx: ExecutionContext): boolean {
+    return invocationOf(ctx)[STATE] === DECIDED;
+  }
+
+  /**
+   * Decides an invocation: returns when it may proceed; otherwise the context's adapter throws its denial
+   * (429, a GraphQL error, WsException, RpcException), its refusal (a deny list: 403 and the like) or
+   * outage. Decides each invocation once, however many guards ask.
+   */
+  async handle(ctx: ExecutionContext, point: DecisionPoint): Promise<void> {
+    const type = ctx.getType<ContextType>();
+    let adapter = this.adapters.get(type);
+    if (adapter === undefined) {
+      // A context of a third-party transport (not http, graphql, ws or rpc): no handler of it was planned,
+      // and a @RateLimit on one stopped the start; nothing to decide here.
+      if (!this.adapters.knows(type)) return;
+      adapter = await this.adapters.load(type);
+    }
+    const invocation = adapter.invocation(ctx) as Invocation;
+    const state = invocation[STATE];
+    if (state === DECIDED || (state === DEFERRED && point !== 'interceptor')) return;
+    const plan = this.planner.planFor(ctx.getClass(), ctx.getHandler());
+    if (state === DEFERRED) return this.decideLate(ctx, adapter, invocation, plan);
+    if (plan.policies.length === 0) {
+      invocation[STATE] = DECIDED;
+      return;
+    }
+    // Global guards run before class and handler guards: when a user-keyed policy sees no user yet,
+    // authentication may still be ahead. The other policies are decided now (so invocations your
+    // authentication rejects still count against the IP), the user-keyed ones by the interceptor.
+    if (point === 'global-guard' && plan.deferred && this.resolver.userOf(ctx, adapter) === undefined) {
+      return this.decideEarly(ctx, adapter, invocation, plan);
+    }
+    invocation[STATE] = DECIDED;
+    const evaluation = await this.steps.evaluate({
+      ctx,
+      adapter,
+      plan,
+      entries: plan.policies,
+      before: NOTHING,
+      first: true,
+    });
+    conclude(ctx, adapter, this.headers, this.events, [evaluation]);
+    if (plan.counted) this.outcomes.track(ctx, adapter, invocation, evaluation);
+  }
+
+  /**
+   * The global guard's part of a deferred invocation: every policy but the user-keyed ones, which wait for the
+   * interceptor (decideLate). A denial here ends the invocation.
+   */
+  private async decideEarly(
+    ctx: ExecutionContext,
+    adapter: ContextAdapter,
+    invocation: Invocation,
+    plan: RoutePlan,
+  ): Promise<void> {
+    invocation[STATE] = DEFERRED;
+    invocation[LIMITER] = this;
+    const early = await this.steps.evaluate({ ctx, adapter, plan, entries: plan.early, before: NOTHING, first: true });
+    invocation[EARLY] = early;
+    if (denies(early)) {
+      invocation[STATE] = DECIDED;
+      conclude(ctx, adapter, this.headers, this.events, [early]);
+    }
+    // Watched from now on: a refusal of the route's own guards is an outcome too (HTTP sees its status).
+    if (plan.counted) this.outcomes.track(ctx, adapter, invocation, early);
+  }
+
+  /**
+   * The interceptor's part of a deferred invocation: the user-keyed policies, now that authentication has run;
+   * a denial gives back what the early part consumed.
+   */
+  private async decideLate(
+    ctx: ExecutionContext,
+    adapter: ContextAdapter,
+    invocation: Invocation,
+    plan: RoutePlan,
+  ): Promise<void> {
+    invocation[STATE] = DECIDED;
+    const early = invocation[EARLY] ?? NOTHING;
+    const late = await this.steps.evaluate({ ctx, adapter, plan, entries: plan.late, before: early, first: false });
+    if (denies(late)) await this.engine.compensate(early);
+    conclude(ctx, adapter, this.headers, this.events, [early, late]);
+    if (plan.counted) this.outcomes.track(ctx, adapter, invocation, late);
+  }
+}

@@ -1,0 +1,97 @@
+import type { ExecutionContext } from '@nestjs/common';
+
+import type { ContextAdapter } from '../contexts/context-adapter.js';
+import { type DecisionEngine, type Evaluation, StoreUnavailable } from '../engine/decision-engine.js';
+import { retryAfterSeconds } from '../responses/rate-limit-headers.js';
+import { type ModuleLists, screen } from './screening.js';
+import type { PlanEntry, RoutePlan } from '../planning/route-planner.js';
+import { denyListMessage, unavailableMessage } from '../responses/rate-limit-exceptions.js';
+import type { RequestResolver } from './request-items.js';
+
+/**
+ * The evaluation of an invocation the module's allow list let through: no policy runs, so nothing is
+ * consumed and no header is written; a later decision point only checks the remaining policies' deny lists.
+ */
+const ALLOWED: Evaluation = Object.freeze({ items: [], decisions: [] });
+
+/**
+ * One decision point's part of an invocation: the `entries` of its plan to decide, after `before` (what an
+ * earlier decision point of the invocation decided); the module's lists are checked at the `first` one.
+ */
+export interface Step {
+  readonly ctx: ExecutionContext;
+  readonly adapter: ContextAdapter;
+  readonly plan: RoutePlan;
+  readonly entries: readonly PlanEntry[];
+  readonly before: Evaluation;
+  readonly first: boolean;
+}
+
+/**
+ * Decides one step of an invocation: the lists, then the items (keys, costs, limits) of the policies left,
+ * then one decision of the engine. A deny list and a fail-closed outage end the invocation here, through the
+ * context's adapter.
+ */
+export class StepEvaluator {
+  constructor(
+    private readonly engine: DecisionEngine,
+    private readonly resolver: RequestResolver,
+    private readonly lists: ModuleLists,
+  ) {}
+
+  /**
+   * Applies the lists (when the handler has lists), resolves the items of the step's entries left and decides
+   * them; a deny list or an outage of a fail-closed policy stops here.
+   */
+  async evaluate(step: Step): Promise<Evaluation> {
+    const { ctx, adapter, plan, before } = step;
+    try {
+      let entries = step.entries;
+      if (plan.lists) {
+        const left = await this.screen(step);
+        if (left === undefined) return ALLOWED;
+        entries = left;
+      }
+      const { items, failures } = await this.resolver.resolve(entries, ctx, adapter, plan.where);
+      if (failures !== undefined) await this.engine.failed(failures, before);
+      return await this.engine.decide(items, before);
+    } catch (error) {
+      if (!(error instanceof StoreUnavailable)) throw error;
+      const retryAfter = retryAfterSeconds(error.retryAfterMs) ?? 1;
+      adapter.setHeaders(ctx, [['Retry-After', String(retryAfter)]]);
+      return adapter.unavailable(ctx, {
+        code: 'RATE_LIMIT_UNAVAILABLE',
+        message: unavailableMessage(error.policy),
+        policy: error.policy,
+        retryAfter,
+      });
+    }
+  }
+
+  /**
+   * The policies of `entries` left once the lists have spoken, or undefined when the module's allow list lets
+   * the invocation through. A deny list forbids (403 and its equivalents) after giving back what `before`
+   * consumed; failing list functions are reported, and a fail-closed policy's throws StoreUnavailable.
+   */
+  private async screen(step: Step): Promise<readonly PlanEntry[] | undefined> {
+    const { ctx, adapter, plan, entries, before, first } = step;
+    const screening = await screen(ctx, {
+      entries,
+      module: first ? this.lists : undefined,
+      scope: plan.policies,
+      denyOnly: before === ALLOWED,
+      address: () => adapter.clientAddress(ctx),
+    });
+    for (const { item, error } of screening.reported ?? []) this.engine.reporter.report(error, [item.policy.name]);
+    if (screening.outcome === 'deny') {
+      await this.engine.compensate(before);
+      adapter.forbid(ctx, {
+        code: 'RATE_LIMIT_DENY_LIST',
+        message: denyListMessage(screening.policy),
+        policy: screening.policy,
+      });
+    }
+    if (screening.failures !== undefined) await this.engine.failed(screening.failures, before);
+    return screening.outcome === 'allow' ? undefined : screening.entries;
+  }
+}

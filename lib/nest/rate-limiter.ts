@@ -1,0 +1,142 @@
+import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { DiscoveryService, HttpAdapterHost, MetadataScanner, ModuleRef, Reflector } from '@nestjs/core';
+
+import { AdapterRegistry } from '../contexts/adapter-registry.js';
+import type { ContextType } from '../contexts/context-adapter.js';
+import { DecisionEngine } from '../engine/decision-engine.js';
+import { DecisionEvents } from '../limiter/decision-events.js';
+import { attachEnhancers, attachOutcomeObserver } from '../limiter/handler-enhancers.js';
+import { OutcomeRefunds } from '../limiter/outcome.js';
+import { RequestResolver } from '../limiter/request-items.js';
+import { RequestLimiter, type RequestLimiterParts } from '../limiter/request-limiter.js';
+import type { ModuleLists } from '../limiter/screening.js';
+import { SkipWatch } from '../limiter/skip-watch.js';
+import { StepEvaluator } from '../limiter/step-evaluation.js';
+import { loadMetrics } from '../metrics/otel-metrics.js';
+import { coveredGlobally, refuseUnguarded } from '../planning/guard-coverage.js';
+import { type RoutePlan, RoutePlanner } from '../planning/route-planner.js';
+import type { RateLimitStores } from '../stores/rate-limit-stores.js';
+import type { Clock } from '../util/clock.js';
+import { limiterSettings } from './limiter-settings.js';
+import { RATE_LIMIT_CLOCK, RATE_LIMIT_STORES } from './rate-limit.constants.js';
+import { RATE_LIMIT_OPTIONS } from './rate-limit.module-definition.js';
+import type { RateLimitModuleOptions } from './rate-limit.options.js';
+import { warnAtStart } from './start-warnings.js';
+
+/** The module's options turned into the request path's parts, and what start-up checks later. */
+interface Assembly {
+  readonly parts: RequestLimiterParts;
+  readonly logger: Logger;
+  readonly lists: ModuleLists;
+}
+
+/** Checks the options (a bad one stops the start) and makes the engine and the request path's parts. */
+function assemble(
+  options: RateLimitModuleOptions,
+  stores: RateLimitStores,
+  clock: Clock,
+  reflector: Reflector,
+  httpAdapterHost: HttpAdapterHost,
+  moduleRef: ModuleRef,
+): Assembly {
+  const logger = new Logger('RateLimit');
+  const { headers, failMode, instances, mode, timeoutMs, ipv6Prefix, trust, lists, key } = limiterSettings(
+    options,
+    logger,
+  );
+  const engine = new DecisionEngine({ stores, clock, timeoutMs, instances, logger, onError: options.onError });
+  const events = new DecisionEvents(logger, options.onDecision);
+  const resolver = new RequestResolver(engine, options.user, logger, new SkipWatch(logger, events));
+  const planner = new RoutePlanner(
+    {
+      defaults: options.defaults ?? [],
+      failMode,
+      mode,
+      hasUserOption: options.user !== undefined,
+      moduleLists: lists.allow !== undefined || lists.deny !== undefined,
+      guardsPlaced: options.global === false,
+      key,
+    },
+    reflector,
+  );
+  const parts: RequestLimiterParts = {
+    engine,
+    planner,
+    events,
+    adapters: new AdapterRegistry({ trust, ipv6Prefix, logger, httpAdapterHost, moduleRef }),
+    resolver,
+    steps: new StepEvaluator(engine, resolver, lists),
+    outcomes: new OutcomeRefunds(engine),
+    headers,
+  };
+  return { parts, logger, lists };
+}
+
+/**
+ * The module's limiter: made from its options at start, it plans every handler, places the guards Nest
+ * would not, loads the adapters of the application's contexts and warns; each request then goes through
+ * RequestLimiter (lib/limiter/). The guard, the interceptor and RateLimitService inject it.
+ */
+@Injectable()
+export class RateLimiter extends RequestLimiter implements OnModuleInit, OnModuleDestroy {
+  private readonly logger: Logger;
+  private readonly contexts: ReadonlySet<ContextType>;
+  private readonly lists: ModuleLists;
+  /** Some microservice handler has policies (so the module's lists apply to messages, which have no address). */
+  private readonly rpcPolicies: boolean;
+  /** With `global: false`, the handlers with policies that no guard of their own covers (checked at init). */
+  private readonly unguarded: readonly RoutePlan[];
+
+  constructor(
+    @Inject(RATE_LIMIT_OPTIONS) readonly options: RateLimitModuleOptions,
+    @Inject(RATE_LIMIT_STORES) stores: RateLimitStores,
+    @Inject(RATE_LIMIT_CLOCK) clock: Clock,
+    reflector: Reflector,
+    private readonly discovery: DiscoveryService,
+    scanner: MetadataScanner,
+    httpAdapterHost: HttpAdapterHost,
+    private readonly moduleRef: ModuleRef,
+  ) {
+    const { parts, logger, lists } = assemble(options, stores, clock, reflector, httpAdapterHost, moduleRef);
+    super(parts);
+    this.logger = logger;
+    this.lists = lists;
+    const application = this.planner.walk(discovery, scanner, moduleRef);
+    // The guard on microservice and gateway handlers whatever `global` says: a global RateLimitGuard of the
+    // app's own may not reach them either (a hybrid app's microservice, gateways before Nest 12).
+    attachEnhancers(this, options.global !== false ? application.deferred : [], application.guarded);
+    attachOutcomeObserver(application.counted);
+    this.contexts = application.contexts;
+    this.rpcPolicies = application.guarded.some(({ context }) => context === 'rpc');
+    this.unguarded = application.unguarded;
+  }
+
+  /** Loads the adapters of the contexts the application has (and so their optional packages), and warns. */
+  async onModuleInit(): Promise<void> {
+    // Global guards are known once Nest has applied the application's providers: here, not in the constructor.
+    // (Microservice and gateway handlers carry the limiter's own guard, for where a global one does not reach.)
+    if (this.unguarded.length > 0 && !coveredGlobally(this.discovery, this.moduleRef)) refuseUnguarded(this.unguarded);
+    await Promise.all(['http' as const, ...this.contexts].map((type) => this.adapters.load(type)));
+    // At start, not at import: a MeterProvider registered before the application bootstraps is the one used.
+    const metrics = await loadMetrics(() => this.engine.breakerStates());
+    this.engine.metrics = metrics;
+    this.events.metrics = metrics;
+    await this.engine.feed.start();
+    warnAtStart(
+      {
+        declared: this.planner.declared(),
+        storeOf: (policy) => this.engine.storeOf(policy),
+        postgres: this.options.postgres !== undefined,
+        rpcWithAddressLists:
+          this.rpcPolicies && (this.lists.allow?.hasAddresses === true || this.lists.deny?.hasAddresses === true),
+      },
+      this.logger,
+    );
+  }
+
+  /** Lets the refunds of ended invocations reach the store before the module closes its connections. */
+  async onModuleDestroy(): Promise<void> {
+    await this.outcomes.settled();
+    await this.engine.dispose();
+  }
+}

@@ -1,0 +1,30 @@
+import { encodeChanges, listenOn } from '../store-changes.js';
+import type { RateLimitChangeListener, RateLimitStoreChange, RateLimitStoreChanges } from '../rate-limit-store.js';
+import type { StoredIdentities } from '../storage-key.js';
+import type { RedisDriver } from './clients/redis-driver.js';
+
+/**
+ * The Redis store's feed of changes: PUBLISH on `<keyPrefix>changes`, to a subscriber in each instance on a
+ * connection of its own (for a Cluster, on one of its nodes: Redis forwards a PUBLISH to every node), which
+ * the client's driver makes. Pub/sub delivers at most once, so the listener PINGs on that connection: each
+ * PONG confirms what came before it. Keys travel as the store's keys hold them (a keyed hash by default).
+ */
+export class RedisChangeFeed implements RateLimitStoreChanges {
+  constructor(
+    private readonly client: RedisDriver,
+    private readonly channel: string,
+    private readonly identities: StoredIdentities,
+  ) {}
+
+  keyOf(key: string): string {
+    return this.identities.of(key);
+  }
+
+  async announce(changes: readonly RateLimitStoreChange[] | 'everything'): Promise<void> {
+    if (changes.length > 0) await this.client.command(['PUBLISH', this.channel, encodeChanges(changes)]);
+  }
+
+  listen(listener: RateLimitChangeListener): Promise<() => Promise<void>> {
+    return listenOn((attempt, events) => this.client.subscribe(attempt, this.channel, events), listener);
+  }
+}
