@@ -66,7 +66,8 @@ export function chargeSuite(target: StoreTarget): void {
       async (algorithm) => {
         const { clock, both } = pair(target);
         const policy = validatePolicy(policyOf(algorithm, { name: `debt-${algorithm}`, limit: 10, window: '1m' }));
-        const one = async (op: 'consume' | 'charge', cost: number) => nth(await both(op, [{ policy, key: 'k', cost }]), 0);
+        const one = async (op: 'consume' | 'charge', cost: number) =>
+          nth(await both(op, [{ policy, key: 'k', cost }]), 0);
         expect((await one('consume', 4)).allowed).toBe(true);
         clock.advance(1000);
         const charged = await one('charge', 10);
@@ -87,20 +88,23 @@ export function chargeSuite(target: StoreTarget): void {
       },
     );
 
-    it.each(CHARGED)('%s: a charge from a clock behind counts in the key as the one ahead left it', async (algorithm) => {
-      const { clock, both } = pair(target);
-      const policy = validatePolicy(policyOf(algorithm, { name: `behind-${algorithm}`, limit: 5, window: 2000 }));
-      const items = (cost: number) => [{ policy, key: 'k', cost }];
-      await both('consume', items(3));
-      clock.advance(2500);
-      await both('consume', items(2));
-      clock.advance(-2000);
-      await both('charge', items(6));
-      await both('consume', items(1));
-      clock.advance(1999);
-      await both('peek', items(1));
-      await both('consume', items(1));
-    });
+    it.each(CHARGED)(
+      '%s: a charge from a clock behind counts in the key as the one ahead left it',
+      async (algorithm) => {
+        const { clock, both } = pair(target);
+        const policy = validatePolicy(policyOf(algorithm, { name: `behind-${algorithm}`, limit: 5, window: 2000 }));
+        const items = (cost: number) => [{ policy, key: 'k', cost }];
+        await both('consume', items(3));
+        clock.advance(2500);
+        await both('consume', items(2));
+        clock.advance(-2000);
+        await both('charge', items(6));
+        await both('consume', items(1));
+        clock.advance(1999);
+        await both('peek', items(1));
+        await both('consume', items(1));
+      },
+    );
 
     it.each(CHARGED)(
       '%s: a blocked key stays blocked and is charged all the same; a shadow item is not charged',

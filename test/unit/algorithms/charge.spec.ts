@@ -144,7 +144,11 @@ describe('charge: bounded where the count would leave the exact integers', () =>
     expect(ALGORITHM_STEPS.gcra.charge(clamped, policy, now - 1000, 1)).toEqual(clamped);
     // the step still decides exactly: the whole lead, less the room of one, to wait
     const step = ALGORITHM_STEPS.gcra.step(clamped, policy, now, 1);
-    expect(step).toMatchObject({ allowed: false, remaining: 0, retryAfterMs: Math.ceil((MAX_LEAD_US - 900_000) / 1000) });
+    expect(step).toMatchObject({
+      allowed: false,
+      remaining: 0,
+      retryAfterMs: Math.ceil((MAX_LEAD_US - 900_000) / 1000),
+    });
   });
 
   it('the token bucket clamps taken at MAX_TAKEN', () => {
