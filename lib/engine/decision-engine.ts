@@ -241,22 +241,33 @@ export class DecisionEngine {
     const ticket = cache?.begin();
     try {
       const reply = await this.run(store, 'consume', (timing) => store.consume(items, timing));
-      const decisions = withConcurrencyWaits(
-        items,
-        checkedDecisions<RateLimitDecision>(reply, items.length, "the store's reply to consume"),
-      );
-      if (this.metrics !== undefined)
-        for (const item of slotsTaken(items, decisions)) this.metrics.slots(item.policy.name, 1);
-      if (cache !== undefined && ticket !== undefined) rememberDenials(cache, items, decisions, nowMs, ticket);
-      return { items, decisions };
+      const decisions = checkedDecisions<RateLimitDecision>(reply, items.length, "the store's reply to consume");
+      const decided = this.decided({ items, decisions });
+      if (cache !== undefined && ticket !== undefined) {
+        rememberDenials(cache, items, decided.decisions, nowMs, ticket);
+      }
+      return decided;
     } catch (error) {
       if (onFailure === 'throw') throw error;
       const closed = storeFailure(this, error, items);
       if (closed !== undefined) await this.unavailable(closed, before);
-      return this.local.decide(items, this.metrics);
+      return this.decided(await this.local.decide(items));
     } finally {
       cache?.end();
     }
+  }
+
+  /**
+   * What a consume decided, the shared store's or the local one's, as the engine answers it: the wait of each
+   * concurrency denial cut to CONCURRENCY_RETRY_MS (slot-wait.ts), and the slots taken counted.
+   */
+  private decided(evaluation: Evaluation): Evaluation {
+    const { items } = evaluation;
+    const decisions = withConcurrencyWaits(items, evaluation.decisions);
+    if (this.metrics !== undefined) {
+      for (const item of slotsTaken(items, decisions)) this.metrics.slots(item.policy.name, 1);
+    }
+    return decisions === evaluation.decisions ? evaluation : { ...evaluation, decisions };
   }
 
   private async unavailable(policy: string, before: Evaluation): Promise<never> {

@@ -1,8 +1,6 @@
 import type { Clock } from '../util/clock.js';
-import type { RateLimitMetrics } from '../metrics/otel-metrics.js';
-import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
+import type { ResolvedPolicy } from '../policy/policy.types.js';
 import { MemoryRateLimitStore } from '../stores/memory/memory.store.js';
-import { withConcurrencyWaits } from './slot-wait.js';
 import { type EngineItem, type Evaluation, NOTHING } from './evaluation.js';
 
 /**
@@ -71,22 +69,15 @@ export class LocalFallback {
 
   /**
    * Decides the 'local' items among `items` (whose store failed) together on the in-process store; the others
-   * (fail open) are left out. NOTHING when no item fails local.
+   * (fail open) are left out. NOTHING when no item fails local. The engine answers these decisions as it
+   * answers the store's (DecisionEngine's `decided`: the concurrency waits cut, the slots counted).
    */
-  async decide(items: readonly EngineItem[], metrics: RateLimitMetrics | undefined): Promise<Evaluation> {
+  async decide(items: readonly EngineItem[]): Promise<Evaluation> {
     if (!items.some((item) => item.failMode === 'local')) return NOTHING;
     const local = items
       .filter((item) => item.failMode === 'local')
       // a lease's take asks the local store for its cost alone: units it counted must not outlive the outage
       .map((item) => ({ ...item, policy: this.policyOf(item.policy), upTo: undefined }));
-    const decisions: RateLimitDecision[] = withConcurrencyWaits(local, await this.store.consume(local));
-    if (metrics !== undefined) {
-      local.forEach((item, i) => {
-        if (item.count === 'release' && item.cost > 0 && decisions[i]?.allowed === true) {
-          metrics.slots(item.policy.name, 1);
-        }
-      });
-    }
-    return { items: local, decisions, source: 'local' };
+    return { items: local, decisions: await this.store.consume(local), source: 'local' };
   }
 }

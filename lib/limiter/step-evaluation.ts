@@ -2,7 +2,7 @@ import type { ExecutionContext } from '@nestjs/common';
 
 import type { ContextAdapter } from '../contexts/context-adapter.js';
 import { type DecisionEngine, type Evaluation, StoreUnavailable } from '../engine/decision-engine.js';
-import { retryAfterSeconds } from '../responses/rate-limit-headers.js';
+import { chosenWait } from '../responses/retry-after.js';
 import { type ModuleLists, screen } from './screening.js';
 import type { PlanEntry, RoutePlan } from '../planning/route-planner.js';
 import { denyListMessage, unavailableMessage } from '../responses/rate-limit-exceptions.js';
@@ -57,7 +57,7 @@ export class StepEvaluator {
       return await this.engine.decide(items, before);
     } catch (error) {
       if (!(error instanceof StoreUnavailable)) throw error;
-      const retryAfter = retryAfterSeconds(error.retryAfterMs) ?? 1;
+      const { retryAfter } = chosenWait({ unavailable: error.policy, retryAfterMs: error.retryAfterMs });
       adapter.setHeaders(ctx, [['Retry-After', String(retryAfter)]]);
       return adapter.unavailable(ctx, {
         code: 'RATE_LIMIT_UNAVAILABLE',
