@@ -2,7 +2,7 @@ import type { Logger } from '../util/logger.js';
 
 import type { Clock } from '../util/clock.js';
 import type { RateLimitMetrics, StoreName, StoreOperation } from '../metrics/otel-metrics.js';
-import type { FailMode, RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
+import type { FailMode, RateLimitDecision, RateLimitDecisionSource, ResolvedPolicy } from '../policy/policy.types.js';
 import type { RateLimitStore, RateLimitStoreCall, RateLimitStoreItem } from '../stores/rate-limit-store.js';
 import type { RateLimitStores } from '../stores/rate-limit-stores.js';
 import { checkedDecisions } from '../stores/store-defects.js';
@@ -13,7 +13,7 @@ import { compensate } from './compensation.js';
 import { resolveFailures, storeFailure } from './fail-modes.js';
 import { FailureReporter } from './failure-reporter.js';
 import { LimitVariants } from './limit-variants.js';
-import { isLocalPolicy, LocalFallback } from './local-fallback.js';
+import { LocalFallback } from './local-fallback.js';
 import { StoreCalls } from './store-calls.js';
 import { fromCache, rememberDenials } from './coherence/cached-denials.js';
 import { ChangeFeed } from './coherence/invalidation-feed.js';
@@ -123,9 +123,12 @@ export class DecisionEngine {
     for (const item of items) this.metrics.slots(item.policy.name, -1);
   }
 
-  /** The store of a policy: quotas go to `quotaStore`, what was decided locally to the local store. */
-  storeOf(policy: ResolvedPolicy): RateLimitStore {
-    if (isLocalPolicy(policy)) return this.local.store;
+  /**
+   * The store of a policy: quotas go to `quotaStore`; a decision whose `source` is 'local' (sourceAt of its
+   * evaluation) was made on the local store, where its units go back.
+   */
+  storeOf(policy: ResolvedPolicy, source?: RateLimitDecisionSource): RateLimitStore {
+    if (source === 'local') return this.local.store;
     return policy.quota !== undefined ? this.quotaStore : this.store;
   }
 

@@ -4,16 +4,6 @@ import { MemoryRateLimitStore } from '../stores/memory/memory.store.js';
 import { type EngineItem, type Evaluation, NOTHING } from './evaluation.js';
 
 /**
- * The policies made for local decisions (LocalFallback.policyOf). An item that carries one was decided on the
- * in-process store, so whatever gives its units back (a refund by outcome, a released concurrency slot, a compensation)
- * goes to that store, never to the shared one, which never counted it.
- */
-const localPolicies = new WeakSet<ResolvedPolicy>();
-
-/** Whether `policy` is the local variant of a policy: its item was decided in this process, not by the store. */
-export const isLocalPolicy = (policy: ResolvedPolicy): boolean => localPolicies.has(policy);
-
-/**
  * The limit a 'local' policy enforces in one process while its store fails: its `localLimit`, else
  * `ceil(limit / instances)` of the request's limit; never more than that limit.
  */
@@ -61,7 +51,6 @@ export class LocalFallback {
       const capacity =
         policy.capacity === policy.limit ? limit : Math.max(1, Math.ceil((policy.capacity * limit) / policy.limit));
       local = Object.freeze({ ...policy, limit, capacity });
-      localPolicies.add(local);
       this.variants.set(policy, local);
     }
     return local;
@@ -69,7 +58,9 @@ export class LocalFallback {
 
   /**
    * Decides the 'local' items among `items` (whose store failed) together on the in-process store; the others
-   * (fail open) are left out. NOTHING when no item fails local. The engine answers these decisions as it
+   * (fail open) are left out. NOTHING when no item fails local. Its source is 'local': whatever gives these
+   * units back (a refund by outcome, a released concurrency slot, a compensation) finds the in-process store by
+   * it (DecisionEngine.storeOf), never the shared one, which never counted them. The engine answers these decisions as it
    * answers the store's (DecisionEngine's `decided`: the concurrency waits cut, the slots counted).
    */
   async decide(items: readonly EngineItem[]): Promise<Evaluation> {
