@@ -17,11 +17,28 @@ import { LocalFallback } from './local-fallback.js';
 import { StoreCalls } from './store-calls.js';
 import { fromCache, rememberDenials } from './coherence/cached-denials.js';
 import { ChangeFeed } from './coherence/invalidation-feed.js';
-import { denies, type EngineItem, type Evaluation, merge, NOTHING, StoreUnavailable } from './evaluation.js';
+import {
+  denies,
+  type EngineItem,
+  type Evaluation,
+  type FailModeDecision,
+  merge,
+  NOTHING,
+  StoreUnavailable,
+  withFailed,
+} from './evaluation.js';
 import { LeaseBook, type LeaseGrowth } from './leases/lease-book.js';
 import { consumeWithLeases } from './leases/leased-items.js';
 
-export { denies, type EngineItem, type Evaluation, NOTHING, sourceAt, StoreUnavailable } from './evaluation.js';
+export {
+  denies,
+  type EngineItem,
+  type Evaluation,
+  type FailModeDecision,
+  NOTHING,
+  sourceAt,
+  StoreUnavailable,
+} from './evaluation.js';
 
 export interface DecisionEngineOptions {
   readonly stores: RateLimitStores;
@@ -165,13 +182,17 @@ export class DecisionEngine {
     return compensate(this, evaluation);
   }
 
-  /** Reports a failure to resolve a policy (a key or cost function threw) and applies its fail mode. */
+  /**
+   * Reports a failure to resolve a policy (a key or cost function threw) and applies its fail mode: throws
+   * StoreUnavailable when one fails closed, else returns the decisions of the fail-open ones (for onDecision).
+   */
   async failed(
-    failures: readonly { item: { policy: ResolvedPolicy; failMode: FailMode }; error: unknown }[],
+    failures: readonly { item: { policy: ResolvedPolicy; failMode: FailMode; shadow?: boolean }; error: unknown }[],
     before: Evaluation,
-  ): Promise<void> {
-    const closed = resolveFailures(this, failures);
-    if (closed !== undefined) await this.unavailable(closed, before);
+  ): Promise<readonly FailModeDecision[]> {
+    const { closed, failed } = resolveFailures(this, failures);
+    if (closed !== undefined) await this.unavailable(closed, before, failed);
+    return failed;
   }
 
   /**
@@ -252,9 +273,9 @@ export class DecisionEngine {
       return decided;
     } catch (error) {
       if (onFailure === 'throw') throw error;
-      const closed = storeFailure(this, error, items);
-      if (closed !== undefined) await this.unavailable(closed, before);
-      return this.decided(await this.local.decide(items));
+      const { closed, failed } = storeFailure(this, error, items);
+      if (closed !== undefined) await this.unavailable(closed, before, failed);
+      return withFailed(this.decided(await this.local.decide(items)), failed);
     } finally {
       cache?.end();
     }
@@ -273,8 +294,12 @@ export class DecisionEngine {
     return decisions === evaluation.decisions ? evaluation : { ...evaluation, decisions };
   }
 
-  private async unavailable(policy: string, before: Evaluation): Promise<never> {
+  /**
+   * Refuses the request for the outage of fail-closed `policy`, after giving back what `before` consumed. The
+   * wait the client is told is the store timeout (lib/responses/retry-after.ts rounds it).
+   */
+  private async unavailable(policy: string, before: Evaluation, failed: readonly FailModeDecision[]): Promise<never> {
     await this.compensate(before);
-    throw new StoreUnavailable(policy, this.options.timeoutMs);
+    throw new StoreUnavailable(policy, this.options.timeoutMs, failed);
   }
 }
