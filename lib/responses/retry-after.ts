@@ -27,45 +27,52 @@ export interface ChosenWait<D extends RateLimitDecision | undefined = RateLimitD
 
 /**
  * The one place where the wait a refused request is told is chosen: "why 429 with Retry-After 5?" starts
- * here. Every refusal the module answers goes through it (the request path's conclusion and its outages,
- * lib/limiter/conclusion.ts and step-evaluation.ts; RateLimitExceededException, which RateLimitService's
- * acquire() and your own code throw). The inputs, in the order they were made:
+ * here. Every refusal the module answers goes through it: the request path's denials and outages
+ * (lib/limiter/conclusion.ts, lib/limiter/step-evaluation.ts) and RateLimitExceededException (thrown by
+ * RateLimitService.acquire() and by your own code). Its inputs, in the order they were made:
  *
- * 1. **Each policy's step** (lib/algorithms/<name>/<name>.ts, its Lua and SQL twins beside it) sets
- *    `retryAfterMs`: when the cost fits again (a window's end, tokens refilled, the oldest entry of the log
- *    gone), Infinity when it never can (`NEVER_FITS`, -1, in Lua and SQL replies).
- * 2. **The store** builds the decision from the step (lib/stores/decisions.ts: `toDecision`, and
- *    `decisionsFromReply` for the Redis and PostgreSQL replies: -1 becomes Infinity, an allowed lease's take
- *    0). A **block** (the policy's `block`, or RateLimitService.block) replaces it
- *    (lib/stores/blocked-state.ts): a denial that starts a block waits `max(step's wait, blockMs)`, a key
- *    under a block waits until the block ends.
- * 3. **The engine** (lib/engine/decision-engine.ts, `decided`) cuts the wait of a **concurrency** denial to
- *    CONCURRENCY_RETRY_MS, 1 s (lib/engine/slot-wait.ts: a slot frees when any request ends), for the
- *    shared store's and the local store's decisions alike (not a block's, not Infinity).
- * 4. Where the decision came from (`source` of onDecision's event) changes no rule, only the clock:
- *    - 'store': as above;
- *    - 'deny-cache': the store's denial remembered (lib/engine/coherence/deny-cache.ts), its wait counting
- *      down to the same instant (`untilMs - now`);
- *    - 'lease': units taken ahead are spent only when they fit: a lease never denies, so never waits;
- *    - 'local' (`failMode: 'local'`, store down): steps 1–3 on the in-process store with the local limit
- *      (lib/engine/local-fallback.ts);
- *    - 'fail-open': nothing refused; 'fail-closed': no decision, see `Unavailable` below.
- * 4b. A **refund** by compensation (another part of the request denied) turns the decision into an allowed
- *    one, wait 0 (lib/engine/compensation.ts): it is never the one chosen.
- * 5. **Here**, of a request's denials (shadow policies left out, lib/limiter/conclusion.ts): the one with
- *    the longest wait wins (`mostRestrictive`, lib/responses/rate-limit-headers.ts; the first of equals,
- *    in the route's order); its policy and message answer the client.
- *    For an **outage** (`Unavailable`) the wait is the engine's `timeoutMs` (StoreUnavailable, thrown by
- *    lib/engine/decision-engine.ts `unavailable()`), and the 503 names the fail-closed policy.
- * 6. **Rounding** (`retryAfterSeconds`): whole seconds, rounded up, at least 1 (a client told 0 retries at
- *    once), null for Infinity: a denial then has no Retry-After (retrying cannot help); an outage always has
- *    one (1 s when its timeout is Infinity).
+ * 1. **The algorithm's step** (lib/algorithms/<name>/<name>.ts; its Lua and SQL twins beside it decide
+ *    alike) sets each policy's `retryAfterMs`: when the cost fits again (the window's end, the tokens
+ *    refilled, the log's oldest entry gone), Infinity when it never can (-1, `NEVER_FITS`, in Lua and SQL).
+ * 2. **The store** makes the decision of the step (lib/stores/decisions.ts: `toDecision`, and
+ *    `decisionsFromReply` for a Redis or PostgreSQL reply: -1 back to Infinity, an allowed lease's take to
+ *    0). The other items of a denied request are answered allowed, wait 0 (they consumed nothing).
+ * 3. **A block** (the policy's `block`, or RateLimitService.block) replaces that wait, in the store
+ *    (lib/stores/blocked-state.ts; twins: `blocking`/`blocked` in lib/stores/redis/dispatcher.lua.ts,
+ *    `blockingReply`/`blockedReply` in lib/stores/postgres/reply.sql.ts): the denial that starts a block
+ *    waits the longer of its step's wait and the block (Infinity stays); a key under a block waits until the
+ *    block ends.
+ * 4. **The engine** cuts the wait of a concurrency denial to CONCURRENCY_RETRY_MS, 1 s, since a slot frees
+ *    when any running request ends (lib/engine/slot-wait.ts; applied once, to what the shared or the local
+ *    store decided, in DecisionEngine's `decided`, and to peeks, in ServiceCalls' `peek`). Not a block's wait,
+ *    not Infinity.
+ * 5. **Where the decision came from** (`source` in onDecision's event) adds no rule of its own:
+ *    - 'store': steps 1 to 4 as they are;
+ *    - 'deny-cache': a denial of the store, remembered (lib/engine/coherence/deny-cache.ts, `check`): its
+ *      wait counts down to the same instant (`untilMs - now`); concurrency and quota denials are not cached;
+ *    - 'lease': units taken ahead are spent only when they fit (lib/engine/leases/lease-book.ts, `spend`):
+ *      always allowed, wait 0, so never the one chosen;
+ *    - 'local' (`failMode: 'local'` while the store fails): steps 1 to 4 on the in-process store, on the
+ *      local limit (lib/engine/local-fallback.ts);
+ *    - 'fail-open': nothing refused, nothing to wait for; 'fail-closed': no decision, an outage (below).
+ *    A decision given back by compensation (a later part of the request denied) becomes allowed, wait 0
+ *    (lib/engine/compensation.ts).
+ * 6. **Here, which denial wins**: of the request's denials (shadow policies left out, in the route's order:
+ *    lib/limiter/conclusion.ts), the one with the longest wait, the first of equals (`mostRestrictive`,
+ *    lib/responses/rate-limit-headers.ts); its policy and message answer the client. An **outage**
+ *    (`Unavailable`: a fail-closed policy's store, key, cost or list function failed) waits the module's
+ *    `timeout` (lib/engine/decision-engine.ts, `unavailable`) and names the fail-closed policy.
+ * 7. **Here, rounding** (`retryAfterSeconds`): whole seconds, rounded up, at least 1 (a client told 0 would
+ *    retry at once). Infinity gives null: a denial then has no Retry-After, retrying cannot help; an outage
+ *    always has one (1 s when its timeout is Infinity).
  *
- * After this, only two things can say more: a GraphQL response shared by several resolvers keeps the longest
- * Retry-After written to it (lib/contexts/graphql-response-fields.ts, `headerValue`); and
- * RateLimitService.acquire() (lib/service/acquire-queue.ts) refuses a waiter behind a sleeping head with the
- * time until the head wakes (its own `retryAfterMs`, then through here). The `t` of the RateLimit header and
- * X-RateLimit-Reset are each policy's own wait, not the chosen one (rateLimitHeaders).
+ * Besides, three things change what a client is told, each where it happens: a GraphQL response that several
+ * resolvers share keeps the longest Retry-After written to it (lib/contexts/graphql-response-fields.ts,
+ * `headerValue`); RateLimitService.acquire() refuses a waiter queued behind a sleeping one with the time until
+ * that one wakes, then through here (lib/service/acquire-queue.ts, `refuseIfHopeless`), and its shutdown
+ * answers 503 with 1 s (`shutDown`).
+ * The RateLimit header's `t` and X-RateLimit-Reset give each policy's own wait, rounded up but not chosen
+ * (`rateLimitHeaders`).
  * @example chosenWait({ denials: [decision] }).retryAfter // 5 for a decision with retryAfterMs 4_200
  */
 export function chosenWait(refusal: Denied): ChosenWait<RateLimitDecision>;
