@@ -16,7 +16,7 @@ interface FailingItem {
   readonly policy: Pick<ResolvedPolicy, 'name' | 'limit' | 'localLimit'>;
   readonly failMode: FailMode;
   readonly shadow?: boolean;
-  readonly key?: unknown;
+  readonly key?: string;
   readonly cost?: number;
 }
 
@@ -60,7 +60,7 @@ function failModeDecision(item: FailingItem, source: FailModeDecision['source'])
   const { name, limit } = item.policy;
   return {
     policy: name,
-    key: typeof item.key === 'string' ? item.key : '',
+    key: item.key ?? '',
     cost: item.cost ?? 0,
     shadow: item.shadow === true,
     remaining: source === 'fail-closed' || Number.isNaN(limit) ? 0 : limit,

@@ -62,9 +62,8 @@ export class StepEvaluator {
       return evaluation;
     } catch (error) {
       if (!(error instanceof StoreUnavailable)) throw error;
-      const wait = chosenWait({ unavailable: error.policy, retryAfterMs: error.retryAfterMs });
-      this.events.failModes(error.failed, ctx, wait.retryAfterMs);
-      const { retryAfter } = wait;
+      const { retryAfter, retryAfterMs } = chosenWait({ unavailable: error.policy, retryAfterMs: error.retryAfterMs });
+      this.events.failModes(error.failed, ctx, retryAfterMs);
       adapter.setHeaders(ctx, [['Retry-After', String(retryAfter)]]);
       return adapter.unavailable(ctx, {
         code: 'RATE_LIMIT_UNAVAILABLE',
