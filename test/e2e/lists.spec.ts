@@ -425,25 +425,21 @@ describe.each(ADAPTERS)('allow and deny lists on %s (memory store)', (adapter: A
   });
 
   describe('list functions that fail', () => {
-    it('fail open: a throwing deny function is as if not listed, and is reported with its policy', async () => {
-      await start({}, [FailingListsController]);
-      expect((await get('/fail/open-deny')).status).toBe(200);
-      expect((await get('/fail/open-deny')).status).toBe(429);
-      expect(errors).toEqual([
-        ['lookup down', 'open-deny'],
-        ['lookup down', 'open-deny'],
-      ]);
-    });
-
-    it('fail open: a throwing allow function is as if not listed (the policy applies)', async () => {
-      await start({}, [FailingListsController]);
-      expect((await get('/fail/open-allow')).status).toBe(200);
-      expect((await get('/fail/open-allow')).status).toBe(429);
-      expect(errors).toEqual([
-        ['lookup down', 'open-allow'],
-        ['lookup down', 'open-allow'],
-      ]);
-    });
+    it.each([
+      { list: 'deny', policy: 'open-deny' },
+      { list: 'allow', policy: 'open-allow' },
+    ])(
+      'fail open: a throwing $list function is as if not listed (the policy applies), and is reported with its policy',
+      async ({ policy }) => {
+        await start({}, [FailingListsController]);
+        expect((await get(`/fail/${policy}`)).status).toBe(200);
+        expect((await get(`/fail/${policy}`)).status).toBe(429);
+        expect(errors).toEqual([
+          ['lookup down', policy],
+          ['lookup down', policy],
+        ]);
+      },
+    );
 
     it('fail closed: a throwing (or rejecting) function answers 503 as a store outage, consuming nothing', async () => {
       await start({}, [FailingListsController]);
