@@ -2,44 +2,31 @@ import { Controller, Get, type INestApplication } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import request from 'supertest';
 
-import {
-  RateLimit,
-  RateLimitModule,
-  type RateLimitModuleOptions,
-  type RateLimitWindowPolicy,
-} from '../../lib/index.js';
+import { RateLimit, RateLimitModule, type RateLimitModuleOptions } from '../../lib/index.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { ADAPTERS, type AdapterName, createApp } from '../support/nest-app.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { commandsRun } from '../support/redis-commands.js';
 import { alignedStart } from '../support/time.js';
-
-const fixed = (name: string, limit: number, extra: Partial<RateLimitWindowPolicy> = {}): RateLimitWindowPolicy => ({
-  name,
-  algorithm: 'fixed-window',
-  limit,
-  window: '1m',
-  key: 'ip',
-  ...extra,
-});
+import { perMinute } from '../support/policies.js';
 
 @Controller()
 class RedisListsController {
   @Get('three')
-  @RateLimit([fixed('one', 50), fixed('two', 50), fixed('three', 50)])
+  @RateLimit([perMinute('one', 50), perMinute('two', 50), perMinute('three', 50)])
   three() {
     return 'ok';
   }
 
   @Get('signup')
-  @RateLimit(fixed('signup', 50, { deny: ['192.0.2.0/24', async () => false] }))
+  @RateLimit(perMinute('signup', 50, { deny: ['192.0.2.0/24', async () => false] }))
   signup() {
     return 'ok';
   }
 
   @Get('closed')
   @RateLimit(
-    fixed('closed', 50, {
+    perMinute('closed', 50, {
       failMode: 'closed',
       deny: [
         () => {
@@ -53,7 +40,7 @@ class RedisListsController {
   }
 
   @Get('flood')
-  @RateLimit(fixed('flood', 100))
+  @RateLimit(perMinute('flood', 100))
   flood() {
     return 'ok';
   }
@@ -82,7 +69,7 @@ describe.each(ADAPTERS)('allow and deny lists on %s with Redis: no store call', 
           RateLimitModule.forRoot({
             redis: { url: redis.url },
             trustProxy: 'loopback',
-            defaults: [fixed('per-ip', 1000)],
+            defaults: [perMinute('per-ip', 1000)],
             ...options,
           }),
         ],
