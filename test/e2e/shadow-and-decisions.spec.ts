@@ -12,7 +12,7 @@ import {
 } from '../../lib/index.js';
 import { startGraphQLApp } from '../support/graphql-app.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { redisForSpec } from '../support/redis-server.js';
 import { perMinute } from '../support/policies.js';
 
 @Controller('login')
@@ -30,11 +30,7 @@ class LoginController {
   }
 }
 
-let redis: TestRedis;
-beforeAll(async () => {
-  redis = await startRedis();
-});
-afterAll(() => redis.stop());
+const redis = redisForSpec();
 
 const stores = (): Record<string, Partial<RateLimitModuleOptions>> => ({
   memory: {},

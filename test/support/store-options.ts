@@ -49,7 +49,7 @@ export function storeServers(): StoreServers {
  */
 export function storeOptions(
   store: StoreName,
-  servers: { readonly redis?: TestRedis; readonly db?: TestSchema },
+  servers: { readonly redis?: Pick<TestRedis, 'url'>; readonly db?: TestSchema },
 ): RateLimitModuleOptions {
   const keyPrefix = `${store}${++prefixes}:`;
   if (store === 'redis') {
