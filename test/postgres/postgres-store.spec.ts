@@ -8,7 +8,7 @@ import { storageKey } from '../../lib/stores/storage-key.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { FailModeController } from '../support/fail-mode.controller.js';
 import { nth } from '../support/harness.js';
-import { createApp } from '../support/nest-app.js';
+import { createApp, statusesOf } from '../support/nest-app.js';
 import { migratedSchema, statementsDuring } from '../support/postgres.js';
 import { policyOf } from '../support/policies.js';
 import { consumeFromProcesses } from '../support/processes.js';
@@ -115,9 +115,7 @@ describe('the module on PostgreSQL', () => {
       imports: [RateLimitModule.forRoot({ postgres: { connectionString: db.url, schema, migrate: true } })],
       controllers: [FailModeController],
     });
-    const statuses = [];
-    for (let i = 0; i < 6; i++) statuses.push((await request(app.getHttpServer()).get('/closed')).status);
-    expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
+    expect(await statusesOf(app, '/closed', 6)).toEqual([200, 200, 200, 200, 200, 429]);
     await app.close();
     await db.pool.query(`DROP SCHEMA ${schema} CASCADE`);
   });
