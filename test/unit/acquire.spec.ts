@@ -17,6 +17,7 @@ import {
 } from '../../lib/index.js';
 import { AcquireQueues } from '../../lib/service/acquire-queue.js';
 import { nth } from '../support/harness.js';
+import { track } from '../support/wait.js';
 
 /** The memory store, counting its consume calls: when each was made (store time), for what, and the answer. */
 class CountingStore extends MemoryRateLimitStore {
@@ -44,16 +45,6 @@ const START_MS = 1_700_000_000_000;
 const perTenth: RateLimitPolicy = { name: 'provider', algorithm: 'gcra', limit: 1, window: 100 };
 /** A denied head sleeps the retry-after and a 1 ms margin (a timer may fire a millisecond early by the store's clock). */
 const WAKE = 100 + 1;
-
-/** Settles a promise into what it gave, so a test can look at it while it is pending. */
-function track<T>(promise: Promise<T>) {
-  const state: { done: boolean; value?: T; error?: unknown } = { done: false };
-  promise.then(
-    (value) => Object.assign(state, { done: true, value }),
-    (error: unknown) => Object.assign(state, { done: true, error }),
-  );
-  return state;
-}
 
 const advance = (ms: number) => jest.advanceTimersByTimeAsync(ms);
 
