@@ -14,7 +14,6 @@ import { DecisionEvents, type RateLimitDecisionEvent } from '../../lib/limiter/d
 import type { RateLimitStore } from '../../lib/stores/rate-limit-store.js';
 import { FailingStore } from '../support/failing-store.js';
 import { FakeClock } from '../../lib/testing/index.js';
-import { TEST_START_MS } from '../support/time.js';
 
 // Where each decision came from, as `onDecision`'s event.source and the decisions metric's `rate_limit.source`:
 // one engine on a store seen as remote (so it has a cache of denials and grants leases), a fake clock, and the
@@ -23,7 +22,7 @@ import { TEST_START_MS } from '../support/time.js';
 const quiet = { log() {}, warn() {}, error() {} };
 
 function setup() {
-  const clock = new FakeClock(TEST_START_MS);
+  const clock = new FakeClock(1_700_000_000_000);
   const inner = new MemoryRateLimitStore({ clock });
   // Not in process: the engine keeps a cache of its denials and takes leases from it.
   const store: RateLimitStore & { health: FailingStore['health'] } = Object.assign(new FailingStore(inner), {
