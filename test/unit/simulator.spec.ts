@@ -292,13 +292,16 @@ describe('simulator: the command line (packages/simulator, built by npm run buil
   ])('rejects %j with a message naming the flag, and exit code 2', (args, message) => {
     const result = run('simulate', ...args);
     expect(result.status).toBe(2);
-    expect(result.stderr).toContain(`nest-rate-limit simulate: ${message}`);
+    expect(result.stderr).toContain(`simulate: ${message}`);
+    expect(result.stderr).toContain('Run `npm run simulate -- --help` for the flags.');
     expect(result.stdout).toBe('');
   });
 
   it('prints its flags for --help', () => {
     const result = run('simulate', '--help');
     expect(result.status).toBe(0);
-    expect(result.stdout).toMatch(/Usage: nest-rate-limit simulate[\s\S]*--algorithm[\s\S]*--traffic[\s\S]*--out/);
+    expect(result.stdout).toMatch(
+      /Usage \(from a clone of the repository\): npm run simulate -- \[flags\][\s\S]*--algorithm[\s\S]*--traffic[\s\S]*--out/,
+    );
   });
 });
