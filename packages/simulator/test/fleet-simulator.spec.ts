@@ -14,14 +14,14 @@ import {
   type FleetOptions,
   type FleetResult,
   type FleetWindow,
-} from '../../packages/simulator/src/fleet/index.js';
-import { mostInAnyWindow } from '../support/admissions.js';
+} from '../src/fleet/index.js';
+import { mostInAnyWindow } from '../../../test/support/admissions.js';
 
 /**
  * A run of 100,000 requests or more: each request goes through a real DecisionEngine, some seconds on a loaded
  * machine.
  */
-const LONG_RUN_MS = 120_000;
+const LONG_RUN_MS = 300_000;
 
 const CLI = join(process.cwd(), 'packages', 'simulator', 'bin', 'simulate.mjs');
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 
 import fc from 'fast-check';
 
-import { ALGORITHMS, MemoryRateLimitStore, validatePolicy } from '../../lib/index.js';
+import { ALGORITHMS, MemoryRateLimitStore, validatePolicy } from '../../../lib/index.js';
 import {
   buildPattern,
   NOT_SIMULATED,
@@ -13,12 +13,12 @@ import {
   SIMULATED_ALGORITHMS,
   simulate,
   type ChartData,
-} from '../../packages/simulator/src/index.js';
-import { SimulatedClock } from '../../packages/simulator/src/run.js';
-import { arrivalsTraffic } from '../../packages/simulator/src/traffic.js';
-import { nth } from '../support/harness.js';
-import { type DrawnBucket, type DrawnPanel, readChart } from '../support/simulator-chart.js';
-import { policyOf } from '../support/policies.js';
+} from '../src/index.js';
+import { SimulatedClock } from '../src/run.js';
+import { arrivalsTraffic } from '../src/traffic.js';
+import { nth } from '../../../test/support/harness.js';
+import { type DrawnBucket, type DrawnPanel, readChart } from '../../../test/support/simulator-chart.js';
+import { policyOf } from '../../../test/support/policies.js';
 
 const LIMIT = 100;
 const W = 60_000;
