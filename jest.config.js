@@ -21,7 +21,11 @@ const common = {
 export default {
   testTimeout: 30000,
   projects: [
-    { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.spec.ts'] },
+    {
+      ...common,
+      displayName: 'unit',
+      testMatch: ['<rootDir>/test/unit/**/*.spec.ts', '<rootDir>/packages/simulator/test/**/*.spec.ts'],
+    },
     {
       ...common,
       displayName: 'docs',

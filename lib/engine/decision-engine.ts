@@ -27,7 +27,7 @@ import {
   StoreUnavailable,
   withFailed,
 } from './evaluation.js';
-import { LeaseBook, type LeaseGrowth } from './leases/lease-book.js';
+import { LeaseBook } from './leases/lease-book.js';
 import { consumeWithLeases } from './leases/leased-items.js';
 
 export {
@@ -48,8 +48,6 @@ export interface DecisionEngineOptions {
   readonly instances?: number;
   readonly logger: Logger;
   readonly onError?: (error: Error, policy: string) => void;
-  /** How leases' takes grow (LeaseBook); default 'growing'. The fleet simulation and tests compare both. */
-  readonly leaseGrowth?: LeaseGrowth;
 }
 
 /** Concurrency slots a decision took: allowed concurrency items that cost something. */
@@ -93,10 +91,7 @@ export class DecisionEngine {
     this.denyCache = this.store.inProcess === true ? undefined : new DenyCache(undefined, undefined, feedKey);
     this.calls = new StoreCalls(options.timeoutMs, options.logger, () => this.metrics);
     const leasing = (store: RateLimitStore) => store.grantsUpTo === true && store.inProcess !== true;
-    this.leases =
-      leasing(this.store) || leasing(this.quotaStore)
-        ? new LeaseBook(options.leaseGrowth, undefined, feedKey)
-        : undefined;
+    this.leases = leasing(this.store) || leasing(this.quotaStore) ? new LeaseBook(undefined, feedKey) : undefined;
     this.feed = new ChangeFeed(this.store.changes, this.denyCache, options.timeoutMs, options.logger, this.leases);
     this.local = new LocalFallback(options.clock, options.instances ?? 1);
   }

@@ -14,11 +14,11 @@ import type { SimulationResult } from '../../packages/simulator/src/run.js';
 import { PATTERNS } from '../../packages/simulator/src/traffic.js';
 import { readChart } from '../support/simulator-chart.js';
 
-// The playground of the docs site (docs/playground.md) and `nest-rate-limit simulate` must give the same numbers
+// The playground of the docs site (docs/playground.md) and `npm run simulate` must give the same numbers
 // for the same inputs: each configuration below runs through the playground's own module and through the built
 // command line, and the totals, the buckets and the chart are compared.
 
-const CLI = join(process.cwd(), 'dist', 'cli.js');
+const CLI = join(process.cwd(), 'packages', 'simulator', 'bin', 'simulate.mjs');
 const BASE: Configuration = DEFAULT_CONFIGURATIONS[0];
 
 /** Every drawn algorithm on every named pattern, then the fields the defaults leave out, one at a time. */
@@ -102,7 +102,7 @@ const lineOf = (r: SimulationResult): CliLine => ({
   busiest: r.busiestWindow.units,
 });
 
-describe('the playground gives the numbers of `nest-rate-limit simulate` (node dist/cli.js, built by npm run build)', () => {
+describe('the playground gives the numbers of `npm run simulate` (packages/simulator/bin/simulate.mjs, built by npm run build:simulator)', () => {
   let dir: string;
   beforeAll(() => {
     if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run build first`);

@@ -4,7 +4,6 @@ import { MemoryRateLimitStore, validatePolicy, type ResolvedPolicy } from '../..
 import { DecisionEngine, denies, type EngineItem } from '../../lib/engine/decision-engine.js';
 import { emissionUs } from '../../lib/policy/emission.js';
 import type { RateLimitStore } from '../../lib/stores/rate-limit-store.js';
-import type { LeaseGrowth } from '../../lib/engine/leases/lease-book.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { FailingStore } from '../support/failing-store.js';
 
@@ -30,12 +29,9 @@ class RemoteMemoryStore implements RateLimitStore {
 
 const quiet = { log() {}, warn() {}, error() {} };
 
-function fleet(size: number, store: RateLimitStore, clock: FakeClock, leaseGrowth?: LeaseGrowth): DecisionEngine[] {
+function fleet(size: number, store: RateLimitStore, clock: FakeClock): DecisionEngine[] {
   const stores = { rates: store, quotas: store, owned: [] };
-  return Array.from(
-    { length: size },
-    () => new DecisionEngine({ stores, clock, timeoutMs: 5000, logger: quiet, leaseGrowth }),
-  );
+  return Array.from({ length: size }, () => new DecisionEngine({ stores, clock, timeoutMs: 5000, logger: quiet }));
 }
 
 const item = (policy: ResolvedPolicy, key: string, cost: number, order = 0): EngineItem => ({
@@ -122,12 +118,11 @@ describe('leases over a fleet of engines on one store (fake clock)', () => {
       fc.asyncProperty(
         hotPolicyArb,
         fc.integer({ min: 1, max: 5 }),
-        fc.constantFrom<LeaseGrowth>('growing', 'fixed'),
         fc.array(opArb, { minLength: 1, maxLength: 60 }),
-        async (hot, size, growth, ops) => {
+        async (hot, size, ops) => {
           const clock = new FakeClock(1_700_000_000_000);
           const store = new RemoteMemoryStore(clock);
-          const engines = fleet(size, store, clock, growth);
+          const engines = fleet(size, store, clock);
           const other = validatePolicy({ name: 'per-instance', algorithm: 'fixed-window', limit: 2, window: 100 });
           const admitted: Admission[] = [];
           try {

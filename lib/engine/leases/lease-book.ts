@@ -17,9 +17,6 @@ interface Lease {
   readonly feedId: string;
 }
 
-/** How the size of a key's takes moves: 'growing' (doubles while the key is hot, halves when units lapse) or 'fixed'. */
-export type LeaseGrowth = 'growing' | 'fixed';
-
 /** Keys with a lease an instance remembers at most; beyond, the ones that lapsed go first, then the oldest. */
 export const MAX_LEASED_KEYS = 10_000;
 
@@ -82,7 +79,6 @@ export class LeaseBook {
   private readonly byFeedId = new Map<string, string>();
 
   constructor(
-    private readonly growth: LeaseGrowth = 'growing',
     private readonly maxKeys = MAX_LEASED_KEYS,
     /** How the feed of changes names a key (RateLimitStoreChanges.keyOf); default as it is. */
     private readonly feedKey: (key: string) => string = (key) => key,
@@ -128,8 +124,7 @@ export class LeaseBook {
     // one take for more at a time per key: an instance never holds (or waits for) more than one lease of it
     if (lease?.taking !== undefined) return cost;
     let size = 1;
-    if (this.growth === 'fixed') size = limit;
-    else if (lease !== undefined) {
+    if (lease !== undefined) {
       if (lease.untilMs > nowMs) lease.size = Math.min(limit, lease.size * 2);
       else if (lease.units > 0) lease.size = Math.max(1, Math.ceil(lease.size / 2));
       size = lease.size;

@@ -11,7 +11,7 @@ const leased = (item: EngineItem): boolean => item.policy.lease !== undefined &&
  * A request's items as this instance's leases split them: the decisions of those spent here, and the items
  * for the store, each leased one asking for up to its key's next take.
  */
-export interface LeaseSplit {
+interface LeaseSplit {
   readonly spent: ReadonlyMap<EngineItem, RateLimitDecision>;
   readonly forStore: readonly EngineItem[];
   /** The items whose take is its key's take on its way (the others of the key wait for it, or take their cost). */
@@ -19,7 +19,7 @@ export interface LeaseSplit {
 }
 
 /** Spends what the leases hold for `items`; the others go to the store, the leased ones with their `upTo`. */
-export function splitByLeases(book: LeaseBook, items: readonly EngineItem[], nowMs: number): LeaseSplit {
+function splitByLeases(book: LeaseBook, items: readonly EngineItem[], nowMs: number): LeaseSplit {
   const spent = new Map<EngineItem, RateLimitDecision>();
   const forStore: EngineItem[] = [];
   const takes: EngineItem[] = [];
@@ -41,13 +41,13 @@ export function splitByLeases(book: LeaseBook, items: readonly EngineItem[], now
 }
 
 /** The takes of leased keys a request waits for, one after the other, before it asks the store itself. */
-export const MAX_TAKES_WAITED = 4;
+const MAX_TAKES_WAITED = 4;
 
 /**
  * The takes on their way that a request's leased items wait for (their leases cannot cover them now): the
  * request asks the store only once those came back, so that a hot key's concurrent requests share one take.
  */
-export function takesToWaitFor(book: LeaseBook, items: readonly EngineItem[], nowMs: number): Promise<void>[] {
+function takesToWaitFor(book: LeaseBook, items: readonly EngineItem[], nowMs: number): Promise<void>[] {
   const waits: Promise<void>[] = [];
   for (const item of items) {
     if (!leased(item)) continue;
@@ -58,12 +58,12 @@ export function takesToWaitFor(book: LeaseBook, items: readonly EngineItem[], no
 }
 
 /** Gives back to the leases what a refused request spent of them. */
-export function unspend(book: LeaseBook, spent: ReadonlyMap<EngineItem, RateLimitDecision>): void {
+function unspend(book: LeaseBook, spent: ReadonlyMap<EngineItem, RateLimitDecision>): void {
   for (const item of spent.keys()) book.unspend(item.policy, item.key, item.cost);
 }
 
 /** The takes of a split came back, or failed: their keys may take again. */
-export function settle(book: LeaseBook, split: LeaseSplit): void {
+function settle(book: LeaseBook, split: LeaseSplit): void {
   for (const item of split.takes) book.settled(item.policy, item.key);
 }
 
@@ -72,7 +72,7 @@ export function settle(book: LeaseBook, split: LeaseSplit): void {
  * `sentAtMs`; a failing store leaves out fail-open items, and a local fallback decides copies of its own). When
  * the request was admitted (`admitted`), the leases keep what the store's takes got beyond their costs.
  */
-export function rejoin(
+function rejoin(
   book: LeaseBook,
   split: LeaseSplit,
   stored: Evaluation,

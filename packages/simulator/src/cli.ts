@@ -12,10 +12,10 @@ import {
   SimulatorError,
   type SimulationRequest,
 } from './index.js';
-import { fleetSvg, fleetTable, FLEET_HELP, parseSimulateFleet, runFleet } from './fleet/index.js';
+import { fleetSvg, fleetTable, FLEET_HELP, parseSimulateFleet, runFleet, type FleetResult } from './fleet/index.js';
 import { formatMs } from './traffic.js';
 
-const HELP = `Usage: nest-rate-limit simulate [flags]
+const HELP = `Usage (from a clone of the repository): npm run simulate -- [flags]
 
 Runs the real algorithm steps on a fake clock over a traffic pattern and writes an SVG chart of the requests
 admitted (green) and denied (red) over time. No network, no browser.
@@ -34,7 +34,7 @@ Flags:
   --help               this text
 
 Example:
-  npx nest-rate-limit simulate --algorithm gcra --limit 100 --window 1m --traffic boundary-burst --out gcra.svg
+  npm run simulate -- --algorithm gcra --limit 100 --window 1m --traffic boundary-burst --out gcra.svg
 `;
 
 const FLAGS = ['algorithm', 'limit', 'window', 'burst', 'traffic', 'rate', 'duration', 'out', 'help'] as const;
@@ -75,20 +75,21 @@ export function parseSimulate(args: readonly string[]): { request: SimulationReq
 }
 
 /** `simulate-fleet`: each algorithm × lease mode asked for, a table each, and one chart of them all. */
-function simulateFleet(args: readonly string[]): number {
+async function simulateFleet(args: readonly string[]): Promise<number> {
   const parsed = parseSimulateFleet(args);
   if (parsed === 'help') {
     process.stdout.write(FLEET_HELP);
     return 0;
   }
   const started = process.cpuUsage();
-  const runs = parsed.algorithms.flatMap((algorithm) =>
-    parsed.growths.map((growth) => {
-      const run = runFleet({ ...parsed.base, algorithm, growth });
+  const runs: FleetResult[] = [];
+  for (const algorithm of parsed.algorithms) {
+    for (const growth of parsed.growths) {
+      const run = await runFleet({ ...parsed.base, algorithm, growth });
       process.stdout.write(`${fleetTable(run)}\n`);
-      return run;
-    }),
-  );
+      runs.push(run);
+    }
+  }
   const path = resolve(parsed.out);
   mkdirSync(dirname(path), { recursive: true });
   writeFileSync(path, fleetSvg(runs));
@@ -97,8 +98,11 @@ function simulateFleet(args: readonly string[]): number {
   return 0;
 }
 
+/** How each command is run from a clone of the repository (the package has no `npx` command). */
+const RUN = { simulate: 'npm run simulate --', 'simulate-fleet': 'npm run simulate:fleet --' } as const;
+
 /** Runs the command line; returns the exit code (0 done, 1 failed, 2 a mistake in the command line). */
-export function main(args: readonly string[]): number {
+export async function main(args: readonly string[]): Promise<number> {
   const [command, ...rest] = args;
   try {
     if (command === undefined) {
@@ -109,7 +113,7 @@ export function main(args: readonly string[]): number {
       process.stdout.write(`${HELP}\n${FLEET_HELP}`);
       return 0;
     }
-    if (command === 'simulate-fleet') return simulateFleet(rest);
+    if (command === 'simulate-fleet') return await simulateFleet(rest);
     if (command !== 'simulate') {
       throw new UsageError(`unknown command ${JSON.stringify(command)}: the commands are simulate and simulate-fleet`);
     }
@@ -131,17 +135,19 @@ export function main(args: readonly string[]): number {
     process.stdout.write(`wrote ${parsed.out}\n`);
     return 0;
   } catch (error) {
+    const name = command === 'simulate-fleet' ? command : 'simulate';
     if (error instanceof UsageError || error instanceof SimulatorError) {
-      process.stderr.write(
-        `nest-rate-limit ${command}: ${error.message}\nRun nest-rate-limit ${command === 'simulate-fleet' ? command : 'simulate'} --help for the flags.\n`,
-      );
+      process.stderr.write(`${name}: ${error.message}\nRun \`${RUN[name]} --help\` for the flags.\n`);
       return 2;
     }
-    process.stderr.write(
-      `nest-rate-limit ${command}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-    );
+    process.stderr.write(`${name}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
     return 1;
   }
 }
 
-process.exitCode = main(process.argv.slice(2));
+// A reader that closes early (`| head -1`) is not a failure: the rest of the output has nowhere to go.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code !== 'EPIPE') throw error;
+  process.exit(0);
+});
+process.exitCode = await main(process.argv.slice(2));

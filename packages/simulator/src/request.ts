@@ -37,7 +37,7 @@ export const SIMULATED_ALGORITHMS: readonly DrawnAlgorithm[] = ALGORITHMS.filter
 /** One of SIMULATED_ALGORITHMS, or `all` for the side-by-side chart. */
 export type SimulatedAlgorithm = DrawnAlgorithm | 'all';
 
-/** What `nest-rate-limit simulate` is asked for, its flags parsed. */
+/** What `npm run simulate` is asked for, its flags parsed. */
 export interface SimulationRequest {
   readonly algorithm: SimulatedAlgorithm;
   readonly limit: number;

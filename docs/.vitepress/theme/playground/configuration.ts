@@ -16,7 +16,7 @@ import {
 } from '../../../../packages/simulator/src/traffic.js';
 
 // What the playground computes for one configuration, kept out of the Vue component so that the parity test
-// (test/docs/playground-parity.spec.ts) runs exactly this against `nest-rate-limit simulate`.
+// (test/docs/playground-parity.spec.ts) runs exactly this against `npm run simulate`.
 
 /** The traffic choices of the form: the simulator's named patterns, or timestamps typed into the page. */
 export type TrafficChoice = PatternName | 'timestamps';
@@ -99,7 +99,7 @@ function timestampsJson(text: string): unknown {
   }
 }
 
-/** The request `nest-rate-limit simulate` would be given for a configuration (the file of timestamps aside). */
+/** The request `npm run simulate` would be given for a configuration (the file of timestamps aside). */
 export function requestOf(c: Configuration): SimulationRequest {
   const durationMs = c.duration.trim() === '' ? undefined : parseWindow(duration('Duration', c.duration));
   return {
@@ -115,7 +115,7 @@ export function requestOf(c: Configuration): SimulationRequest {
 
 /**
  * Runs a configuration with the simulator's own code (runRequest, the patterns, parseArrivals) and draws it
- * with its own SVG chart: the numbers and the picture of `nest-rate-limit simulate` for the same inputs.
+ * with its own SVG chart: the numbers and the picture of `npm run simulate` for the same inputs.
  * @example runConfiguration({ ...DEFAULT_CONFIGURATIONS[0], algorithm: 'gcra' })
  */
 export function runConfiguration(c: Configuration): Outcome {
@@ -153,7 +153,7 @@ export function runConfiguration(c: Configuration): Outcome {
 }
 
 /**
- * The arguments of `nest-rate-limit simulate` that give the same numbers; `file` stands for the timestamps
+ * The arguments of `npm run simulate` that give the same numbers; `file` stands for the timestamps
  * saved as a JSON file. Fields left empty are left out, as the command line's defaults are the playground's.
  * @example cliArguments(DEFAULT_CONFIGURATIONS[1]).join(' ')
  */

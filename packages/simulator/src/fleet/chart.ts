@@ -10,8 +10,8 @@ const PANEL_WIDTH = (WIDTH - LEFT - GAP - 40) / 2;
 const HEIGHT = 150;
 const PITCH = HEIGHT + 78;
 const FONT = 'font-family="system-ui, -apple-system, Segoe UI, Helvetica, Arial, sans-serif"';
-/** Each lease mode's line: no lease grey, fixed takes orange, growing takes the simulator's blue. */
-const COLOURS: Readonly<Record<string, string>> = { off: '#777', fixed: '#ef6c00', growing: TRAILING };
+/** Each lease mode's line: no lease grey, the engine's growing takes the simulator's blue. */
+const COLOURS: Readonly<Record<string, string>> = { off: '#777', growing: TRAILING };
 /** The store-calls axis: from 1 call in 10,000 requests to 1 per request, logarithmic. */
 const LEAST_CALLS = 1e-4;
 
@@ -29,7 +29,6 @@ export interface FleetChartData {
   readonly windowMs: number;
   readonly rttUs: number;
   readonly rttJitterUs: number;
-  readonly denyCache: boolean;
   readonly offered: number;
   readonly admitted: number;
   readonly storeCalls: number;
@@ -48,7 +47,6 @@ export function chartDataOf(r: FleetResult): FleetChartData {
       windowMs: policy.windowMs,
       rttUs: o.rttUs,
       rttJitterUs: o.rttJitterUs,
-      denyCache: o.denyCache,
     },
     ...{ offered: r.offered, admitted: r.admitted, storeCalls: r.storeCalls, callsPerRequest: callsPerRequest(r) },
     bound: { most: r.bound.most, allowed: r.bound.allowed },
@@ -131,7 +129,7 @@ function legend(x: number, y: number, runs: readonly FleetResult[]): string {
  * The SVG chart of fleet runs, one row per algorithm (in the order of `runs`), each comparing its lease modes:
  * admitted per second against the limit, and store calls per request on a log scale; `<metadata id="fleet">`
  * holds each run's numbers (FleetChartData), and each row's `<g class="fleet-row">` carries `data-algorithm`.
- * @example writeFileSync('fleet.svg', fleetSvg(['off', 'growing'].map((growth) => runFleet({ growth }))))
+ * @example writeFileSync('fleet.svg', fleetSvg([await runFleet({ growth: 'off' }), await runFleet({ growth: 'growing' })]))
  */
 export function fleetSvg(runs: readonly FleetResult[]): string {
   const first = runs[0];
@@ -141,7 +139,7 @@ export function fleetSvg(runs: readonly FleetResult[]): string {
   const title = `A fleet of ${o.instances} instances, ${count(o.ratePerSecond)} requests/s to one key`;
   const sub =
     `${o.arrivals} arrivals, ${count(first.policy.limit)} per ${formatMs(first.policy.windowMs)}, lease ${o.lease}, ` +
-    `store round trip ${o.rttUs / 1000} ms${o.rttJitterUs > 0 ? ` (± ${o.rttJitterUs / 2000} ms each way)` : ''}, ${o.denyCache ? 'cache of denials on' : 'no cache of denials'}, ${formatMs(o.durationMs)} simulated, seed ${o.seed}`;
+    `store round trip ${o.rttUs / 1000} ms${o.rttJitterUs > 0 ? ` (± ${o.rttJitterUs / 2000} ms each way)` : ''}, ${formatMs(o.durationMs)} simulated, seed ${o.seed}`;
   const top = 96;
   const height = top + algorithms.length * PITCH;
   const json = JSON.stringify(runs.map(chartDataOf)).replace(

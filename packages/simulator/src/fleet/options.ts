@@ -5,8 +5,12 @@ import { SimulatorError } from '../traffic.js';
 export const FLEET_ALGORITHMS = ['fixed-window', 'sliding-window-counter', 'token-bucket', 'gcra'] as const;
 export type FleetAlgorithm = (typeof FLEET_ALGORITHMS)[number];
 
-/** How each instance leases: 'off' (every request is a store call), or a LeaseBook whose takes are 'fixed' or 'growing'. */
-export const LEASE_MODES = ['off', 'fixed', 'growing'] as const;
+/**
+ * How each instance leases: 'off' (the policy has no lease: every request the cache of denials does not refuse is a
+ * store call), or 'growing' (the policy's lease, taken by the engine's LeaseBook, whose takes grow while a key is
+ * hot).
+ */
+export const LEASE_MODES = ['off', 'growing'] as const;
 export type LeaseMode = (typeof LEASE_MODES)[number];
 
 /** How an instance's requests arrive: a Poisson stream, or evenly spaced (each instance at its own phase). */
@@ -30,11 +34,6 @@ export interface FleetOptions {
   readonly rttUs: number;
   /** How much each half of a round trip varies, in µs: uniformly by up to ± half of it; 0, the default: not at all. */
   readonly rttJitterUs: number;
-  /**
-   * Whether each instance answers denials the store gave from its cache of denials until their retry-after, as
-   * the engine does with a store in another process (Redis, PostgreSQL); without it every denial is a store call.
-   */
-  readonly denyCache: boolean;
   readonly durationMs: number;
   readonly arrivals: ArrivalKind;
   /** Instance i offers a share ∝ 1 / (i + 1)^skew of the rate: 0 is even. */
@@ -57,14 +56,13 @@ export const FLEET_DEFAULTS: FleetOptions = {
   growth: 'growing',
   rttUs: 1000,
   rttJitterUs: 0,
-  denyCache: true,
   durationMs: 2000,
   arrivals: 'poisson',
   skew: 0,
   seed: 1,
 };
 
-/** The most requests one run simulates (a run takes about a second per million on one core). */
+/** The most requests one run simulates. */
 export const MAX_FLEET_REQUESTS = 50_000_000;
 
 const whole = (n: number, least: number): boolean => Number.isSafeInteger(n) && n >= least;

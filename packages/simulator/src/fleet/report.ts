@@ -9,7 +9,7 @@ export const callsPerRequest = (r: FleetResult): number => (r.offered === 0 ? 0 
 /** The limit's units per second (limit × 1000 / window), the rate the charts draw against. */
 export const limitPerSecond = (r: FleetResult): number => (r.policy.limit * 1000) / r.policy.windowMs;
 
-/** The lease mode of a run, as the tables name it: `off`, `fixed 100`, `growing 100`. */
+/** The lease mode of a run, as the tables name it: `lease off`, `lease growing 100`. */
 export const modeOf = (r: FleetResult): string =>
   r.options.growth === 'off' ? 'lease off' : `lease ${r.options.growth} ${r.options.lease}`;
 
@@ -30,7 +30,7 @@ export function fleetTable(r: FleetResult): string {
   const { options: o, policy } = r;
   const head =
     `${policy.algorithm}, ${policy.limit} per ${policy.windowMs} ms, ${modeOf(r)}: ${o.instances} instances, ` +
-    `${count(o.ratePerSecond)} requests/s (${o.arrivals}${o.skew > 0 ? `, skew ${o.skew}` : ''}), round trip ${o.rttUs} µs${o.rttJitterUs > 0 ? ` (± ${o.rttJitterUs / 2} µs each way)` : ''}, ${o.denyCache ? 'cache of denials' : 'no cache of denials'}, seed ${o.seed}`;
+    `${count(o.ratePerSecond)} requests/s (${o.arrivals}${o.skew > 0 ? `, skew ${o.skew}` : ''}), round trip ${o.rttUs} µs${o.rttJitterUs > 0 ? ` (± ${o.rttJitterUs / 2} µs each way)` : ''}, seed ${o.seed}`;
   const columns = [
     'second',
     'offered',

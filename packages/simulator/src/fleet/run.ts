@@ -2,15 +2,17 @@ import type { EngineItem } from '../../../../lib/engine/evaluation.js';
 import type { ResolvedPolicy } from '../../../../lib/policy/policy.types.js';
 import { RateLimitPolicyError } from '../../../../lib/policy/policy.errors.js';
 import { validatePolicy } from '../../../../lib/policy/validate-policy.js';
-import { consumeAll, type StateTable } from '../../../../lib/stores/consume-all.js';
 import { SimulatorError } from '../traffic.js';
 import { sharesOf, FleetArrivals } from './arrivals.js';
-import { BoundCheck, type FleetBound } from './bounds.js';
-import { FleetInstance, type FleetCall } from './instance.js';
-import { EventQueue } from './event-queue.js';
+import type { FleetBound } from './bounds.js';
+import { FleetCounts, type FleetWindow } from './counts.js';
+import { FleetInstance } from './instance.js';
 import { checkFleetOptions, FLEET_DEFAULTS, type FleetOptions } from './options.js';
 import { seeded } from './random.js';
-import { Tally, type FleetSecond } from './tally.js';
+import type { FleetSecond } from './tally.js';
+import { VirtualClock, VirtualStore, type OneWayDelays } from './virtual-store.js';
+
+export type { FleetWindow } from './counts.js';
 
 /** A fleet run: what each second saw, the chart's finer slots, and the totals. */
 export interface FleetResult {
@@ -37,143 +39,97 @@ export interface FleetResult {
   readonly admittedAtMs?: readonly number[];
 }
 
-/** One whole window of a window algorithm's run: requests offered in it, and units admitted in it. */
-export interface FleetWindow {
-  readonly offered: number;
-  readonly admitted: number;
-}
-
 /** The key every instance offers its traffic to: one hot key. */
 const KEY = 'fleet';
-/** 2023-11-14 rounded up to a whole hour: a realistic clock, at an edge of every window that divides an hour. */
-const EPOCH_MS = 1_700_002_800_000;
-
-/** One key's state on a Map, as consumeAll reads and writes it (the memory store's procedure, without its eviction). */
-function mapTable(): StateTable {
-  const states = new Map<string, unknown>();
-  return {
-    get: (key) => states.get(key),
-    set: (key, _algorithm, state, ttlMs) => {
-      if (state === undefined || ttlMs <= 0) states.delete(key);
-      else states.set(key, state);
-    },
-  };
-}
 
 /**
- * Simulates a fleet in virtual time: each instance's requests arrive (FleetArrivals) and are decided as the
- * engine decides them (FleetInstance); a store call reaches the shared store after half the round trip, which
- * decides it there and then with consumeAll (the memory store's procedure), and its reply reaches the instance
- * after the whole round trip (each half varied by `rttJitterUs`, if set). Deterministic for a seed.
- * @example runFleet({ instances: 10, ratePerSecond: 10_000, limit: 5_000, durationMs: 2000 }).bound.most <= 5000
+ * Lets the engines go on: every continuation that the last event made ready (a reply's, and those of the requests
+ * that waited for its take) runs before the clock moves. The engine awaits promises; a turn of the event loop
+ * runs every microtask they queue.
  */
-export function runFleet(asked: Partial<FleetOptions> = {}, { record = false } = {}): FleetResult {
+const settled = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * Simulates a fleet in virtual time: each instance's requests arrive (FleetArrivals) and are decided by the
+ * library's own DecisionEngine, one per instance (FleetInstance), on a shared store in virtual time
+ * (VirtualStore): a store call reaches the store after half the round trip, is decided there and then by the
+ * memory store, and its reply reaches the instance after the whole round trip (each half varied by
+ * `rttJitterUs`, if set). Deterministic for a seed.
+ * @example (await runFleet({ instances: 10, ratePerSecond: 10_000, limit: 5_000, durationMs: 2000 })).bound.most <= 5000
+ */
+export async function runFleet(asked: Partial<FleetOptions> = {}, { record = false } = {}): Promise<FleetResult> {
   const options = checkFleetOptions({ ...FLEET_DEFAULTS, ...asked });
-  const { algorithm, windowMs, durationMs } = options;
   const policy = policyOf(options);
+  const counts = new FleetCounts(options, policy, record);
+  const clock = new VirtualClock();
+  const store = new VirtualStore(clock, oneWayDelays(options), () => counts.call(clock.ms));
   const item: EngineItem = { policy, key: KEY, cost: 1, failMode: 'open', order: 0 };
   const instances = Array.from(
     { length: options.instances },
-    (_, i) => new FleetInstance(i, item, options.growth, options.denyCache),
+    (_, i) => new FleetInstance(i, item, options.growth, store, clock),
   );
+  await Promise.all(instances.map((instance) => instance.start()));
+  try {
+    await run(options, clock, store, instances, counts);
+  } finally {
+    await Promise.all(instances.map((instance) => instance.dispose()));
+  }
+  const { seconds, slots } = counts;
+  const sum = (values: Float64Array) => values.reduce((total, n) => total + n, 0);
+  return {
+    ...{ options, policy, seconds: seconds.seconds(), slots: slots.seconds(), slotMs: slots.slotMs },
+    ...{ offered: sum(seconds.offered), admitted: sum(seconds.admitted), storeCalls: sum(seconds.storeCalls) },
+    ...{ granted: sum(counts.grantedBy), overspent: counts.overspent, bound: counts.bound.result() },
+    windows:
+      options.algorithm === 'fixed-window' || options.algorithm === 'sliding-window-counter' ? counts.windows : [],
+    ...(counts.admittedAtMs === undefined ? {} : { admittedAtMs: counts.admittedAtMs }),
+  };
+}
+
+/** Takes the run's events in time order: calls reaching the store, replies reaching instances, and arrivals. */
+async function run(
+  options: FleetOptions,
+  clock: VirtualClock,
+  store: VirtualStore,
+  instances: readonly FleetInstance[],
+  counts: FleetCounts,
+): Promise<void> {
   const arrivals = new FleetArrivals(
     sharesOf(options.instances, options.skew),
     options.ratePerSecond,
     options.arrivals,
     options.seed,
   );
-  const seconds = new Tally(1000, durationMs, options.instances, true);
-  const slotMs = chartSlotMs(durationMs);
-  const slots = new Tally(slotMs, durationMs, options.instances, false);
-  const bound = new BoundCheck(policy);
-  const table = mapTable();
-  const windowCount = Math.floor(durationMs / windowMs);
-  const windows = Array.from({ length: windowCount }, () => ({ offered: 0, admitted: 0 }));
-  const endUs = durationMs * 1000;
-  const msOf = (us: number): number => Math.floor(us / 1000);
-  const admittedAtMs: number[] | undefined = record ? [] : undefined;
-  const grantedBy = new Float64Array(options.instances);
-  const admittedBy = new Float64Array(options.instances);
-  let overspent = 0;
-  const admit = (ms: number, instance: number) => {
-    admittedBy[instance] = (admittedBy[instance] as number) + 1;
-    if ((admittedBy[instance] as number) > (grantedBy[instance] as number)) overspent++;
-    admittedAtMs?.push(ms);
-    bound.admit(ms);
-    seconds.admit(ms, instance);
-    slots.admit(ms, instance);
-    const window = windows[Math.floor(ms / windowMs)];
-    if (window !== undefined) window.admitted++;
-  };
-  /** Calls on their way to the store, and decided calls on their way back, each by when they get there. */
-  const toStore = new EventQueue<FleetCall>();
-  const toReply = new EventQueue<FleetCall>();
-  const delays = oneWayDelays(options);
-  /** A request of `instance` at `atUs` (after waiting for `waited` takes): admitted here, refused, or a call. */
-  const decide = (instance: FleetInstance, atUs: number, waited: number) => {
-    const ms = msOf(atUs);
-    const decided = instance.arrive(EPOCH_MS + ms, atUs, waited);
-    if (decided === 'local') admit(ms, instance.index);
-    else if (decided !== 'denied' && decided !== 'waiting') {
-      toStore.push(atUs + delays.out(), decided);
-      seconds.call(ms);
-      slots.call(ms);
-    }
-    resume(instance, atUs);
-  };
-  /** The requests of `instance` whose take is over arrive again at `atUs`, in the order they came. */
-  const resume = (instance: FleetInstance, atUs: number): void => {
-    for (const waited of instance.resumed()) decide(instance, atUs, waited);
-  };
+  const endUs = options.durationMs * 1000;
+  const failures: unknown[] = [];
+  const spent = (instance: number) => counts.admit(clock.ms, instance);
+  const failed = (error: unknown) => failures.push(error);
   for (;;) {
-    const storeUs = toStore.nextUs;
-    const replyUs = toReply.nextUs;
-    const arrivalUs = arrivals.atUs;
+    const storeUs = store.toStore.nextUs;
+    const replyUs = store.toReply.nextUs;
     // Arrivals stop at the end; the calls in flight then are still decided, for the bound.
-    const nextArrivalUs = arrivalUs < endUs ? arrivalUs : Infinity;
-    if (storeUs === Infinity && replyUs === Infinity && nextArrivalUs === Infinity) break;
-    if (storeUs <= replyUs && storeUs <= nextArrivalUs) {
-      const call = toStore.pop() as FleetCall;
-      const ms = msOf(storeUs);
-      call.decisions = consumeAll(call.items, EPOCH_MS + ms, table);
-      toReply.push(storeUs + delays.back(), call);
-      const decision = call.decisions[0];
-      if (decision?.allowed === true) {
-        const i = call.instance.index;
-        grantedBy[i] = (grantedBy[i] as number) + (decision.granted ?? 1);
-        admit(ms, i);
-      }
-    } else if (replyUs <= nextArrivalUs) {
-      const call = toReply.pop() as FleetCall;
-      call.instance.reply(call, EPOCH_MS + msOf(call.sentUs), EPOCH_MS + msOf(replyUs));
-      resume(call.instance, replyUs);
-    } else {
+    const arrivalUs = arrivals.atUs < endUs ? arrivals.atUs : Infinity;
+    if (storeUs === Infinity && replyUs === Infinity && arrivalUs === Infinity) break;
+    clock.us = Math.min(storeUs, replyUs, arrivalUs);
+    store.confirm();
+    if (storeUs <= replyUs && storeUs <= arrivalUs) {
+      const call = await store.decideNext();
+      const decision = call.decisions?.[0];
+      if (decision?.allowed !== true) continue;
+      counts.granted(call.instance, decision.granted ?? 1);
+      counts.admit(clock.ms, call.instance);
+      continue;
+    }
+    if (replyUs <= arrivalUs) store.replyNext();
+    else {
       const instance = instances[arrivals.instance] as FleetInstance;
       arrivals.advance();
-      const ms = msOf(arrivalUs);
-      seconds.offer(ms);
-      const window = windows[Math.floor(ms / windowMs)];
-      if (window !== undefined) window.offered++;
-      slots.offer(ms);
-      decide(instance, arrivalUs, 0);
+      counts.offer(clock.ms);
+      instance.arrive(spent, failed);
     }
+    await settled();
+    if (failures.length > 0) throw failures[0];
   }
-  const sum = (values: Float64Array) => values.reduce((total, n) => total + n, 0);
-  return {
-    options,
-    policy,
-    seconds: seconds.seconds(),
-    slots: slots.seconds(),
-    slotMs,
-    offered: sum(seconds.offered),
-    admitted: sum(seconds.admitted),
-    storeCalls: sum(seconds.storeCalls),
-    granted: sum(grantedBy),
-    overspent,
-    bound: bound.result(),
-    windows: algorithm === 'fixed-window' || algorithm === 'sliding-window-counter' ? windows : [],
-    ...(admittedAtMs === undefined ? {} : { admittedAtMs }),
-  };
 }
 
 /**
@@ -182,7 +138,7 @@ export function runFleet(asked: Partial<FleetOptions> = {}, { record = false } =
  * arrivals'. Without jitter every call takes exactly the round trip, and replies come back in the order the calls
  * went out.
  */
-function oneWayDelays({ rttUs, rttJitterUs, seed }: FleetOptions): { out: () => number; back: () => number } {
+function oneWayDelays({ rttUs, rttJitterUs, seed }: FleetOptions): OneWayDelays {
   const half = Math.floor(rttUs / 2);
   if (rttJitterUs === 0) return { out: () => half, back: () => rttUs - half };
   const next = seeded(seed ^ 0x5bd1e995);
@@ -199,10 +155,4 @@ function policyOf({ algorithm, limit, windowMs, burst, lease }: FleetOptions): R
     const problem = error.message.replace(/^Invalid rate-limit policy "[^"]*", field "[^"]*": /, '');
     throw new SimulatorError(`--${error.field ?? 'limit'}`, problem);
   }
-}
-
-/** The chart's slot: 1/100 of the run, rounded to an easily read width (at least 10 ms). */
-function chartSlotMs(durationMs: number): number {
-  const nice = [10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 30_000, 60_000];
-  return nice.find((ms) => ms >= durationMs / 100) ?? 60_000;
 }

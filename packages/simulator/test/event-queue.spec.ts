@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 
-import { EventQueue } from '../../packages/simulator/src/fleet/event-queue.js';
+import { EventQueue } from '../src/fleet/event-queue.js';
 
 describe("the fleet simulation's EventQueue", () => {
   it('gives events back by time, and those at the same µs in the order they were queued', () => {

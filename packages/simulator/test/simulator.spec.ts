@@ -5,7 +5,7 @@ import { join } from 'node:path';
 
 import fc from 'fast-check';
 
-import { ALGORITHMS, MemoryRateLimitStore, validatePolicy } from '../../lib/index.js';
+import { ALGORITHMS, MemoryRateLimitStore, validatePolicy } from '../../../lib/index.js';
 import {
   buildPattern,
   NOT_SIMULATED,
@@ -13,12 +13,12 @@ import {
   SIMULATED_ALGORITHMS,
   simulate,
   type ChartData,
-} from '../../packages/simulator/src/index.js';
-import { SimulatedClock } from '../../packages/simulator/src/run.js';
-import { arrivalsTraffic } from '../../packages/simulator/src/traffic.js';
-import { nth } from '../support/harness.js';
-import { type DrawnBucket, type DrawnPanel, readChart } from '../support/simulator-chart.js';
-import { policyOf } from '../support/policies.js';
+} from '../src/index.js';
+import { SimulatedClock } from '../src/run.js';
+import { arrivalsTraffic } from '../src/traffic.js';
+import { nth } from '../../../test/support/harness.js';
+import { type DrawnBucket, type DrawnPanel, readChart } from '../../../test/support/simulator-chart.js';
+import { policyOf } from '../../../test/support/policies.js';
 
 const LIMIT = 100;
 const W = 60_000;
@@ -292,13 +292,16 @@ describe('simulator: the command line (packages/simulator, built by npm run buil
   ])('rejects %j with a message naming the flag, and exit code 2', (args, message) => {
     const result = run('simulate', ...args);
     expect(result.status).toBe(2);
-    expect(result.stderr).toContain(`nest-rate-limit simulate: ${message}`);
+    expect(result.stderr).toContain(`simulate: ${message}`);
+    expect(result.stderr).toContain('Run `npm run simulate -- --help` for the flags.');
     expect(result.stdout).toBe('');
   });
 
   it('prints its flags for --help', () => {
     const result = run('simulate', '--help');
     expect(result.status).toBe(0);
-    expect(result.stdout).toMatch(/Usage: nest-rate-limit simulate[\s\S]*--algorithm[\s\S]*--traffic[\s\S]*--out/);
+    expect(result.stdout).toMatch(
+      /Usage \(from a clone of the repository\): npm run simulate -- \[flags\][\s\S]*--algorithm[\s\S]*--traffic[\s\S]*--out/,
+    );
   });
 });
