@@ -1,6 +1,6 @@
 import type { ResolvedPolicy } from '../policy/policy.types.js';
-import type { RateLimitStore } from '../stores/rate-limit-store.js';
 import type { DecisionEngine } from './decision-engine.js';
+import type { EngineStore } from '../stores/engine-store.js';
 
 /**
  * RateLimitService's store operations outside decisions (peek, usage, reset, block, refund, resetAll) on the
@@ -16,7 +16,7 @@ export class ServiceCalls {
    */
   async call<T>(
     policies: readonly string[],
-    operation: (store: RateLimitStore) => Promise<T>,
+    operation: (store: EngineStore) => Promise<T>,
     policy?: ResolvedPolicy,
   ): Promise<T> {
     try {
@@ -36,7 +36,7 @@ export class ServiceCalls {
    */
   async change<T>(
     items: readonly { policy: ResolvedPolicy; key: string }[],
-    operation: (store: RateLimitStore) => Promise<T>,
+    operation: (store: EngineStore) => Promise<T>,
     policy: ResolvedPolicy,
   ): Promise<T> {
     try {

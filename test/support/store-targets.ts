@@ -1,6 +1,6 @@
 import type { Clock } from '../../lib/util/clock.js';
 import { MemoryRateLimitStore } from '../../lib/stores/memory/memory.store.js';
-import type { RateLimitStore } from '../../lib/stores/rate-limit-store.js';
+import type { EngineStore } from '../../lib/stores/engine-store.js';
 import { PostgresRateLimitStore } from '../../lib/stores/postgres/postgres.store.js';
 import { RedisRateLimitStore } from '../../lib/stores/redis/redis.store.js';
 import { createTestSchema, type TestSchema } from './postgres.js';
@@ -13,7 +13,7 @@ export interface StoreTarget {
   readonly name: string;
   setup(): Promise<void>;
   teardown(): Promise<void>;
-  make(clock: Clock): RateLimitStore;
+  make(clock: Clock): EngineStore;
 }
 
 let runs = 0;
