@@ -19,7 +19,7 @@ export interface RateLimitStoreItem {
 /**
  * Where rate-limit state lives: the contract a store of your own implements (`RateLimitModuleOptions.store`).
  * Every operation takes several items and returns one decision per item, in order. `consume` is atomic and
- * all-or-nothing: when any item is denied, no item is consumed. Four operations are required; `block`,
+ * all-or-nothing: when any item is denied, no item is consumed. Four operations are required; `charge`, `block`,
  * `unblock`, `resetAll`, `ping` and `close` are optional, and the module does without what a store leaves out
  * (docs/stores.md, "Writing a store").
  * @example const [decision] = await store.consume([{ policy: validatePolicy(p), key: 'user:42', cost: 1 }]);
@@ -31,6 +31,13 @@ export interface RateLimitStore {
   peek(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<RateLimitDecision[]>;
   /** Gives each item's `cost` back, never beyond the policy's capacity; returns the state afterwards, as peek. */
   refund(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]>;
+  /**
+   * Takes each item's `cost` without deciding: counted even past the limit (a debt that later requests wait
+   * out, as they would wait for the units to come back). Returns each key's state afterwards, as peek does.
+   * A blocked key stays blocked and is charged all the same; a shadow item is not charged; a concurrency policy
+   * cannot be charged (rejected). Stores that cannot charge leave it out; the module then says so.
+   */
+  charge?(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]>;
   /** Forgets the items' state, blocks included. */
   reset(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<void>;
   /**

@@ -258,10 +258,10 @@ expectTypeOf<RateLimitStoreItem>().toEqualTypeOf<{
   readonly cost: number;
   readonly shadow?: boolean;
 }>();
-// The contract, whole: four operations and five optional ones. What the module's own stores tell the engine
+// The contract, whole: four operations and six optional ones. What the module's own stores tell the engine
 // beyond it (in-process, leases, the feed of changes, consume timing) is no part of it.
 expectTypeOf<keyof RateLimitStore>().toEqualTypeOf<
-  'consume' | 'peek' | 'refund' | 'reset' | 'block' | 'unblock' | 'resetAll' | 'ping' | 'close'
+  'consume' | 'peek' | 'refund' | 'reset' | 'charge' | 'block' | 'unblock' | 'resetAll' | 'ping' | 'close'
 >();
 expectTypeOf<RateLimitStore['consume']>().parameters.toEqualTypeOf<[readonly RateLimitStoreItem[]]>();
 expectTypeOf(validatePolicy).returns.toEqualTypeOf<ResolvedPolicy>();

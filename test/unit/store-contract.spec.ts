@@ -153,9 +153,9 @@ describe('a store written from the public contract alone', () => {
 });
 
 describe('the public store contract, as typed', () => {
-  it('is four operations and five optional ones, with a one-argument consume', () => {
+  it('is four operations and six optional ones, with a one-argument consume', () => {
     expectTypeOf<keyof RateLimitStore>().toEqualTypeOf<
-      'consume' | 'peek' | 'refund' | 'reset' | 'block' | 'unblock' | 'resetAll' | 'ping' | 'close'
+      'consume' | 'peek' | 'refund' | 'reset' | 'charge' | 'block' | 'unblock' | 'resetAll' | 'ping' | 'close'
     >();
     expectTypeOf<RateLimitStore['consume']>().parameters.toEqualTypeOf<[readonly RateLimitStoreItem[]]>();
     expectTypeOf<keyof RateLimitStoreItem>().toEqualTypeOf<'policy' | 'key' | 'cost' | 'shadow'>();
