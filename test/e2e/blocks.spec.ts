@@ -12,7 +12,7 @@ import {
 } from '../../lib/index.js';
 import { startGraphQLApp } from '../support/graphql-app.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { redisForSpec } from '../support/redis-server.js';
 import { storeOptions } from '../support/store-options.js';
 
 const LOGIN: RateLimitPolicy = {
@@ -39,11 +39,7 @@ class AuthController {
   }
 }
 
-let redis: TestRedis;
-beforeAll(async () => {
-  redis = await startRedis();
-});
-afterAll(() => redis.stop());
+const redis = redisForSpec();
 
 describe.each(ADAPTERS)('blocks over HTTP (%s)', (adapter) => {
   describe.each(['memory', 'redis'] as const)('on the %s store', (store) => {

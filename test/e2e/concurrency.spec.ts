@@ -8,11 +8,9 @@ import { RateLimit, RateLimitModule, RateLimitService } from '../../lib/index.js
 import { RateLimiter } from '../../lib/nest/rate-limiter.js';
 import { startGraphQLApp } from '../support/graphql-app.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
-import { createTestSchema, type TestSchema } from '../support/postgres.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { Gate, waitFor } from '../support/wait.js';
 import { postOn } from '../support/http-post.js';
-import { STORES, storeOptions } from '../support/store-options.js';
+import { STORES, storeOptions, storeServers } from '../support/store-options.js';
 
 const gate = new Gate();
 const AI = { name: 'ai-concurrent', algorithm: 'concurrency', limit: 2, window: '5m', key: 'ip' } as const;
@@ -34,16 +32,7 @@ class CompletionsController {
   }
 }
 
-let redis: TestRedis;
-let db: TestSchema;
-beforeAll(async () => {
-  redis = await startRedis();
-  db = await createTestSchema();
-});
-afterAll(async () => {
-  await redis.stop();
-  await db.drop();
-});
+const servers = storeServers();
 
 describe.each(ADAPTERS)('concurrency limits over HTTP (%s)', (adapter) => {
   describe.each(STORES)('on the %s store', (store) => {
@@ -51,7 +40,7 @@ describe.each(ADAPTERS)('concurrency limits over HTTP (%s)', (adapter) => {
     let server: Server;
     beforeEach(async () => {
       ({ app } = await createApp(adapter, {
-        imports: [RateLimitModule.forRoot(storeOptions(store, { redis, db }))],
+        imports: [RateLimitModule.forRoot(storeOptions(store, servers))],
         controllers: [CompletionsController],
       }));
       await app.listen(0, '127.0.0.1');
@@ -196,7 +185,7 @@ describe('concurrency limits in GraphQL', () => {
 // oldest lease would expire, minutes away), so an instance kept refusing a key whose leases another instance
 // had given back long before.
 it('a lease given back by one instance frees the key at once for another (no cached denial)', async () => {
-  const options = { redis: { url: `redis://127.0.0.1:${redis.port}` }, keyPrefix: `conc-two${Math.random()}:` };
+  const options = { redis: { url: `redis://127.0.0.1:${servers.redis.port}` }, keyPrefix: `conc-two${Math.random()}:` };
   const start = async () => {
     const { app } = await createApp('express', {
       imports: [RateLimitModule.forRoot(options)],

@@ -1,45 +1,31 @@
 import { Controller, Get, type INestApplication } from '@nestjs/common';
-import type { Redis } from 'ioredis';
 import request from 'supertest';
 
-import {
-  RateLimit,
-  RateLimitModule,
-  type RateLimitModuleOptions,
-  type RateLimitWindowPolicy,
-} from '../../lib/index.js';
+import { RateLimit, RateLimitModule, type RateLimitModuleOptions } from '../../lib/index.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { ADAPTERS, type AdapterName, createApp } from '../support/nest-app.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { redisForSpec } from '../support/redis-server.js';
 import { commandsRun } from '../support/redis-commands.js';
 import { alignedStart } from '../support/time.js';
-
-const fixed = (name: string, limit: number, extra: Partial<RateLimitWindowPolicy> = {}): RateLimitWindowPolicy => ({
-  name,
-  algorithm: 'fixed-window',
-  limit,
-  window: '1m',
-  key: 'ip',
-  ...extra,
-});
+import { perMinute } from '../support/policies.js';
 
 @Controller()
 class RedisListsController {
   @Get('three')
-  @RateLimit([fixed('one', 50), fixed('two', 50), fixed('three', 50)])
+  @RateLimit([perMinute('one', 50), perMinute('two', 50), perMinute('three', 50)])
   three() {
     return 'ok';
   }
 
   @Get('signup')
-  @RateLimit(fixed('signup', 50, { deny: ['192.0.2.0/24', async () => false] }))
+  @RateLimit(perMinute('signup', 50, { deny: ['192.0.2.0/24', async () => false] }))
   signup() {
     return 'ok';
   }
 
   @Get('closed')
   @RateLimit(
-    fixed('closed', 50, {
+    perMinute('closed', 50, {
       failMode: 'closed',
       deny: [
         () => {
@@ -53,26 +39,20 @@ class RedisListsController {
   }
 
   @Get('flood')
-  @RateLimit(fixed('flood', 100))
+  @RateLimit(perMinute('flood', 100))
   flood() {
     return 'ok';
   }
 }
 
 describe.each(ADAPTERS)('allow and deny lists on %s with Redis: no store call', (adapter: AdapterName) => {
-  let redis: TestRedis;
-  let admin: Redis;
+  const redis = redisForSpec();
   let app: INestApplication | undefined;
-  beforeAll(async () => {
-    redis = await startRedis();
-    admin = redis.client();
-  });
   afterEach(async () => {
     await app?.close();
     app = undefined;
-    await admin.flushall();
+    await redis.shared.flushall();
   });
-  afterAll(() => redis.stop());
 
   const start = async (options: RateLimitModuleOptions) => {
     ({ app } = await createApp(
@@ -82,7 +62,7 @@ describe.each(ADAPTERS)('allow and deny lists on %s with Redis: no store call', 
           RateLimitModule.forRoot({
             redis: { url: redis.url },
             trustProxy: 'loopback',
-            defaults: [fixed('per-ip', 1000)],
+            defaults: [perMinute('per-ip', 1000)],
             ...options,
           }),
         ],
@@ -101,24 +81,24 @@ describe.each(ADAPTERS)('allow and deny lists on %s with Redis: no store call', 
   it('a module-level allow skips every policy of the request: no Redis command, no key', async () => {
     await start({ allow: ['10.0.0.0/8', '2001:db8:a::/48'] });
     // A client not on the list: one decision of four policies, seen by the counter.
-    const idle = await commandsRun(admin);
+    const idle = await commandsRun(redis.shared);
     expect((await get('/three', '203.0.113.1')).status).toBe(200);
-    expect((await commandsRun(admin)) - idle).toBeGreaterThan(0);
-    await admin.flushall();
-    const before = await commandsRun(admin);
+    expect((await commandsRun(redis.shared)) - idle).toBeGreaterThan(0);
+    await redis.shared.flushall();
+    const before = await commandsRun(redis.shared);
     const responses = [
       ...(await all(100, '/three', (i) => `10.${i}.0.1`)),
       ...(await all(100, '/three', (i) => `2001:db8:a:${i.toString(16)}::1`)),
     ];
     expect(responses.map((r) => r.status)).toEqual(Array(200).fill(200));
     expect(responses.every((r) => r.headers['ratelimit'] === undefined)).toBe(true);
-    expect((await commandsRun(admin)) - before).toBe(0);
-    expect(await admin.dbsize()).toBe(0);
+    expect((await commandsRun(redis.shared)) - before).toBe(0);
+    expect(await redis.shared.dbsize()).toBe(0);
   });
 
   it('100 concurrent denied requests, by the module and by a policy: all 403, no Redis command', async () => {
     await start({ deny: ['198.51.100.0/24', '2001:db8:d::/48'] });
-    const before = await commandsRun(admin);
+    const before = await commandsRun(redis.shared);
     const responses = [
       ...(await all(50, '/three', (i) => `198.51.100.${i}`)),
       ...(await all(25, '/three', (i) => `2001:db8:d:${i}::1`)),
@@ -126,17 +106,17 @@ describe.each(ADAPTERS)('allow and deny lists on %s with Redis: no store call', 
     ];
     expect(responses.map((r) => r.status)).toEqual(Array(100).fill(403));
     expect(responses.map((r) => r.body.code)).toEqual(Array(100).fill('RATE_LIMIT_DENY_LIST'));
-    expect((await commandsRun(admin)) - before).toBe(0);
-    expect(await admin.dbsize()).toBe(0);
+    expect((await commandsRun(redis.shared)) - before).toBe(0);
+    expect(await redis.shared.dbsize()).toBe(0);
   });
 
   it('a throwing list function of a fail-closed policy: 503, no Redis command', async () => {
     await start({});
-    const before = await commandsRun(admin);
+    const before = await commandsRun(redis.shared);
     const responses = await all(20, '/closed', (i) => `203.0.113.${i}`);
     expect(responses.map((r) => r.status)).toEqual(Array(20).fill(503));
     expect(responses.map((r) => r.body.code)).toEqual(Array(20).fill('RATE_LIMIT_UNAVAILABLE'));
-    expect((await commandsRun(admin)) - before).toBe(0);
+    expect((await commandsRun(redis.shared)) - before).toBe(0);
   });
 
   it('with lists configured, clients not on them are still admitted exactly: 100 of 200 at limit 100', async () => {

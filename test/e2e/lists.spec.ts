@@ -17,12 +17,12 @@ import {
   type RateLimitModuleOptions,
   RateLimitService,
   type RateLimitStoreItem,
-  type RateLimitWindowPolicy,
   SkipRateLimit,
 } from '../../lib/index.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { ADAPTERS, type AdapterName, createApp } from '../support/nest-app.js';
 import { alignedStart } from '../support/time.js';
+import { perMinute } from '../support/policies.js';
 
 interface Req {
   headers: Record<string, string | undefined>;
@@ -30,15 +30,6 @@ interface Req {
 }
 const req = (ctx: ExecutionContext) => ctx.switchToHttp().getRequest<Req>();
 const header = (ctx: ExecutionContext, name: string) => req(ctx).headers[name];
-
-const fixed = (name: string, limit: number, extra: Partial<RateLimitWindowPolicy> = {}): RateLimitWindowPolicy => ({
-  name,
-  algorithm: 'fixed-window',
-  limit,
-  window: '1m',
-  key: 'ip',
-  ...extra,
-});
 
 /** A list function that fails, as a lookup whose backend is down would. */
 const lookupDown = (): boolean => {
@@ -61,21 +52,21 @@ class CountingStore extends MemoryRateLimitStore {
 @Controller()
 class ListsController {
   @Get('limited')
-  @RateLimit(fixed('limited', 1))
+  @RateLimit(perMinute('limited', 1))
   limited() {
     return 'ok';
   }
 
   @Get('three')
-  @RateLimit([fixed('one', 5), fixed('two', 5), fixed('three', 5)])
+  @RateLimit([perMinute('one', 5), perMinute('two', 5), perMinute('three', 5)])
   three() {
     return 'ok';
   }
 
   @Get('partner')
   @RateLimit([
-    fixed('partner', 1, { allow: ['203.0.113.0/24', async (ctx) => header(ctx, 'x-partner') === 'yes'] }),
-    fixed('overall', 10),
+    perMinute('partner', 1, { allow: ['203.0.113.0/24', async (ctx) => header(ctx, 'x-partner') === 'yes'] }),
+    perMinute('overall', 10),
   ])
   partner() {
     return 'ok';
@@ -83,7 +74,7 @@ class ListsController {
 
   @Get('signup')
   @RateLimit(
-    fixed('signup', 10, {
+    perMinute('signup', 10, {
       deny: ['198.51.100.0/24', '2001:db8:bad::/48', async (ctx) => header(ctx, 'x-banned') === 'yes'],
     }),
   )
@@ -93,7 +84,7 @@ class ListsController {
 
   @Get('skipped')
   @SkipRateLimit()
-  @RateLimit(fixed('never', 1))
+  @RateLimit(perMinute('never', 1))
   skipped() {
     return 'ok';
   }
@@ -120,7 +111,7 @@ class HeaderAuthGuard implements CanActivate {
 class MeController {
   @Get()
   @RateLimit([
-    fixed('me-ip', 5),
+    perMinute('me-ip', 5),
     {
       name: 'me-user',
       algorithm: 'fixed-window',
@@ -138,43 +129,46 @@ class MeController {
 @Controller('fail')
 class FailingListsController {
   @Get('open-deny')
-  @RateLimit(fixed('open-deny', 1, { failMode: 'open', deny: [lookupDown] }))
+  @RateLimit(perMinute('open-deny', 1, { failMode: 'open', deny: [lookupDown] }))
   openDeny() {
     return 'ok';
   }
 
   @Get('closed-deny')
-  @RateLimit([fixed('fine', 5), fixed('closed-deny', 5, { failMode: 'closed', deny: [async () => lookupDown()] })])
+  @RateLimit([
+    perMinute('fine', 5),
+    perMinute('closed-deny', 5, { failMode: 'closed', deny: [async () => lookupDown()] }),
+  ])
   closedDeny() {
     return 'ok';
   }
 
   @Get('open-allow')
-  @RateLimit(fixed('open-allow', 1, { failMode: 'open', allow: [lookupDown] }))
+  @RateLimit(perMinute('open-allow', 1, { failMode: 'open', allow: [lookupDown] }))
   openAllow() {
     return 'ok';
   }
 
   @Get('closed-allow')
-  @RateLimit(fixed('closed-allow', 5, { failMode: 'closed', allow: [lookupDown] }))
+  @RateLimit(perMinute('closed-allow', 5, { failMode: 'closed', allow: [lookupDown] }))
   closedAllow() {
     return 'ok';
   }
 
   @Get('matched-anyway')
-  @RateLimit(fixed('matched-anyway', 1, { failMode: 'closed', allow: [lookupDown, () => true] }))
+  @RateLimit(perMinute('matched-anyway', 1, { failMode: 'closed', allow: [lookupDown, () => true] }))
   matchedAnyway() {
     return 'ok';
   }
 
   @Get('denied-anyway')
-  @RateLimit(fixed('denied-anyway', 5, { failMode: 'closed', deny: [lookupDown, () => true] }))
+  @RateLimit(perMinute('denied-anyway', 5, { failMode: 'closed', deny: [lookupDown, () => true] }))
   deniedAnyway() {
     return 'ok';
   }
 
   @Get('not-boolean')
-  @RateLimit(fixed('not-boolean', 1, { failMode: 'closed', deny: [() => 'yes' as unknown as boolean] }))
+  @RateLimit(perMinute('not-boolean', 1, { failMode: 'closed', deny: [() => 'yes' as unknown as boolean] }))
   notBoolean() {
     return 'ok';
   }
@@ -368,12 +362,12 @@ describe.each(ADAPTERS)('allow and deny lists on %s (memory store)', (adapter: A
 
       @Get('own')
       @SkipRateLimit('per-ip')
-      @RateLimit(fixed('own', 5))
+      @RateLimit(perMinute('own', 5))
       own() {
         return 'ok';
       }
     }
-    await start({ trustProxy: 'loopback', defaults: [fixed('per-ip', 100, { deny: ['198.51.100.0/24'] })] }, [
+    await start({ trustProxy: 'loopback', defaults: [perMinute('per-ip', 100, { deny: ['198.51.100.0/24'] })] }, [
       DefaultsController,
     ]);
     expectForbidden(await get('/plain', '198.51.100.1'), forbiddenBy('per-ip'));
@@ -413,7 +407,7 @@ describe.each(ADAPTERS)('allow and deny lists on %s (memory store)', (adapter: A
     @Controller()
     class FloodController {
       @Get('flood')
-      @RateLimit(fixed('flood', 100, { deny: ['192.0.2.0/24'], allow: [async () => false] }))
+      @RateLimit(perMinute('flood', 100, { deny: ['192.0.2.0/24'], allow: [async () => false] }))
       flood() {
         return 'ok';
       }
@@ -425,25 +419,21 @@ describe.each(ADAPTERS)('allow and deny lists on %s (memory store)', (adapter: A
   });
 
   describe('list functions that fail', () => {
-    it('fail open: a throwing deny function is as if not listed, and is reported with its policy', async () => {
-      await start({}, [FailingListsController]);
-      expect((await get('/fail/open-deny')).status).toBe(200);
-      expect((await get('/fail/open-deny')).status).toBe(429);
-      expect(errors).toEqual([
-        ['lookup down', 'open-deny'],
-        ['lookup down', 'open-deny'],
-      ]);
-    });
-
-    it('fail open: a throwing allow function is as if not listed (the policy applies)', async () => {
-      await start({}, [FailingListsController]);
-      expect((await get('/fail/open-allow')).status).toBe(200);
-      expect((await get('/fail/open-allow')).status).toBe(429);
-      expect(errors).toEqual([
-        ['lookup down', 'open-allow'],
-        ['lookup down', 'open-allow'],
-      ]);
-    });
+    it.each([
+      { list: 'deny', policy: 'open-deny' },
+      { list: 'allow', policy: 'open-allow' },
+    ])(
+      'fail open: a throwing $list function is as if not listed (the policy applies), and is reported with its policy',
+      async ({ policy }) => {
+        await start({}, [FailingListsController]);
+        expect((await get(`/fail/${policy}`)).status).toBe(200);
+        expect((await get(`/fail/${policy}`)).status).toBe(429);
+        expect(errors).toEqual([
+          ['lookup down', policy],
+          ['lookup down', policy],
+        ]);
+      },
+    );
 
     it('fail closed: a throwing (or rejecting) function answers 503 as a store outage, consuming nothing', async () => {
       await start({}, [FailingListsController]);
@@ -512,7 +502,7 @@ describe.each(ADAPTERS)('allow and deny lists on %s (memory store)', (adapter: A
       @Controller()
       class BadCidrController {
         @Get()
-        @RateLimit(fixed('bad-cidr', 1, { deny: ['10.0.0.0/8', '10.0.0.0/33'] }))
+        @RateLimit(perMinute('bad-cidr', 1, { deny: ['10.0.0.0/8', '10.0.0.0/33'] }))
         handle() {
           return 'never';
         }
@@ -524,7 +514,7 @@ describe.each(ADAPTERS)('allow and deny lists on %s (memory store)', (adapter: A
 
     it('a class-level policy is reported at the first handler it applies to', async () => {
       @Controller()
-      @RateLimit(fixed('bad-class', 1, { allow: ['not-an-ip'] }))
+      @RateLimit(perMinute('bad-class', 1, { allow: ['not-an-ip'] }))
       class BadClassController {
         @Get('x')
         first() {
@@ -543,7 +533,7 @@ describe.each(ADAPTERS)('allow and deny lists on %s (memory store)', (adapter: A
       await expect(start({ allow: '10.0.0.0/8' as unknown as string[] })).rejects.toThrow(
         'nest-rate-limit: option "allow": must be an array of client addresses, CIDR ranges',
       );
-      await expect(start({ defaults: [fixed('per-ip', 10, { allow: ['2001:db8::/129'] })] })).rejects.toThrow(
+      await expect(start({ defaults: [perMinute('per-ip', 10, { allow: ['2001:db8::/129'] })] })).rejects.toThrow(
         'Invalid rate-limit policy "per-ip" (declared on RateLimitModule defaults), field "allow": entry 0, "2001:db8::/129", has a bad prefix length',
       );
     });

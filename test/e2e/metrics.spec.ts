@@ -20,7 +20,7 @@ import {
 import { STORE_DURATION_BUCKETS } from '../../lib/metrics/otel-metrics.js';
 import { RateLimiter } from '../../lib/nest/rate-limiter.js';
 import { FailModeController } from '../support/fail-mode.controller.js';
-import { ADAPTERS, createApp } from '../support/nest-app.js';
+import { ADAPTERS, createApp, statusesOf } from '../support/nest-app.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { waitFor } from '../support/wait.js';
 import { postOn } from '../support/http-post.js';
@@ -257,9 +257,7 @@ describe('without a MeterProvider', () => {
       controllers: [MeteredController],
     });
     try {
-      const statuses = [];
-      for (let i = 0; i < 3; i++) statuses.push((await request(app.getHttpServer()).get('/limited')).status);
-      expect(statuses).toEqual([200, 200, 429]);
+      expect(await statusesOf(app, '/limited', 3)).toEqual([200, 200, 429]);
       // The API's meter is its no-op one for good: no instruments, so no store call is timed for nothing.
       expect(app.get(RateLimiter).engine.metrics).toBeUndefined();
       // A provider registered after the start is not used: instruments are made when the module starts.

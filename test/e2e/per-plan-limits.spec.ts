@@ -7,7 +7,7 @@ import { ALGORITHMS } from '../../lib/policy/policy.types.js';
 import { startGraphQLApp } from '../support/graphql-app.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
 import { heldInFlight, policyOf } from '../support/policies.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { redisForSpec } from '../support/redis-server.js';
 import { Gate, waitFor } from '../support/wait.js';
 import { storeOptions } from '../support/store-options.js';
 
@@ -56,11 +56,7 @@ class BurstController {
   }
 }
 
-let redis: TestRedis;
-beforeAll(async () => {
-  redis = await startRedis();
-});
-afterAll(() => redis.stop());
+const redis = redisForSpec();
 
 describe.each(ADAPTERS)('limits per plan over HTTP (%s)', (adapter) => {
   describe.each(['memory', 'redis'] as const)('on the %s store', (store) => {

@@ -10,7 +10,7 @@ import {
 } from '../../lib/index.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { ADAPTERS, type AdapterName, createApp } from '../support/nest-app.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { redisForSpec, startRedis } from '../support/redis-server.js';
 import { decisionCalls } from '../support/redis-commands.js';
 import { alignedStart } from '../support/time.js';
 
@@ -89,11 +89,7 @@ async function appWith(adapter: AdapterName, options: RateLimitModuleOptions): P
 }
 
 describe.each(ADAPTERS)('problem details (errors: "problem") on %s', (adapter) => {
-  let redis: TestRedis;
-  beforeAll(async () => {
-    redis = await startRedis();
-  });
-  afterAll(() => redis.stop());
+  const redis = redisForSpec();
 
   describe.each(['memory', 'redis'] as const)('with the %s store', (store) => {
     let app: INestApplication;

@@ -2,7 +2,7 @@ import { Controller, Get } from '@nestjs/common';
 import request from 'supertest';
 
 import { RateLimit, RateLimitModule, type RateLimitPolicy, RateLimitService } from '../../lib/index.js';
-import { ADAPTERS, createApp } from '../support/nest-app.js';
+import { ADAPTERS, createApp, statusesOf } from '../support/nest-app.js';
 
 // Issue 19, item 1: ported from @nestjs/throttler (`ttl: 60000, limit: 10`), `defaults` was one budget for every
 // route where throttler gives each route its own: 6 calls to /auth/me and 4 to /auth/other, and the 5th /other
@@ -61,11 +61,7 @@ describe.each(ADAPTERS)("scope: 'route' (%s)", (adapter) => {
       imports: [RateLimitModule.forRoot({ defaults: DEFAULTS })],
       controllers: [AuthController, SharedController],
     });
-    const statuses = async (path: string, n: number) => {
-      const out: number[] = [];
-      for (let i = 0; i < n; i++) out.push((await request(app.getHttpServer()).get(path)).status);
-      return out;
-    };
+    const statuses = (path: string, n: number) => statusesOf(app, path, n);
     return { app, statuses, limits: app.get(RateLimitService) };
   }
 

@@ -8,36 +8,29 @@ import {
   type RateLimitDecisionEvent,
   RateLimitModule,
   type RateLimitModuleOptions,
-  type RateLimitPolicy,
   RateLimitService,
 } from '../../lib/index.js';
 import { startGraphQLApp } from '../support/graphql-app.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
-
-const byIp = (name: string, limit: number, extra: Partial<RateLimitPolicy> = {}): RateLimitPolicy =>
-  ({ name, algorithm: 'fixed-window', limit, window: '1m', key: 'ip', ...extra }) as RateLimitPolicy;
+import { redisForSpec } from '../support/redis-server.js';
+import { perMinute } from '../support/policies.js';
 
 @Controller('login')
 class LoginController {
   @Get()
-  @RateLimit([byIp('enforced', 5), byIp('new-limit', 2, { mode: 'shadow' })])
+  @RateLimit([perMinute('enforced', 5), perMinute('new-limit', 2, { mode: 'shadow' })])
   login() {
     return 'ok';
   }
 
   @Get('wide')
-  @RateLimit([byIp('enforced-wide', 1000), byIp('new-limit-wide', 2, { mode: 'shadow' })])
+  @RateLimit([perMinute('enforced-wide', 1000), perMinute('new-limit-wide', 2, { mode: 'shadow' })])
   wide() {
     return 'ok';
   }
 }
 
-let redis: TestRedis;
-beforeAll(async () => {
-  redis = await startRedis();
-});
-afterAll(() => redis.stop());
+const redis = redisForSpec();
 
 const stores = (): Record<string, Partial<RateLimitModuleOptions>> => ({
   memory: {},
@@ -144,9 +137,9 @@ describe('onDecision', () => {
     });
     try {
       const service = app.get(RateLimitService);
-      await service.consume(byIp('service', 1), 'k', { cost: 1 });
-      await service.consume(byIp('service', 1), 'k', { cost: 1 });
-      await service.acquire(byIp('service-wait', 1), 'k', { maxWaitMs: 0 });
+      await service.consume(perMinute('service', 1), 'k', { cost: 1 });
+      await service.consume(perMinute('service', 1), 'k', { cost: 1 });
+      await service.acquire(perMinute('service-wait', 1), 'k', { maxWaitMs: 0 });
       expect(events.map((e) => [e.policy, e.key, e.allowed, e.context])).toEqual([
         ['service', 'k', true, undefined],
         ['service', 'k', false, undefined],
@@ -191,7 +184,7 @@ describe('onDecision', () => {
   it("rejects a policy 'mode' it does not know, naming the policy", async () => {
     await expect(
       createApp('express', {
-        imports: [RateLimitModule.forRoot({ defaults: [byIp('typo', 5, { mode: 'shadows' as never })] })],
+        imports: [RateLimitModule.forRoot({ defaults: [perMinute('typo', 5, { mode: 'shadows' as never })] })],
       }),
     ).rejects.toThrow(/"typo".*field "mode": must be 'enforce' or 'shadow', got "shadows"/s);
   });
@@ -200,7 +193,7 @@ describe('onDecision', () => {
 @Resolver()
 class ShadowResolver {
   @Query(() => String)
-  @RateLimit([byIp('gql-enforced', 100), byIp('gql-shadow', 1, { mode: 'shadow' })])
+  @RateLimit([perMinute('gql-enforced', 100), perMinute('gql-shadow', 1, { mode: 'shadow' })])
   hello(): string {
     return 'hello';
   }

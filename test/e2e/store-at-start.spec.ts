@@ -3,13 +3,9 @@ import { Logger } from '@nestjs/common';
 
 import { RateLimitModule, type RateLimitModuleOptions } from '../../lib/index.js';
 import { createApp } from '../support/nest-app.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { redisForSpec } from '../support/redis-server.js';
 
-let redis: TestRedis;
-beforeAll(async () => {
-  redis = await startRedis();
-});
-afterAll(() => redis.stop());
+const redis = redisForSpec();
 
 /** The lines the module logs at start with these options. */
 async function startLines(options: RateLimitModuleOptions): Promise<string[]> {

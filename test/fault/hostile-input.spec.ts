@@ -1,5 +1,4 @@
 import { Body, Controller, Get, type INestApplication, Post, Query } from '@nestjs/common';
-import type { Redis } from 'ioredis';
 import request from 'supertest';
 
 import { RateLimit, RateLimitModule } from '../../lib/index.js';
@@ -7,7 +6,7 @@ import { type TrustProxy } from '../../lib/nest/rate-limit.options.js';
 import { storageKey } from '../../lib/stores/storage-key.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { redisForSpec } from '../support/redis-server.js';
 import { CapturingLogger } from '../support/log-lines.js';
 import { TEST_START_MS } from '../support/time.js';
 
@@ -76,15 +75,9 @@ class HostileController {
 }
 
 describe.each(ADAPTERS)('hostile input on %s', (adapter) => {
-  let redis: TestRedis;
-  let admin: Redis;
+  const redis = redisForSpec();
   let app: INestApplication;
   let prefixes = 0;
-  beforeAll(async () => {
-    redis = await startRedis();
-    admin = redis.client();
-  });
-  afterAll(() => redis.stop());
   afterEach(() => app?.close());
 
   async function appWith(trustProxy?: TrustProxy, keyPrefix = `h${++prefixes}:`) {
@@ -146,7 +139,7 @@ describe.each(ADAPTERS)('hostile input on %s', (adapter) => {
       expect((await send()).status).toBe(201);
       expect((await send()).status).toBe(429);
     }
-    const keys = await admin.keys(`${keyPrefix}*`);
+    const keys = await redis.shared.keys(`${keyPrefix}*`);
     expect(keys.sort()).toEqual(ids.map((id) => storageKey(keyPrefix, 'identity', id)).sort());
     for (const key of keys) expect(key).toMatch(new RegExp(`^${keyPrefix}\\{identity:[A-Za-z0-9_-]{16}\\}$`));
   });

@@ -1,7 +1,7 @@
 import type { RateLimitModuleOptions } from '../../lib/index.js';
 import { storageKey } from '../../lib/stores/storage-key.js';
 import { GRAPHQL_DRIVERS, startGraphQLApp, type GraphQLResponse } from '../support/graphql-app.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { redisForSpec } from '../support/redis-server.js';
 import { FloodResolver } from './fixtures.js';
 
 type StoreName = 'memory' | 'redis';
@@ -21,11 +21,7 @@ function tally(responses: GraphQLResponse[]): { admitted: number; denied: number
 }
 
 describe.each(GRAPHQL_DRIVERS)('exact admission under concurrency on %s', (driver) => {
-  let redis: TestRedis;
-  beforeAll(async () => {
-    redis = await startRedis();
-  });
-  afterAll(() => redis.stop());
+  const redis = redisForSpec();
 
   it.each<StoreName>(['memory', 'redis'])(
     '%s store: 200 concurrent operations (separate HTTP requests) at 100 per minute admit exactly 100',

@@ -13,9 +13,7 @@ import {
 } from '@nestjs/graphql';
 
 import { RateLimit, type RateLimitPolicy } from '../../lib/index.js';
-
-export const byIp = (name: string, limit: number, extra: Partial<RateLimitPolicy> = {}): RateLimitPolicy =>
-  ({ name, algorithm: 'fixed-window', limit, window: '1m', key: 'ip', ...extra }) as RateLimitPolicy;
+import { perMinute } from '../support/policies.js';
 
 /** The module's default policy in the GraphQL tests: one budget per user (else per IP). */
 export const PER_USER: RateLimitPolicy = { name: 'per-user', algorithm: 'fixed-window', limit: 1000, window: '1m' };
@@ -37,7 +35,7 @@ const args = <T>(ctx: Parameters<typeof GqlExecutionContext.create>[0]): T =>
  * (`Book.summary`, which gets only its own). Denied fields are nullable, so the rest of the operation resolves.
  */
 @Resolver(() => Book)
-@RateLimit(byIp('library', 100))
+@RateLimit(perMinute('library', 100))
 export class LibraryResolver {
   @Query(() => String)
   hello(): string {
@@ -45,19 +43,19 @@ export class LibraryResolver {
   }
 
   @Query(() => String, { nullable: true })
-  @RateLimit(byIp('limited', 1))
+  @RateLimit(perMinute('limited', 1))
   limited(): string {
     return 'ok';
   }
 
   @Query(() => String, { nullable: true })
-  @RateLimit(byIp('pair', 3))
+  @RateLimit(perMinute('pair', 3))
   pair(): string {
     return 'ok';
   }
 
   @Query(() => String, { nullable: true })
-  @RateLimit([byIp('tight', 1), byIp('loose', 10)])
+  @RateLimit([perMinute('tight', 1), perMinute('loose', 10)])
   both(): string {
     return 'ok';
   }
@@ -90,19 +88,19 @@ export class LibraryResolver {
   }
 
   @Mutation(() => Int, { nullable: true })
-  @RateLimit(byIp('votes', 5))
+  @RateLimit(perMinute('votes', 5))
   vote(): number {
     return 1;
   }
 
   @Mutation(() => Int, { nullable: true })
-  @RateLimit(byIp('comments', 3))
+  @RateLimit(perMinute('comments', 3))
   comment(): number {
     return 2;
   }
 
   @ResolveField(() => String, { nullable: true })
-  @RateLimit(byIp('summaries', 2))
+  @RateLimit(perMinute('summaries', 2))
   summary(@Parent() book: Book): string {
     return `About ${book.title}`;
   }
@@ -138,7 +136,7 @@ export class FailModeResolver {
 @Resolver()
 export class KeysResolver {
   @Query(() => String, { nullable: true })
-  @RateLimit(byIp('by-ip', 1))
+  @RateLimit(perMinute('by-ip', 1))
   whoami(): string {
     return 'ok';
   }

@@ -4,7 +4,7 @@ import { RateLimit, type RateLimitModuleOptions } from '../../lib/index.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { errorsByPath, GRAPHQL_DRIVERS, startGraphQLApp, type GraphQLTestApp } from '../support/graphql-app.js';
 import { alignedStart } from '../support/time.js';
-import { byIp } from './fixtures.js';
+import { perMinute } from '../support/policies.js';
 
 const lookupDown = (): boolean => {
   throw new Error('lookup down');
@@ -19,14 +19,14 @@ class ListsResolver {
   }
 
   @Query(() => String, { nullable: true })
-  @RateLimit(byIp('limited', 1))
+  @RateLimit(perMinute('limited', 1))
   limited(): string {
     return 'ok';
   }
 
   @Query(() => String, { nullable: true })
   @RateLimit(
-    byIp('signup', 10, {
+    perMinute('signup', 10, {
       deny: [
         '198.51.100.0/24',
         async (ctx) => GqlExecutionContext.create(ctx).getArgs<{ banned?: boolean }>().banned === true,
@@ -38,7 +38,7 @@ class ListsResolver {
   }
 
   @Query(() => String, { nullable: true })
-  @RateLimit(byIp('closed', 5, { failMode: 'closed', allow: [lookupDown] }))
+  @RateLimit(perMinute('closed', 5, { failMode: 'closed', allow: [lookupDown] }))
   closed(): string {
     return 'ok';
   }

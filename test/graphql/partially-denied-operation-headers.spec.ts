@@ -11,9 +11,10 @@ import {
 } from '../support/graphql-app.js';
 import { nth } from '../support/harness.js';
 import { alignedStart } from '../support/time.js';
-import { byIp, PER_USER } from './fixtures.js';
+import { perMinute } from '../support/policies.js';
+import { PER_USER } from './fixtures.js';
 
-const EXPORTS = byIp('exports', 1);
+const EXPORTS = perMinute('exports', 1);
 
 /** A token bucket of 10 a minute (one token back every 6 s); a call costs its `rows` argument. */
 const ROWS: RateLimitPolicy = {
@@ -31,7 +32,7 @@ const ROWS: RateLimitPolicy = {
  * which resolver writes the headers last is known; root query fields run concurrently.
  */
 @Resolver()
-@RateLimit(byIp('reports', 100))
+@RateLimit(perMinute('reports', 100))
 class ReportsResolver {
   @Query(() => String, { nullable: true })
   @RateLimit(EXPORTS)
@@ -41,7 +42,7 @@ class ReportsResolver {
 
   /** Its shadow policy must stay out of the headers whatever the other resolvers decide. */
   @Query(() => String, { nullable: true })
-  @RateLimit([byIp('searches', 10), byIp('new-searches', 1, { mode: 'shadow' })])
+  @RateLimit([perMinute('searches', 10), perMinute('new-searches', 1, { mode: 'shadow' })])
   search(): string {
     return 'ok';
   }

@@ -2,7 +2,7 @@ import { Field, ObjectType, Parent, Query, ResolveField, Resolver } from '@nestj
 
 import { RateLimit } from '../../lib/index.js';
 import { GRAPHQL_DRIVERS, startGraphQLApp } from '../support/graphql-app.js';
-import { byIp } from './fixtures.js';
+import { perMinute } from '../support/policies.js';
 
 @Resolver()
 class BadPolicyResolver {
@@ -27,7 +27,7 @@ class AuthorResolver {
   }
 
   @ResolveField(() => String)
-  @RateLimit(byIp('bios', 5))
+  @RateLimit(perMinute('bios', 5))
   bio(@Parent() author: Author): string {
     return `${author.name} wrote`;
   }

@@ -5,7 +5,8 @@ import { RateLimit } from '../../lib/index.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { GRAPHQL_DRIVERS, startGraphQLApp, type GraphQLError, type GraphQLTestApp } from '../support/graphql-app.js';
 import { alignedStart } from '../support/time.js';
-import { byIp, PER_USER } from './fixtures.js';
+import { perMinute } from '../support/policies.js';
+import { PER_USER } from './fixtures.js';
 
 @Resolver()
 class TickResolver {
@@ -15,7 +16,7 @@ class TickResolver {
   }
 
   @Subscription(() => Number)
-  @RateLimit(byIp('ticks', 2))
+  @RateLimit(perMinute('ticks', 2))
   async *ticks(): AsyncGenerator<{ ticks: number }> {
     yield { ticks: 1 };
     yield { ticks: 2 };

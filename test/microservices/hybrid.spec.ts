@@ -117,48 +117,45 @@ describe('a hybrid app (HTTP + microservice on TCP)', () => {
     expect(logs.entries.filter((e) => e.level === 'error')).toEqual([]);
   });
 
-  it('WITHOUT inheritAppConfig (no global enhancers), the guard the module puts on microservice handlers limits messages and events', async () => {
-    // Regression: the microservice of a hybrid app gets the app's APP_GUARD only with inheritAppConfig; it
-    // used to be left unlimited, silently (6 answered at a limit of 4).
-    const { app, client, logs, controller, processed } = await startHybrid(false, HybridController);
-    const { answered, errors } = await sendAll(
-      client,
-      'hybrid',
-      Array.from({ length: 6 }, () => ({ tenant: 'b' })),
-    );
-    expect(answered).toHaveLength(4);
-    expect(errors).toEqual([
-      expect.objectContaining({ code: 'RATE_LIMITED', policy: 'shared' }),
-      expect.objectContaining({ code: 'RATE_LIMITED', policy: 'shared' }),
-    ]);
-    for (let i = 0; i < 4; i++) await emit(client, 'hybrid-tick', { tenant: 'b' });
-    await untilProcessed({ processed }, 6 + 4);
-    expect(controller.handled).toEqual({ message: 4, tick: 2 });
-    expect(logs.find('warn', /Dropped an event of HybridController\.tick/)).toHaveLength(1);
-    // The drop is the module's decision: its filter goes with its guard, so Nest logs no error for it.
-    expect(logs.entries.filter((e) => e.level === 'error')).toEqual([]);
-    // One policy across HTTP and RPC: the messages used tenant b's budget.
-    expect((await request(app.getHttpServer()).get('/hybrid?tenant=b')).status).toBe(429);
-  });
-
-  it('WITHOUT inheritAppConfig, @UseGuards(RateLimitGuard) on the controller as well decides each message once', async () => {
-    const { client, logs, controller, processed } = await startHybrid(false, GuardedController);
-    const { answered, errors } = await sendAll(
-      client,
-      'hybrid',
-      Array.from({ length: 6 }, () => ({ tenant: 'c' })),
-    );
-    expect(answered).toHaveLength(4);
-    expect(errors).toEqual([
-      expect.objectContaining({ code: 'RATE_LIMITED', policy: 'shared' }),
-      expect.objectContaining({ code: 'RATE_LIMITED', policy: 'shared' }),
-    ]);
-    for (let i = 0; i < 4; i++) await emit(client, 'hybrid-tick', { tenant: 'c' });
-    await untilProcessed({ processed }, 6 + 4);
-    expect(controller.handled).toEqual({ message: 4, tick: 2 });
-    expect(logs.find('warn', /Dropped an event of GuardedController\.tick/)).toHaveLength(1);
-    expect(logs.entries.filter((e) => e.level === 'error')).toEqual([]);
-  });
+  // Regression (the first row): the microservice of a hybrid app gets the app's APP_GUARD only with
+  // inheritAppConfig; it used to be left unlimited, silently (6 answered at a limit of 4).
+  it.each([
+    {
+      guard: 'the guard the module puts on microservice handlers',
+      controller: HybridController,
+      path: '/hybrid',
+      tenant: 'b',
+    },
+    {
+      guard: '@UseGuards(RateLimitGuard) on the controller as well',
+      controller: GuardedController,
+      path: '/guarded',
+      tenant: 'c',
+    },
+  ])(
+    'WITHOUT inheritAppConfig (no global enhancers), $guard limits messages and events, each decided once',
+    async ({ controller: controllerClass, path, tenant }) => {
+      const { app, client, logs, controller, processed } = await startHybrid(false, controllerClass);
+      const { answered, errors } = await sendAll(
+        client,
+        'hybrid',
+        Array.from({ length: 6 }, () => ({ tenant })),
+      );
+      expect(answered).toHaveLength(4);
+      expect(errors).toEqual([
+        expect.objectContaining({ code: 'RATE_LIMITED', policy: 'shared' }),
+        expect.objectContaining({ code: 'RATE_LIMITED', policy: 'shared' }),
+      ]);
+      for (let i = 0; i < 4; i++) await emit(client, 'hybrid-tick', { tenant });
+      await untilProcessed({ processed }, 6 + 4);
+      expect(controller.handled).toEqual({ message: 4, tick: 2 });
+      expect(logs.find('warn', new RegExp(`Dropped an event of ${controllerClass.name}\\.tick`))).toHaveLength(1);
+      // The drop is the module's decision: its filter goes with its guard, so Nest logs no error for it.
+      expect(logs.entries.filter((e) => e.level === 'error')).toEqual([]);
+      // One policy across HTTP and RPC: the messages used the tenant's budget.
+      expect((await request(app.getHttpServer()).get(`${path}?tenant=${tenant}`)).status).toBe(429);
+    },
+  );
 });
 
 describe('a standalone microservice made with NestFactory.createMicroservice (system clock)', () => {

@@ -161,6 +161,33 @@ function fakeTimeFrom(now: number): void {
 
 afterEach(() => jest.useRealTimers());
 
+/**
+ * The port of throttler's one unnamed throttler as the guide writes it: a route-scoped sliding log per IP named
+ * 'default', with `fields` for its limit, window and block.
+ */
+const routeDefault = (fields: Pick<RateLimitWindowPolicy, 'limit' | 'window' | 'block'>): RateLimitWindowPolicy => ({
+  name: 'default',
+  algorithm: 'sliding-window-log',
+  key: 'ip',
+  scope: 'route',
+  ...fields,
+});
+
+/** Both apps on `controllers`, from `start` in fake time: throttler with `throttlers`, the port with `defaults`. */
+async function appsFrom(
+  start: number,
+  throttlers: ThrottlerModuleOptions,
+  defaults: RateLimitPolicy[],
+  controllers: Type[],
+  portedControllers: Type[] = controllers,
+): Promise<{ throttler: INestApplication; ported: INestApplication }> {
+  fakeTimeFrom(start);
+  return {
+    throttler: await throttlerApp(throttlers, controllers),
+    ported: await portedApp({ defaults }, portedControllers),
+  };
+}
+
 // Two routes with no decorator: each has its own budget under throttler's one default throttler.
 @Controller()
 class TwoRoutes {
@@ -176,44 +203,64 @@ class TwoRoutes {
 }
 
 describe('an app ported from @nestjs/throttler as docs/migration-from-throttler.md says answers as it did', () => {
-  it('per-route budgets: forRoot([{ ttl, limit }]) is a route-scoped sliding log with a block of the ttl', async () => {
-    fakeTimeFrom(EDGE);
-    const apps = {
-      throttler: await throttlerApp([{ ttl: 60_000, limit: 3 }], [TwoRoutes]),
-      ported: await portedApp(
-        {
-          defaults: [
-            {
-              name: 'default',
-              algorithm: 'sliding-window-log',
-              limit: 3,
-              window: 60_000,
-              block: 60_000,
-              key: 'ip',
-              scope: 'route',
-            },
-          ],
-        },
-        [TwoRoutes],
-      ),
-    };
-    await differential(apps, EDGE, [
-      [0, '/a', '200'],
-      [1000, '/a', '200'],
-      [2000, '/a', '200'],
-      [3000, '/a', '429 default 60'],
-      // another route, another budget
-      [4000, '/b', '200'],
-      [5000, '/b', '200'],
-      [6000, '/b', '200'],
-      [7000, '/b', '429 default 60'],
-      // throttler's blockDuration defaults to the ttl: a denial blocks for a whole ttl from that moment
-      [62_000, '/a', '429 default 1'],
-      [63_000, '/a', '200'],
-      [64_000, '/b', '429 default 3'],
-      [67_000, '/b', '200'],
-    ]);
-  });
+  // One throttler on two undecorated routes, ported as routeDefault(): the same answers, step by step.
+  it.each([
+    {
+      name: 'per-route budgets: forRoot([{ ttl, limit }]) is a route-scoped sliding log with a block of the ttl',
+      throttler: { ttl: 60_000, limit: 3 },
+      port: routeDefault({ limit: 3, window: 60_000, block: 60_000 }),
+      steps: [
+        [0, '/a', '200'],
+        [1000, '/a', '200'],
+        [2000, '/a', '200'],
+        [3000, '/a', '429 default 60'],
+        // another route, another budget
+        [4000, '/b', '200'],
+        [5000, '/b', '200'],
+        [6000, '/b', '200'],
+        [7000, '/b', '429 default 60'],
+        // throttler's blockDuration defaults to the ttl: a denial blocks for a whole ttl from that moment
+        [62_000, '/a', '429 default 1'],
+        [63_000, '/a', '200'],
+        [64_000, '/b', '429 default 3'],
+        [67_000, '/b', '200'],
+      ],
+    },
+    {
+      name: "blockDuration: 30000 is block: '30s'",
+      throttler: { ttl: 10_000, limit: 2, blockDuration: 30_000 },
+      port: routeDefault({ limit: 2, window: '10s', block: '30s' }),
+      steps: [
+        [0, '/a', '200'],
+        [1000, '/a', '200'],
+        [2000, '/a', '429 default 30'],
+        // the window is over, the block is not
+        [15_000, '/a', '429 default 17'],
+        [31_999, '/a', '429 default 1'],
+        [32_000, '/a', '200'],
+        [32_500, '/a', '200'],
+        [33_000, '/a', '429 default 30'],
+      ],
+    },
+    {
+      name: 'blockDuration: 0 is no block: a denied key waits for its oldest hit to leave the window',
+      throttler: { ttl: 10_000, limit: 2, blockDuration: 0 },
+      port: routeDefault({ limit: 2, window: '10s' }),
+      steps: [
+        [0, '/a', '200'],
+        [1000, '/a', '200'],
+        [2000, '/a', '429 default 8'],
+        [10_000, '/a', '200'],
+        [10_500, '/a', '429 default 1'],
+        [11_000, '/a', '200'],
+      ],
+    },
+  ] satisfies { name: string; throttler: object; port: RateLimitPolicy; steps: Step[] }[])(
+    '$name',
+    async ({ throttler, port, steps }) => {
+      await differential(await appsFrom(EDGE, [throttler], [port], [TwoRoutes]), EDGE, steps);
+    },
+  );
 
   describe('first-request windows', () => {
     // 10 s before a minute boundary, so that a clock-aligned window ends 10 s after the first request.
@@ -241,83 +288,19 @@ describe('an app ported from @nestjs/throttler as docs/migration-from-throttler.
     };
 
     it("fixed-window with anchor: 'first-request' starts a key's window at its first request", async () => {
-      fakeTimeFrom(start);
-      const apps = {
-        throttler: await throttlerApp([{ ttl: 60_000, limit: 2 }], [TwoRoutes]),
-        ported: await portedApp({ defaults: [firstRequestPort] }, [TwoRoutes]),
-      };
-      await differential(apps, start, steps);
+      await differential(
+        await appsFrom(start, [{ ttl: 60_000, limit: 2 }], [firstRequestPort], [TwoRoutes]),
+        start,
+        steps,
+      );
     });
 
     it("while the clock-aligned default ('clock') would admit every one of those requests", async () => {
-      fakeTimeFrom(start);
       const { anchor: _anchor, ...clockAligned } = firstRequestPort as RateLimitWindowPolicy;
-      const apps = {
-        throttler: await throttlerApp([{ ttl: 60_000, limit: 2 }], [TwoRoutes]),
-        ported: await portedApp({ defaults: [clockAligned] }, [TwoRoutes]),
-      };
+      const apps = await appsFrom(start, [{ ttl: 60_000, limit: 2 }], [clockAligned], [TwoRoutes]);
       const { throttlerLines, portLines } = await replay(apps, start, steps);
       expect(throttlerLines).toEqual(steps.map(([at, path, answers]) => `${at} ${path} ${answers}`));
       expect(portLines).toEqual(steps.map(([at, path]) => `${at} ${path} 200`));
-    });
-  });
-
-  describe('blockDuration', () => {
-    it("blockDuration: 30000 is block: '30s'", async () => {
-      fakeTimeFrom(EDGE);
-      const apps = {
-        throttler: await throttlerApp([{ ttl: 10_000, limit: 2, blockDuration: 30_000 }], [TwoRoutes]),
-        ported: await portedApp(
-          {
-            defaults: [
-              {
-                name: 'default',
-                algorithm: 'sliding-window-log',
-                limit: 2,
-                window: '10s',
-                block: '30s',
-                key: 'ip',
-                scope: 'route',
-              },
-            ],
-          },
-          [TwoRoutes],
-        ),
-      };
-      await differential(apps, EDGE, [
-        [0, '/a', '200'],
-        [1000, '/a', '200'],
-        [2000, '/a', '429 default 30'],
-        // the window is over, the block is not
-        [15_000, '/a', '429 default 17'],
-        [31_999, '/a', '429 default 1'],
-        [32_000, '/a', '200'],
-        [32_500, '/a', '200'],
-        [33_000, '/a', '429 default 30'],
-      ]);
-    });
-
-    it('blockDuration: 0 is no block: a denied key waits for its oldest hit to leave the window', async () => {
-      fakeTimeFrom(EDGE);
-      const apps = {
-        throttler: await throttlerApp([{ ttl: 10_000, limit: 2, blockDuration: 0 }], [TwoRoutes]),
-        ported: await portedApp(
-          {
-            defaults: [
-              { name: 'default', algorithm: 'sliding-window-log', limit: 2, window: '10s', key: 'ip', scope: 'route' },
-            ],
-          },
-          [TwoRoutes],
-        ),
-      };
-      await differential(apps, EDGE, [
-        [0, '/a', '200'],
-        [1000, '/a', '200'],
-        [2000, '/a', '429 default 8'],
-        [10_000, '/a', '200'],
-        [10_500, '/a', '429 default 1'],
-        [11_000, '/a', '200'],
-      ]);
     });
   });
 
@@ -364,26 +347,13 @@ describe('an app ported from @nestjs/throttler as docs/migration-from-throttler.
         return 'metrics';
       }
     }
-    fakeTimeFrom(EDGE);
-    const apps = {
-      throttler: await throttlerApp([{ ttl: 60_000, limit: 2 }], [ThrottledRoutes, ThrottledInternal]),
-      ported: await portedApp(
-        {
-          defaults: [
-            {
-              name: 'default',
-              algorithm: 'sliding-window-log',
-              limit: 2,
-              window: '1m',
-              block: '1m',
-              key: 'ip',
-              scope: 'route',
-            },
-          ],
-        },
-        [PortedRoutes, PortedInternal],
-      ),
-    };
+    const apps = await appsFrom(
+      EDGE,
+      [{ ttl: 60_000, limit: 2 }],
+      [routeDefault({ limit: 2, window: '1m', block: '1m' })],
+      [ThrottledRoutes, ThrottledInternal],
+      [PortedRoutes, PortedInternal],
+    );
     await differential(apps, EDGE, [
       ...[0, 1, 2, 3].map((i): Step => [i * 100, '/health', '200']),
       ...[4, 5, 6, 7].map((i): Step => [i * 100, '/internal/metrics', '200']),
@@ -451,17 +421,16 @@ describe('an app ported from @nestjs/throttler as docs/migration-from-throttler.
         return 'no-short';
       }
     }
-    fakeTimeFrom(EDGE);
-    const apps = {
-      throttler: await throttlerApp(
-        [
-          { name: 'short', ttl: 1000, limit: 3 },
-          { name: 'long', ttl: 60_000, limit: 100 },
-        ],
-        [ThrottledRoutes],
-      ),
-      ported: await portedApp({ defaults: [SHORT, LONG] }, [PortedRoutes]),
-    };
+    const apps = await appsFrom(
+      EDGE,
+      [
+        { name: 'short', ttl: 1000, limit: 3 },
+        { name: 'long', ttl: 60_000, limit: 100 },
+      ],
+      [SHORT, LONG],
+      [ThrottledRoutes],
+      [PortedRoutes],
+    );
     await differential(apps, EDGE, [
       [0, '/strict', '200'],
       [100, '/strict', '429 short 1'],
@@ -504,19 +473,7 @@ describe('an app ported from @nestjs/throttler as docs/migration-from-throttler.
         TwoRoutes,
       ]);
       const ported = await portedApp(
-        {
-          defaults: [
-            {
-              name: 'default',
-              algorithm: 'sliding-window-log',
-              limit: 1,
-              window: '1m',
-              block: '1m',
-              key: 'ip',
-              scope: 'route',
-            },
-          ],
-        },
+        { defaults: [routeDefault({ limit: 1, window: '1m', block: '1m' })] },
         [TwoRoutes],
         more,
       );
@@ -554,26 +511,12 @@ describe('an app ported from @nestjs/throttler as docs/migration-from-throttler.
       ['blockDuration: 0', { ttl: 10_000, limit: 5, blockDuration: 0 }, {}],
       ['blockDuration: 25000', { ttl: 10_000, limit: 5, blockDuration: 25_000 }, { block: 25_000 }],
     ])('%s', async (_, throttlerOptions, block) => {
-      fakeTimeFrom(EDGE);
-      const apps = {
-        throttler: await throttlerApp([throttlerOptions], [TwoRoutes]),
-        ported: await portedApp(
-          {
-            defaults: [
-              {
-                name: 'default',
-                algorithm: 'sliding-window-log',
-                limit: 5,
-                window: 10_000,
-                key: 'ip',
-                scope: 'route',
-                ...block,
-              },
-            ],
-          },
-          [TwoRoutes],
-        ),
-      };
+      const apps = await appsFrom(
+        EDGE,
+        [throttlerOptions],
+        [routeDefault({ limit: 5, window: 10_000, ...block })],
+        [TwoRoutes],
+      );
       const next = random(42);
       const steps: Step[] = [];
       let at = 0;

@@ -27,9 +27,7 @@ import { RateLimiter } from '../../lib/nest/rate-limiter.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { nth } from '../support/harness.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
-import { createTestSchema, type TestSchema } from '../support/postgres.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
-import { STORES, type StoreName, storeOptions } from '../support/store-options.js';
+import { STORES, type StoreName, storeOptions, storeServers } from '../support/store-options.js';
 import {
   AuthController,
   checkCredentials,
@@ -40,19 +38,12 @@ import {
   observed,
 } from './fixtures.js';
 
-let redis: TestRedis;
-let db: TestSchema;
-beforeAll(async () => {
-  [redis, db] = await Promise.all([startRedis(), createTestSchema()]);
-});
-afterAll(async () => {
-  await Promise.all([redis.stop(), db.drop()]);
-});
+const servers = storeServers();
 
 // 200 concurrent requests queue for the pool's 20 connections: past the default 100 ms, a wait would count as a
 // store failure and the fail mode (open) would let requests through uncharged.
 const optionsOf = (store: StoreName): RateLimitModuleOptions => ({
-  ...storeOptions(store, { redis, db }),
+  ...storeOptions(store, servers),
   ...(store === 'postgres' ? { timeout: 5000 } : {}),
 });
 
@@ -330,7 +321,7 @@ describe('on Redis, when the outcome comes after other requests', () => {
 
   it('a refund the store refuses leaves the charge (under-admission only) and is reported', async () => {
     const account = newAccount();
-    const admin = redis.client();
+    const admin = servers.redis.client();
     const held = holds.hold(account);
     const success = post(app, '/auth/login', { account, password: 'right' }).then((r) => r.status);
     await held.reached;

@@ -1,5 +1,3 @@
-import { jest } from '@jest/globals';
-
 import {
   PostgresRateLimitStore,
   validatePolicy,
@@ -8,59 +6,22 @@ import {
 } from '../../lib/index.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { nth } from '../support/harness.js';
-import { createTestSchema, type TestSchema } from '../support/postgres.js';
+import { migratedSchema, statementsDuring } from '../support/postgres.js';
 import { ReferenceStore } from '../support/reference-store.js';
 import { TEST_START_MS } from '../support/time.js';
 
-let db: TestSchema;
-let prefixes = 0;
-const stores: PostgresRateLimitStore[] = [];
-function store(clock: FakeClock | 'store' = new FakeClock(TEST_START_MS)): PostgresRateLimitStore {
-  const s = new PostgresRateLimitStore({
-    pool: db.pool,
-    schema: db.schema,
-    keyPrefix: `b${++prefixes}:`,
-    pruneIntervalMs: 0,
-    clock,
-  });
-  stores.push(s);
-  return s;
-}
-
-/** The consume statements sent while `run` runs, and its result. */
-async function counting<T>(run: () => Promise<T>): Promise<{ result: T; statements: number }> {
-  let statements = 0;
-  const query = db.pool.query.bind(db.pool);
-  // A spy that counts pg's queries and returns pg's own promise (jest types the implementation as void).
-  // eslint-disable-next-line @typescript-eslint/no-misused-promises
-  const spy = jest.spyOn(db.pool, 'query').mockImplementation(((...args: Parameters<typeof query>) => {
-    statements++;
-    return query(...args);
-  }) as typeof query);
-  try {
-    return { result: await run(), statements };
-  } finally {
-    spy.mockRestore();
-  }
-}
-
-beforeAll(async () => {
-  db = await createTestSchema();
-  await store().migrate();
-});
-afterAll(async () => {
-  await Promise.all(stores.map((s) => s.close()));
-  await db.drop();
-});
+const db = migratedSchema('b');
+const store = (clock: FakeClock | 'store' = new FakeClock(TEST_START_MS)): PostgresRateLimitStore =>
+  db.store({ clock });
 
 describe('PostgreSQL consumes that arrive together', () => {
   it('go out several to a statement, and on one key are decided one after the other', async () => {
     const s = store();
     const policy = validatePolicy({ name: 'one-key', algorithm: 'fixed-window', limit: 60, window: '1m' });
-    const { result, statements } = await counting(() =>
+    const { result, statements } = await statementsDuring(db.pool, () =>
       Promise.all(Array.from({ length: 100 }, () => s.consume([{ policy, key: 'k', cost: 1 }]))),
     );
-    expect(statements).toBeLessThan(100 / 4);
+    expect(statements.length).toBeLessThan(100 / 4);
     const allowed = result.map((r) => nth(r, 0)).filter((d) => d.allowed);
     // each admitted request saw the one before it: remaining counts down 59, 58, ... 0, once each
     expect(allowed.map((d) => d.remaining).sort((a, b) => b - a)).toEqual(Array.from({ length: 60 }, (_, i) => 59 - i));

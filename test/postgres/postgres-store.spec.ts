@@ -1,47 +1,25 @@
-import { jest } from '@jest/globals';
-
 import { createServer, type Server, type Socket } from 'node:net';
 
 import { type INestApplication } from '@nestjs/common';
 import request from 'supertest';
 
-import { PostgresRateLimitStore, RateLimitModule, validatePolicy } from '../../lib/index.js';
+import { RateLimitModule, validatePolicy } from '../../lib/index.js';
 import { ALGORITHMS } from '../../lib/policy/policy.types.js';
 import { storageKey } from '../../lib/stores/storage-key.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { FailModeController } from '../support/fail-mode.controller.js';
 import { nth } from '../support/harness.js';
-import { createApp } from '../support/nest-app.js';
-import { createTestSchema, type TestSchema } from '../support/postgres.js';
+import { createApp, statusesOf } from '../support/nest-app.js';
+import { migratedSchema, statementsDuring } from '../support/postgres.js';
 import { policyOf } from '../support/policies.js';
 import { consumeFromProcesses } from '../support/processes.js';
 import { freePort } from '../support/redis-server.js';
 import { waitFor } from '../support/wait.js';
 import { TEST_START_MS } from '../support/time.js';
 
-let db: TestSchema;
+const db = migratedSchema('s');
+const store = db.store;
 let prefixes = 0;
-const stores: PostgresRateLimitStore[] = [];
-function store(options: Partial<ConstructorParameters<typeof PostgresRateLimitStore>[0]> = {}): PostgresRateLimitStore {
-  const s = new PostgresRateLimitStore({
-    pool: db.pool,
-    schema: db.schema,
-    keyPrefix: `s${++prefixes}:`,
-    pruneIntervalMs: 0,
-    ...options,
-  });
-  stores.push(s);
-  return s;
-}
-
-beforeAll(async () => {
-  db = await createTestSchema();
-  await store().migrate();
-});
-afterAll(async () => {
-  await Promise.all(stores.map((s) => s.close()));
-  await db.drop();
-});
 
 describe.each(ALGORITHMS)('%s on PostgreSQL under concurrency', (algorithm) => {
   const policy = validatePolicy(policyOf(algorithm, { name: 'flood', limit: 100, window: '1m' }));
@@ -63,14 +41,6 @@ describe('PostgresRateLimitStore', () => {
   it('decides several policies in one statement, all-or-nothing (read back from the table)', async () => {
     const keyPrefix = `s${++prefixes}:`;
     const s = store({ clock: new FakeClock(TEST_START_MS), keyPrefix });
-    const queries: string[] = [];
-    const query = db.pool.query.bind(db.pool);
-    // A spy that counts pg's queries and returns pg's own promise (jest types the implementation as void).
-    // eslint-disable-next-line @typescript-eslint/no-misused-promises
-    const spy = jest.spyOn(db.pool, 'query').mockImplementation(((...args: Parameters<typeof query>) => {
-      queries.push(String(args[0]));
-      return query(...args);
-    }) as typeof query);
     const wide = validatePolicy({ name: 'wide', algorithm: 'token-bucket', limit: 100, window: '1m' });
     const narrow = validatePolicy({ name: 'narrow', algorithm: 'fixed-window', limit: 1, window: '1m' });
     const odd = validatePolicy({ name: 'odd', algorithm: 'sliding-window-log', limit: 5, window: '1m' });
@@ -82,14 +52,17 @@ describe('PostgresRateLimitStore', () => {
         ])
       ).rows;
     expect(await stateOf('narrow')).toHaveLength(1);
-    queries.length = 0;
-    const [w, o, n] = await s.consume([
-      { policy: wide, key: 'u', cost: 5 },
-      { policy: odd, key: 'u', cost: 1 },
-      { policy: narrow, key: 'u', cost: 1 },
-    ]);
-    expect(queries).toHaveLength(1);
-    spy.mockRestore();
+    const {
+      result: [w, o, n],
+      statements,
+    } = await statementsDuring(db.pool, () =>
+      s.consume([
+        { policy: wide, key: 'u', cost: 5 },
+        { policy: odd, key: 'u', cost: 1 },
+        { policy: narrow, key: 'u', cost: 1 },
+      ]),
+    );
+    expect(statements).toHaveLength(1);
     expect([w?.allowed, o?.allowed, n?.allowed]).toEqual([true, true, false]);
     expect(await stateOf('wide')).toEqual([]);
     expect(await stateOf('odd')).toEqual([]);
@@ -143,9 +116,7 @@ describe('the module on PostgreSQL', () => {
       imports: [RateLimitModule.forRoot({ postgres: { connectionString: db.url, schema, migrate: true } })],
       controllers: [FailModeController],
     });
-    const statuses = [];
-    for (let i = 0; i < 6; i++) statuses.push((await request(app.getHttpServer()).get('/closed')).status);
-    expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
+    expect(await statusesOf(app, '/closed', 6)).toEqual([200, 200, 200, 200, 200, 429]);
     await app.close();
     await db.pool.query(`DROP SCHEMA ${schema} CASCADE`);
   });

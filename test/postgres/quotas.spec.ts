@@ -1,17 +1,11 @@
 import { Controller, Get, type INestApplication } from '@nestjs/common';
 import request from 'supertest';
 
-import {
-  PostgresRateLimitStore,
-  RateLimit,
-  RateLimitModule,
-  RateLimitService,
-  type RateLimitModuleOptions,
-} from '../../lib/index.js';
+import { RateLimit, RateLimitModule, RateLimitService, type RateLimitModuleOptions } from '../../lib/index.js';
 import { storageKey } from '../../lib/stores/storage-key.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { createApp } from '../support/nest-app.js';
-import { createTestSchema, type TestSchema } from '../support/postgres.js';
+import { migratedSchema } from '../support/postgres.js';
 import { consumeFromProcesses } from '../support/processes.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 
@@ -67,12 +61,7 @@ class QuotaController {
   }
 }
 
-let db: TestSchema;
-beforeAll(async () => {
-  db = await createTestSchema();
-  await new PostgresRateLimitStore({ pool: db.pool, schema: db.schema, pruneIntervalMs: 0 }).migrate();
-});
-afterAll(() => db.drop());
+const db = migratedSchema('q');
 
 async function appOn(options: RateLimitModuleOptions, clock: FakeClock): Promise<INestApplication> {
   const { app } = await createApp(

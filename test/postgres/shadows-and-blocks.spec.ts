@@ -8,33 +8,13 @@ import { periodOf } from '../../lib/algorithms/quota/quota.js';
 import { storageKey } from '../../lib/stores/storage-key.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { nth } from '../support/harness.js';
-import { createTestSchema, type TestSchema } from '../support/postgres.js';
+import { migratedSchema } from '../support/postgres.js';
 import { ReferenceStore } from '../support/reference-store.js';
 import { TEST_START_MS } from '../support/time.js';
 
-let db: TestSchema;
-let prefixes = 0;
-const stores: PostgresRateLimitStore[] = [];
-function store(clock: FakeClock, keyPrefix = `sb${++prefixes}:`): PostgresRateLimitStore {
-  const s = new PostgresRateLimitStore({
-    pool: db.pool,
-    schema: db.schema,
-    keyPrefix,
-    pruneIntervalMs: 0,
-    clock,
-  });
-  stores.push(s);
-  return s;
-}
-
-beforeAll(async () => {
-  db = await createTestSchema();
-  await store(new FakeClock(TEST_START_MS)).migrate();
-});
-afterAll(async () => {
-  await Promise.all(stores.map((s) => s.close()));
-  await db.drop();
-});
+const db = migratedSchema('sb');
+const store = (clock: FakeClock, keyPrefix?: string): PostgresRateLimitStore =>
+  db.store(keyPrefix === undefined ? { clock } : { clock, keyPrefix });
 
 const blocking = (name: string, algorithm: 'token-bucket' | 'concurrency' | 'fixed-window', limit: number) =>
   validatePolicy({ name, algorithm, limit, window: '1m', block: '30s' });
@@ -123,7 +103,7 @@ describe('shadow items and blocks on PostgreSQL', () => {
 
   it('keep a block in its row beside the state it leaves as it was, and refund keeps it', async () => {
     const clock = new FakeClock(TEST_START_MS);
-    const keyPrefix = `sb${++prefixes}:`;
+    const keyPrefix = 'sb-kept:';
     const s = store(clock, keyPrefix);
     const policy = blocking('kept', 'token-bucket', 2);
     const item = { policy, key: 'u', cost: 1 };

@@ -10,7 +10,7 @@ import {
   RateLimitStoreTimeoutError,
 } from '../../lib/index.js';
 import { mostInAnyWindow } from '../support/admissions.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { redisForSpec, startRedis } from '../support/redis-server.js';
 
 interface ChildReport {
   resolved: number;
@@ -69,11 +69,7 @@ async function acquireFromProcesses(
 }
 
 describe('acquire() on Redis', () => {
-  let redis: TestRedis;
-  beforeAll(async () => {
-    redis = await startRedis();
-  });
-  afterAll(() => redis.stop());
+  const redis = redisForSpec();
 
   it('from 4 processes on one key: every unit is had, and no window of the policy holds more than its limit', async () => {
     const [limit, windowMs] = [5, 1000];

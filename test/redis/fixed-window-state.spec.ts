@@ -1,5 +1,3 @@
-import type { Redis } from 'ioredis';
-
 import { FIXED_WINDOW_COUNT_BITS } from '../../lib/algorithms/fixed-window/fixed-window.lua.js';
 import { RedisRateLimitStore, validatePolicy, type ResolvedPolicy } from '../../lib/index.js';
 import { storageKey } from '../../lib/stores/storage-key.js';
@@ -7,17 +5,10 @@ import { FakeClock } from '../../lib/testing/index.js';
 import { nth } from '../support/harness.js';
 import { ReferenceStore } from '../support/reference-store.js';
 import { callsOf } from '../support/redis-commands.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { redisForSpec } from '../support/redis-server.js';
 
-let redis: TestRedis;
-let client: Redis;
+const redis = redisForSpec();
 let prefixes = 0;
-
-beforeAll(async () => {
-  redis = await startRedis();
-  client = redis.client();
-});
-afterAll(() => redis.stop());
 
 const NOW = 1_796_053_232_358;
 const HOUR = 3_600_000;
@@ -28,7 +19,10 @@ const hourly = (limit: number): ResolvedPolicy =>
 
 function storeAt(clock: FakeClock): { store: RedisRateLimitStore; key: string } {
   const prefix = `f${++prefixes}:`;
-  return { store: new RedisRateLimitStore({ client, clock, keyPrefix: prefix }), key: storageKey(prefix, 'fw', 'k') };
+  return {
+    store: new RedisRateLimitStore({ client: redis.shared, clock, keyPrefix: prefix }),
+    key: storageKey(prefix, 'fw', 'k'),
+  };
 }
 
 describe('a fixed-window key in Redis', () => {
@@ -37,20 +31,20 @@ describe('a fixed-window key in Redis', () => {
     const { store, key } = storeAt(clock);
     const policy = hourly(100);
     await store.consume([{ policy, key: 'k', cost: 3 }]);
-    expect(await client.get(key)).toBe(String(INDEX * SCALE + 3));
-    expect(await client.object('ENCODING', key)).toBe('int');
-    const ttl = await client.pttl(key);
-    const before = await callsOf(client, 'incrby');
+    expect(await redis.shared.get(key)).toBe(String(INDEX * SCALE + 3));
+    expect(await redis.shared.object('ENCODING', key)).toBe('int');
+    const ttl = await redis.shared.pttl(key);
+    const before = await callsOf(redis.shared, 'incrby');
     clock.advance(1000);
     expect(nth(await store.consume([{ policy, key: 'k', cost: 2 }]), 0)).toMatchObject({
       allowed: true,
       remaining: 95,
     });
-    expect(await callsOf(client, 'incrby')).toBe(before + 1);
-    expect(await client.get(key)).toBe(String(INDEX * SCALE + 5));
+    expect(await callsOf(redis.shared, 'incrby')).toBe(before + 1);
+    expect(await redis.shared.get(key)).toBe(String(INDEX * SCALE + 5));
     // the TTL still ends with the window (plus the slack)
-    expect(await client.pttl(key)).toBeLessThanOrEqual(ttl);
-    expect(await client.pttl(key)).toBeGreaterThan(ttl - 5000);
+    expect(await redis.shared.pttl(key)).toBeLessThanOrEqual(ttl);
+    expect(await redis.shared.pttl(key)).toBeGreaterThan(ttl - 5000);
   });
 
   it('undoes the counts of every fixed window of a request that one of them denies: values, TTLs and absent keys as they were', async () => {
@@ -63,14 +57,18 @@ describe('a fixed-window key in Redis', () => {
     await store.consume([{ policy: policies[0] as ResolvedPolicy, key: 'k', cost: 1 }]);
     await store.consume([{ policy: policies[2] as ResolvedPolicy, key: 'k', cost: 1 }]);
     const keys = ['a', 'b', 'c'].map((name) => storageKey(prefix, name, 'k'));
-    const before = await Promise.all(keys.map(async (key) => [await client.get(key), await client.pttl(key)]));
+    const before = await Promise.all(
+      keys.map(async (key) => [await redis.shared.get(key), await redis.shared.pttl(key)]),
+    );
     const decisions = await store.consume(policies.map((policy) => ({ policy, key: 'k', cost: 1 })));
     expect(decisions.map((d) => [d.allowed, d.remaining])).toEqual([
       [true, 9],
       [true, 10],
       [false, 0],
     ]);
-    const after = await Promise.all(keys.map(async (key) => [await client.get(key), await client.pttl(key)]));
+    const after = await Promise.all(
+      keys.map(async (key) => [await redis.shared.get(key), await redis.shared.pttl(key)]),
+    );
     expect(after.map(([value]) => value)).toEqual(before.map(([value]) => value));
     expect(after[1]).toEqual([null, -2]);
     for (const [i, [, ttl]] of after.entries()) expect(Number(ttl)).toBeLessThanOrEqual(Number(before[i]?.[1]));
@@ -82,10 +80,10 @@ describe('a fixed-window key in Redis', () => {
   ])('reads a state the previous version wrote (%s), and counts on from it', async (_, previous) => {
     const clock = new FakeClock(NOW);
     const { store, key } = storeAt(clock);
-    await client.set(key, previous(), 'PX', HOUR);
+    await redis.shared.set(key, previous(), 'PX', HOUR);
     const policy = hourly(10);
     expect(nth(await store.consume([{ policy, key: 'k', cost: 2 }]), 0)).toMatchObject({ allowed: true, remaining: 1 });
-    expect(await client.get(key)).toBe(String(INDEX * SCALE + 9));
+    expect(await redis.shared.get(key)).toBe(String(INDEX * SCALE + 9));
     expect(nth(await store.consume([{ policy, key: 'k', cost: 2 }]), 0)).toMatchObject({ allowed: false });
     // and with other policies, all or nothing
     const other = validatePolicy({ name: 'other', algorithm: 'gcra', limit: 10, window: '1h' });
@@ -94,7 +92,7 @@ describe('a fixed-window key in Redis', () => {
       { policy: other, key: 'k', cost: 1 },
     ]);
     expect([fw?.allowed, g?.allowed]).toEqual([true, true]);
-    expect(await client.get(key)).toBe(String(INDEX * SCALE + 10));
+    expect(await redis.shared.get(key)).toBe(String(INDEX * SCALE + 10));
   });
 
   it.each([
@@ -113,7 +111,7 @@ describe('a fixed-window key in Redis', () => {
       expect(await store.consume([{ policy, key: 'k', cost: c }])).toEqual(
         await reference.consume([{ policy, key: 'k', cost: c }]),
       );
-      expect((await client.getBuffer(key))?.length).toBe(12);
+      expect((await redis.shared.getBuffer(key))?.length).toBe(12);
     }
   });
 });

@@ -1,5 +1,4 @@
 import fc from 'fast-check';
-import type { Redis } from 'ioredis';
 
 import { ALGORITHM_STEPS } from '../../lib/algorithms/index.js';
 import { GCRA_EXPIRY_EPOCH_MS, gcraCoreLua } from '../../lib/algorithms/gcra/gcra.lua.js';
@@ -11,23 +10,16 @@ import { FakeClock } from '../../lib/testing/index.js';
 import { nth } from '../support/harness.js';
 import { callsOf } from '../support/redis-commands.js';
 import { ReferenceStore } from '../support/reference-store.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { redisForSpec } from '../support/redis-server.js';
 
-let redis: TestRedis;
-let client: Redis;
+const redis = redisForSpec();
 let prefixes = 0;
-
-beforeAll(async () => {
-  redis = await startRedis();
-  client = redis.client();
-});
-afterAll(() => redis.stop());
 
 const NOW = 1_796_053_232_358;
 
 function storeAt(clock: FakeClock): { store: RedisRateLimitStore; prefix: string } {
   const prefix = `g${++prefixes}:`;
-  return { store: new RedisRateLimitStore({ client, clock, keyPrefix: prefix }), prefix };
+  return { store: new RedisRateLimitStore({ client: redis.shared, clock, keyPrefix: prefix }), prefix };
 }
 
 /** A per-plan policy's variant with `limit`, as the engine makes it (LimitVariants). */
@@ -48,13 +40,13 @@ describe('a GCRA key in Redis', () => {
     const gcraKey = storageKey(prefix, 'gcra', 'user-42');
     const bucketKey = storageKey(prefix, 'tbkt', 'user-42');
     expect(gcraKey.length).toBe(bucketKey.length);
-    expect(await client.get(gcraKey)).toBe(String(NOW * 1000 + 20_000_000));
-    expect(await client.object('ENCODING', gcraKey)).toBe('int');
-    const gcraBytes = Number(await client.memory('USAGE', gcraKey, 'SAMPLES', 0));
-    const bucketBytes = Number(await client.memory('USAGE', bucketKey, 'SAMPLES', 0));
+    expect(await redis.shared.get(gcraKey)).toBe(String(NOW * 1000 + 20_000_000));
+    expect(await redis.shared.object('ENCODING', gcraKey)).toBe('int');
+    const gcraBytes = Number(await redis.shared.memory('USAGE', gcraKey, 'SAMPLES', 0));
+    const bucketBytes = Number(await redis.shared.memory('USAGE', bucketKey, 'SAMPLES', 0));
     expect(gcraBytes).toBeLessThanOrEqual(bucketBytes - 12);
     // the TTL runs until the end of the TAT's epoch (GCRA_EXPIRY_EPOCH_MS), plus the store's slack
-    const ttlMs = await client.pttl(gcraKey);
+    const ttlMs = await redis.shared.pttl(gcraKey);
     expect(ttlMs).toBeGreaterThan(20_000);
     expect(ttlMs).toBeLessThanOrEqual(20_000 + 60_000);
   });
@@ -64,13 +56,13 @@ describe('a GCRA key in Redis', () => {
     const start = Math.floor(NOW / GCRA_EXPIRY_EPOCH_MS) * GCRA_EXPIRY_EPOCH_MS;
     const clock = new FakeClock(start);
     const prefix = `g${++prefixes}:`;
-    const store = new RedisRateLimitStore({ client, clock, keyPrefix: prefix, ttlSlackMs: 0 });
+    const store = new RedisRateLimitStore({ client: redis.shared, clock, keyPrefix: prefix, ttlSlackMs: 0 });
     const policy = validatePolicy({ name: 'tat', algorithm: 'gcra', limit: 60, window: '1m' });
     const key = storageKey(prefix, 'tat', 'k');
     const written = async () => ({
-      incrby: await callsOf(client, 'incrby'),
-      set: await callsOf(client, 'set'),
-      pexpire: await callsOf(client, 'pexpire'),
+      incrby: await callsOf(redis.shared, 'incrby'),
+      set: await callsOf(redis.shared, 'set'),
+      pexpire: await callsOf(redis.shared, 'pexpire'),
     });
     for (let n = 1; n <= 15; n++) {
       const before = await written();
@@ -83,9 +75,9 @@ describe('a GCRA key in Redis', () => {
         n === 1 ? 1 : 0,
         n === 10 ? 1 : 0,
       ]);
-      expect(await client.get(key)).toBe(String((start + n * 1000) * 1000));
+      expect(await redis.shared.get(key)).toBe(String((start + n * 1000) * 1000));
       // the key outlives its TAT, n s ahead (Redis counts its TTL in real time: a second's margin for the test)
-      expect(await client.pttl(key)).toBeGreaterThan(n * 1000 - 1000);
+      expect(await redis.shared.pttl(key)).toBeGreaterThan(n * 1000 - 1000);
     }
   });
 
@@ -96,7 +88,7 @@ describe('a GCRA key in Redis', () => {
     const start = Math.floor(NOW / GCRA_EXPIRY_EPOCH_MS) * GCRA_EXPIRY_EPOCH_MS;
     const clock = new FakeClock(start);
     const prefix = `g${++prefixes}:`;
-    const store = new RedisRateLimitStore({ client, clock, keyPrefix: prefix, ttlSlackMs: 0 });
+    const store = new RedisRateLimitStore({ client: redis.shared, clock, keyPrefix: prefix, ttlSlackMs: 0 });
     const policy = validatePolicy({ name: 'tat', algorithm: 'gcra', limit: 60, window: '1m' });
     const bucket = validatePolicy({ name: 'bkt', algorithm: 'token-bucket', limit: 60, window: '1m' });
     const key = storageKey(prefix, 'tat', 'k');
@@ -109,12 +101,12 @@ describe('a GCRA key in Redis', () => {
       await store.consume([{ policy, key: 'k', cost: 6 }]);
       await store.refund([{ policy, key: 'k', cost: 1 }]);
     }
-    expect(await client.get(key)).toBe(String((start + 5_000) * 1000));
-    const pexpire = await callsOf(client, 'pexpire');
+    expect(await redis.shared.get(key)).toBe(String((start + 5_000) * 1000));
+    const pexpire = await callsOf(redis.shared, 'pexpire');
     // 9 s ahead, still in the first epoch: nothing extends the key, which must already outlive the TAT
     expect(await store.consume([{ policy, key: 'k', cost: 4 }])).toMatchObject([{ allowed: true, resetMs: 9_000 }]);
-    expect(await callsOf(client, 'pexpire')).toBe(pexpire);
-    expect(await client.pttl(key)).toBeGreaterThan(9_000 - 1000);
+    expect(await callsOf(redis.shared, 'pexpire')).toBe(pexpire);
+    expect(await redis.shared.pttl(key)).toBeGreaterThan(9_000 - 1000);
   });
 
   it('takes a denied consume back (DECRBY), leaving the TAT and its TTL as they were', async () => {
@@ -123,19 +115,19 @@ describe('a GCRA key in Redis', () => {
     const policy = validatePolicy({ name: 'den', algorithm: 'gcra', limit: 2, window: '1m' });
     const key = storageKey(prefix, 'den', 'k');
     await store.consume([{ policy, key: 'k', cost: 2 }]);
-    const tat = await client.get(key);
-    const decrby = await callsOf(client, 'decrby');
+    const tat = await redis.shared.get(key);
+    const decrby = await callsOf(redis.shared, 'decrby');
     const [denied] = await store.consume([{ policy, key: 'k', cost: 1 }]);
     expect(denied).toMatchObject({ allowed: false, remaining: 0, retryAfterMs: 30_000 });
-    expect(await callsOf(client, 'decrby')).toBe(decrby + 1);
-    expect(await client.get(key)).toBe(tat);
+    expect(await callsOf(redis.shared, 'decrby')).toBe(decrby + 1);
+    expect(await redis.shared.get(key)).toBe(tat);
   });
 
   it('keeps a per-plan state as its TAT and limit in 12 bytes', async () => {
     const clock = new FakeClock(NOW);
     const { store, prefix } = storeAt(clock);
     await store.consume([{ policy: plan('plan', 10), key: 'k', cost: 2 }]);
-    const raw = await client.getBuffer(storageKey(prefix, 'plan', 'k'));
+    const raw = await redis.shared.getBuffer(storageKey(prefix, 'plan', 'k'));
     expect(raw?.length).toBe(12);
     const first = raw?.[0] ?? 0;
     expect(first >= 64 && first < 96).toBe(true);
@@ -213,13 +205,13 @@ describe("a GCRA key written by the previous twin (the token bucket's state) dur
     const [decision] = await store.consume([{ policy, key: 'k', cost: 1 }]);
     expect(decision).toMatchObject({ allowed: false, remaining: step.remaining, retryAfterMs: step.retryAfterMs });
     expect(step).toMatchObject({ remaining: 0, retryAfterMs: 300 });
-    expect(await client.getBuffer(storageKey(prefix, 'old', 'k'))).toHaveLength(12); // still the old state
+    expect(await redis.shared.getBuffer(storageKey(prefix, 'old', 'k'))).toHaveLength(12); // still the old state
   });
 });
 
 /** Rewrites a packed token-bucket state as the text form of the same numbers, which the twins also read. */
 async function asTextState(key: string): Promise<void> {
-  await client.eval(
+  await redis.shared.eval(
     `${luaPrelude}\n${stateCodecLua}
      local raw = redis.call('GET', KEYS[1])
      if not raw then return 0 end
@@ -248,7 +240,7 @@ describe("the Lua twin's mul_div_ceil", () => {
     await fc.assert(
       fc.asyncProperty(fc.array(triple, { minLength: 1, maxLength: 50 }), async (valid) => {
         const args = valid.flatMap((t) => t.map(String));
-        const got = (await client.eval(
+        const got = (await redis.shared.eval(
           `${luaPrelude}\n${stateCodecLua}\n${gcraCoreLua}
            local out = {}
            for i = 1, #ARGV, 3 do

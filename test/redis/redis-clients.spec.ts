@@ -1,10 +1,8 @@
-import request from 'supertest';
-
 import { RateLimitModule, RedisRateLimitStore } from '../../lib/index.js';
 import type { RateLimitStoreChange } from '../../lib/stores/engine-store.js';
 import { FailModeController } from '../support/fail-mode.controller.js';
 import { CapturingLogger } from '../support/log-lines.js';
-import { createApp } from '../support/nest-app.js';
+import { createApp, statusesOf } from '../support/nest-app.js';
 import { REDIS_CLIENTS, type TestRedisClient } from '../support/redis-clients.js';
 import { startCluster, type TestCluster } from '../support/redis-cluster.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
@@ -43,9 +41,7 @@ describe.each(REDIS_CLIENTS)('through a $name client', (kind) => {
         undefined,
         { logger },
       );
-      const statuses: number[] = [];
-      for (let i = 0; i < 6; i++) statuses.push((await request(app.getHttpServer()).get('/closed')).status);
-      expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
+      expect(await statusesOf(app, '/closed', 6)).toEqual([200, 200, 200, 200, 200, 429]);
       const where = topology === 'standalone' ? `Redis at 127.0.0.1:${redis.port}` : 'a Redis Cluster (127.0.0.1:';
       expect(logger.find('log', /^Rate limits in /).map((e) => e.message)).toEqual([expect.stringContaining(where)]);
       await app.close();

@@ -1,21 +1,12 @@
-import type { Redis } from 'ioredis';
-
 import { RedisRateLimitStore, validatePolicy } from '../../lib/index.js';
 import { ALGORITHMS } from '../../lib/policy/policy.types.js';
 import { luaPrelude } from '../../lib/stores/redis/rate-limit.lua.js';
 import { stateCodecLua } from '../../lib/stores/redis/state-codec.lua.js';
 import { storageKey } from '../../lib/stores/storage-key.js';
 import { policyOf } from '../support/policies.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { redisForSpec } from '../support/redis-server.js';
 
-let redis: TestRedis;
-let client: Redis;
-
-beforeAll(async () => {
-  redis = await startRedis();
-  client = redis.client();
-});
-afterAll(() => redis.stop());
+const redis = redisForSpec();
 
 /** Encodes with the store's own Lua, decodes again; returns the stored bytes' length and the numbers read. */
 async function roundTrip(
@@ -35,7 +26,7 @@ async function roundTrip(
          local back = { ${kind}_decode(raw) }
          for i = 1, #back do back[i] = fmt(back[i]) end
          return { #raw, (is_packed(raw) or byte(raw, 1) >= 128) and 1 or 0, back }`;
-  const [length, packed, back] = (await client.eval(
+  const [length, packed, back] = (await redis.shared.eval(
     `${luaPrelude}\n${stateCodecLua}\n${encode}`,
     0,
     ...numbers.map(String),
@@ -85,7 +76,7 @@ describe('the Lua state codec', () => {
   ])(
     'reads a pair (%s) as a rated state without its rate: a token bucket state of an earlier version',
     async (_, raw) => {
-      const back = (await client.eval(
+      const back = (await redis.shared.eval(
         `${luaPrelude}\n${stateCodecLua}\nlocal back = { rated_decode(${raw}) } for i = 1, #back do back[i] = fmt(back[i]) end return back`,
         0,
       )) as string[];
@@ -94,7 +85,7 @@ describe('the Lua state codec', () => {
   );
 
   it('reads a state written as text by the store before it packed states', async () => {
-    const [w, c, p] = (await client.eval(
+    const [w, c, p] = (await redis.shared.eval(
       `${luaPrelude}\n${stateCodecLua}\nlocal a, b, c = triple_decode('1796053268:5:7') return { fmt(a), fmt(b), fmt(c) }`,
       0,
     )) as string[];
@@ -106,13 +97,13 @@ describe('the Lua state codec', () => {
 // the module makes them at its default prefix (a key's own length counts too).
 describe.each(ALGORITHMS)('%s keys in Redis', (algorithm) => {
   it('take at most 100 bytes each (MEMORY USAGE) after one consume', async () => {
-    await client.flushall();
-    const store = new RedisRateLimitStore({ client });
+    await redis.shared.flushall();
+    const store = new RedisRateLimitStore({ client: redis.shared });
     const policy = validatePolicy(policyOf(algorithm, { name: 'per-user', limit: 100, window: '1h', period: 'month' }));
     const keys = Array.from({ length: 20 }, (_, i) => `user:${10_000 + i}`);
     await Promise.all(keys.map((key) => store.consume([{ policy, key, cost: 1 }])));
     const usage = await Promise.all(
-      keys.map((key) => client.call('MEMORY', 'USAGE', storageKey('rl:', 'per-user', key), 'SAMPLES', '0')),
+      keys.map((key) => redis.shared.call('MEMORY', 'USAGE', storageKey('rl:', 'per-user', key), 'SAMPLES', '0')),
     );
     for (const bytes of usage) {
       expect(bytes).not.toBeNull(); // the key is there

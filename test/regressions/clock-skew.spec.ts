@@ -5,7 +5,6 @@ import { fileURLToPath } from 'node:url';
 
 import {
   MemoryRateLimitStore,
-  PostgresRateLimitStore,
   type RateLimitPolicy,
   type RateLimitStore,
   validatePolicy,
@@ -14,7 +13,7 @@ import { ALGORITHMS } from '../../lib/policy/policy.types.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { nth } from '../support/harness.js';
 import { policyOf } from '../support/policies.js';
-import { createTestSchema, type TestSchema } from '../support/postgres.js';
+import { migratedSchema } from '../support/postgres.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 
 /** How far the second instance's clock is behind the first's. */
@@ -119,13 +118,7 @@ describe('two instances on one Redis, one clock 1.5 s behind the other, across a
  * and the memory store of one process whose clock steps back across an edge (an NTP correction).
  */
 describe('a key written by a clock ahead, decided by a clock behind', () => {
-  let schema: TestSchema;
-
-  beforeAll(async () => {
-    schema = await createTestSchema();
-    await new PostgresRateLimitStore({ pool: schema.pool, schema: schema.schema, pruneIntervalMs: 0 }).migrate();
-  });
-  afterAll(() => schema.drop());
+  const db = migratedSchema('pg');
 
   // Every algorithm, on fake clocks (nothing refills); the quota's edge is a month's in Paris.
   const skewed: [string, RateLimitPolicy][] = ALGORITHMS.map((algorithm) => [
@@ -163,9 +156,9 @@ describe('a key written by a clock ahead, decided by a clock behind', () => {
     async (_name, policy) => {
       const aheadClock = new FakeClock(edgeOf(policy));
       const behindClock = new FakeClock(edgeOf(policy) - SKEW_MS);
-      const options = { pool: schema.pool, schema: schema.schema, pruneIntervalMs: 0, keyPrefix: `pg-${policy.name}:` };
-      const aheadStore = new PostgresRateLimitStore({ ...options, clock: aheadClock });
-      const behindStore = new PostgresRateLimitStore({ ...options, clock: behindClock });
+      const keyPrefix = `pg-${policy.name}:`;
+      const aheadStore = db.store({ keyPrefix, clock: aheadClock });
+      const behindStore = db.store({ keyPrefix, clock: behindClock });
       expect(await scenario(aheadStore, behindStore, policy)).toEqual([LIMIT, 0, 0]);
     },
   );

@@ -16,12 +16,10 @@ import {
 import { RateLimiter } from '../../lib/nest/rate-limiter.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { startGraphQLApp } from '../support/graphql-app.js';
-import { ADAPTERS, createApp } from '../support/nest-app.js';
-import { createTestSchema, type TestSchema } from '../support/postgres.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { ADAPTERS, type AdapterName, createApp } from '../support/nest-app.js';
 import { ReferenceStore } from '../support/reference-store.js';
 import { Gate, waitFor } from '../support/wait.js';
-import { STORES, storeOptions } from '../support/store-options.js';
+import { type StoreName, STORES, storeOptions, storeServers } from '../support/store-options.js';
 import { TEST_START_MS } from '../support/time.js';
 
 // Issue 18, item 5: a concurrency denial said `Retry-After: 300` (when the oldest lease of a '5m' lease window
@@ -42,43 +40,43 @@ class WorkController {
   }
 }
 
-let redis: TestRedis;
-let db: TestSchema;
-beforeAll(async () => {
-  redis = await startRedis();
-  db = await createTestSchema();
-});
-afterAll(async () => {
-  await redis.stop();
-  await db.drop();
-});
+const servers = storeServers();
 
 const urlOf = (app: INestApplication): string =>
   `http://127.0.0.1:${((app.getHttpServer() as Server).address() as AddressInfo).port}/work`;
+
+/** An app of WorkController on `adapter` and `store`, listening: made before each test, closed after it. */
+function workAppEachTest(adapter: AdapterName, store: StoreName): () => INestApplication {
+  let app: INestApplication | undefined;
+  beforeEach(async () => {
+    ({ app } = await createApp(adapter, {
+      imports: [RateLimitModule.forRoot(storeOptions(store, servers))],
+      controllers: [WorkController],
+    }));
+    await app.listen(0, '127.0.0.1');
+  });
+  afterEach(async () => {
+    gate.open();
+    await app?.close();
+  });
+  return () => {
+    if (app === undefined) throw new Error('workAppEachTest: the app is made in beforeEach');
+    return app;
+  };
+}
 
 describe('regression: a concurrency denial tells the client to wait the lease time', () => {
   afterEach(() => gate.open());
 
   describe.each(ADAPTERS)('over HTTP (%s)', (adapter) => {
     describe.each(STORES)('on the %s store', (store) => {
-      let app: INestApplication;
-      beforeEach(async () => {
-        ({ app } = await createApp(adapter, {
-          imports: [RateLimitModule.forRoot(storeOptions(store, { redis, db }))],
-          controllers: [WorkController],
-        }));
-        await app.listen(0, '127.0.0.1');
-      });
-      afterEach(async () => {
-        gate.open();
-        await app.close();
-      });
+      const app = workAppEachTest(adapter, store);
 
       it('answers a request refused while one runs with Retry-After: 1, not the 5 minute lease', async () => {
-        const running = fetch(urlOf(app), { method: 'POST' });
+        const running = fetch(urlOf(app()), { method: 'POST' });
         await waitFor(() => gate.held === 1);
 
-        const denied = await fetch(urlOf(app), { method: 'POST' });
+        const denied = await fetch(urlOf(app()), { method: 'POST' });
         expect(denied.status).toBe(429);
         expect(denied.headers.get('retry-after')).toBe('1');
         expect(denied.headers.get('ratelimit')).toBe('"one-at-a-time";r=0;t=1');
@@ -89,7 +87,7 @@ describe('regression: a concurrency denial tells the client to wait the lease ti
           message: 'Rate limit "one-at-a-time" exceeded; retry in 1 s',
         });
 
-        const service = app.get(RateLimitService);
+        const service = app().get(RateLimitService);
         const consumed = await service.consume('one-at-a-time', KEY);
         expect(consumed.allowed).toBe(false);
         expect(consumed.retryAfterMs).toBeGreaterThan(0);
@@ -129,38 +127,27 @@ describe('regression: a concurrency denial tells the client to wait the lease ti
   });
 
   describe.each(STORES)('acquire() on the %s store', (store) => {
-    let app: INestApplication;
-    beforeEach(async () => {
-      ({ app } = await createApp('express', {
-        imports: [RateLimitModule.forRoot(storeOptions(store, { redis, db }))],
-        controllers: [WorkController],
-      }));
-      await app.listen(0, '127.0.0.1');
-    });
-    afterEach(async () => {
-      gate.open();
-      await app.close();
-    });
+    const app = workAppEachTest('express', store);
 
     it('lets acquire() wait for the running request to end instead of refusing at once', async () => {
-      const running = fetch(urlOf(app), { method: 'POST' });
+      const running = fetch(urlOf(app()), { method: 'POST' });
       await waitFor(() => gate.held === 1);
-      const engine = app.get(RateLimiter).engine;
+      const engine = app().get(RateLimiter).engine;
       const asked = jest.spyOn(engine, 'consumeAcross');
 
       // With the lease time as its wait (300 s, past maxWaitMs), acquire() would reject without waiting.
-      const acquired = app.get(RateLimitService).acquire('one-at-a-time', KEY, { maxWaitMs: 10_000 });
+      const acquired = app().get(RateLimitService).acquire('one-at-a-time', KEY, { maxWaitMs: 10_000 });
       await waitFor(() => asked.mock.results.length === 1);
       const first = await (asked.mock.results[0]?.value as Promise<RateLimitDecision[]>);
       expect(first[0]).toMatchObject({ allowed: false, retryAfterMs: CONCURRENCY_RETRY_MS });
 
       gate.open();
       expect((await running).status).toBe(201);
-      await app.get(RateLimiter).refundsSettled();
+      await app().get(RateLimiter).refundsSettled();
       // The waiter asks again about a second after its denial, and gets the slot the request gave back.
       expect(await acquired).toMatchObject({ allowed: true });
       expect(asked).toHaveBeenCalledTimes(2);
-      await app.get(RateLimitService).refund('one-at-a-time', KEY, 1);
+      await app().get(RateLimitService).refund('one-at-a-time', KEY, 1);
     });
   });
 
@@ -198,7 +185,7 @@ describe('regression: a concurrency denial tells the client to wait the lease ti
 
     it('waits until the oldest lease expires when that is nearer than 1 s, else 1 s', async () => {
       const clock = new FakeClock(TEST_START_MS);
-      const options = store === 'custom' ? { store: new ReferenceStore(clock) } : storeOptions(store, { redis, db });
+      const options = store === 'custom' ? { store: new ReferenceStore(clock) } : storeOptions(store, servers);
       const { app } = await createApp('express', { imports: [RateLimitModule.forRoot(options)] }, clock);
       try {
         const service = app.get(RateLimitService);

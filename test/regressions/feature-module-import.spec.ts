@@ -1,9 +1,9 @@
 import { Controller, Get, Inject, Injectable, Module } from '@nestjs/common';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { Test } from '@nestjs/testing';
-import request from 'supertest';
 
 import { RateLimit, RateLimitGuard, RateLimitModule, RateLimitService, RateLimitStore } from '../../lib/index.js';
+import { statusesOf } from '../support/nest-app.js';
 
 // Regression: `imports: [RateLimitModule]` in a feature module, next to forRoot in AppModule (the Nest habit, and
 // what Nest's own error tells you when a service is missing), crashed the start: "Nest can't resolve dependencies
@@ -48,9 +48,7 @@ describe('regression: a feature module that imports RateLimitModule', () => {
       expect(reports.rateLimits).toBe(app.get(RateLimitService));
       expect(reports.store).toBe(app.get(RateLimitStore));
       expect(reports.guard).toBe(app.get(RateLimitGuard));
-      const statuses = [];
-      for (let i = 0; i < 2; i++) statuses.push((await request(app.getHttpServer()).get('/reports')).status);
-      expect(statuses).toEqual([200, 429]);
+      expect(await statusesOf(app, '/reports', 2)).toEqual([200, 429]);
     } finally {
       await app.close();
     }

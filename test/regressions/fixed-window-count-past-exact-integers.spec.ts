@@ -1,22 +1,13 @@
-import type { Redis } from 'ioredis';
-
 import { MemoryRateLimitStore, RedisRateLimitStore, validatePolicy } from '../../lib/index.js';
 import { FakeClock } from '../../lib/testing/index.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { redisForSpec } from '../support/redis-server.js';
 
 // Regression: the Redis store's fixed window counts first (INCRBY of the cost onto `index × 2^21 + count`) and
 // read the count before it from the reply, a Lua double. A cost near 2^53 (Number.MAX_SAFE_INTEGER, as a cost
 // function may return) made the sum pass 2^53, the reply was rounded, and the denial reported a count one
 // lower than the key held (remaining 1 where the memory store says 0). Found by the conformance suite.
 
-let redis: TestRedis;
-let client: Redis;
-
-beforeAll(async () => {
-  redis = await startRedis();
-  client = redis.client();
-});
-afterAll(() => redis.stop());
+const redis = redisForSpec();
 
 describe('regression: a fixed window given a cost near 2^53 reads its count exactly', () => {
   const policy = validatePolicy({ name: 'day', algorithm: 'fixed-window', limit: 2, window: '1d' });
@@ -27,7 +18,7 @@ describe('regression: a fixed window given a cost near 2^53 reads its count exac
     ['with another fixed window in the same request', [policy, other]],
   ] as const)('%s: denied as the memory store denies it, and the count left as it was', async (_, policies) => {
     const clock = new FakeClock(1_700_000_000_000);
-    const redisStore = new RedisRateLimitStore({ client, clock, keyPrefix: `huge-${policies.length}:` });
+    const redisStore = new RedisRateLimitStore({ client: redis.shared, clock, keyPrefix: `huge-${policies.length}:` });
     const memoryStore = new MemoryRateLimitStore({ clock });
     const both = async (cost: number) => {
       const items = policies.map((p) => ({ policy: p, key: 'k', cost }));

@@ -13,7 +13,6 @@ import { Test } from '@nestjs/testing';
 import { MessagePattern } from '@nestjs/microservices';
 import { Query, Resolver } from '@nestjs/graphql';
 import { SubscribeMessage, WebSocketGateway } from '@nestjs/websockets';
-import request from 'supertest';
 
 import {
   RateLimit,
@@ -22,6 +21,7 @@ import {
   RateLimitModule,
   type RateLimitPolicy,
 } from '../../lib/index.js';
+import { statusesOf } from '../support/nest-app.js';
 
 // Regression: with `global: false`, a @RateLimit on a controller that no RateLimitGuard covers was never
 // enforced: the app started and answered 200, 200, 200 … for ever, with no log.
@@ -133,13 +133,6 @@ async function start(
   return app;
 }
 
-/** The statuses of `count` requests to `path`. */
-async function statuses(app: INestApplication, path: string, count: number): Promise<number[]> {
-  const out: number[] = [];
-  for (let i = 0; i < count; i++) out.push((await request(app.getHttpServer()).get(path)).status);
-  return out;
-}
-
 describe('regression: global: false without a guard switches every limit off', () => {
   it('stops the start, naming Class.method and the two ways out', async () => {
     const started = start({ controllers: [UnguardedController] });
@@ -166,7 +159,7 @@ describe('regression: global: false without a guard switches every limit off', (
   ])('starts and enforces with %s', async (_, controller, path) => {
     const app = await start({ controllers: [controller], providers: [AppRateLimitGuard] });
     try {
-      expect(await statuses(app, path, 2)).toEqual([200, 429]);
+      expect(await statusesOf(app, path, 2)).toEqual([200, 429]);
     } finally {
       await app.close();
     }
@@ -178,7 +171,7 @@ describe('regression: global: false without a guard switches every limit off', (
       providers: [{ provide: APP_GUARD, useClass: RateLimitGuard }],
     });
     try {
-      expect(await statuses(app, '/open', 2)).toEqual([200, 429]);
+      expect(await statusesOf(app, '/open', 2)).toEqual([200, 429]);
     } finally {
       await app.close();
     }
@@ -187,7 +180,7 @@ describe('regression: global: false without a guard switches every limit off', (
   it('starts and enforces with app.useGlobalGuards(RateLimitGuard)', async () => {
     const app = await start({ controllers: [UnguardedController] }, (a) => a.useGlobalGuards(a.get(RateLimitGuard)));
     try {
-      expect(await statuses(app, '/open', 2)).toEqual([200, 429]);
+      expect(await statusesOf(app, '/open', 2)).toEqual([200, 429]);
     } finally {
       await app.close();
     }
@@ -196,7 +189,7 @@ describe('regression: global: false without a guard switches every limit off', (
   it('leaves alone a handler whose policies only RateLimitService charges (cost: 0)', async () => {
     const app = await start({ controllers: [ServiceOnlyController] });
     try {
-      expect(await statuses(app, '/service-only', 2)).toEqual([200, 200]);
+      expect(await statusesOf(app, '/service-only', 2)).toEqual([200, 200]);
     } finally {
       await app.close();
     }

@@ -17,9 +17,8 @@ import { feedChannel } from '../../lib/stores/postgres/notify-changes.js';
 import { storageKey } from '../../lib/stores/storage-key.js';
 import { CapturingLogger } from '../support/log-lines.js';
 import { createApp } from '../support/nest-app.js';
-import { createTestSchema, type TestSchema } from '../support/postgres.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
-import { type StoreName, STORES, storeOptions } from '../support/store-options.js';
+import { type TestSchema } from '../support/postgres.js';
+import { type StoreName, STORES, storeOptions, storeServers } from '../support/store-options.js';
 import { waitFor } from '../support/wait.js';
 
 // Regression (issue 31, "Secrets in the keyspace"): the value a key function returns was stored raw in the
@@ -86,18 +85,11 @@ const memoryKeys = (store: RateLimitStore): string[] => [
 ];
 
 describe('regression: secrets in the keyspace', () => {
-  let redis: TestRedis;
-  let db: TestSchema;
-  beforeAll(async () => {
-    [redis, db] = await Promise.all([startRedis(), createTestSchema()]);
-  });
-  afterAll(async () => {
-    await Promise.all([redis?.stop(), db?.drop()]);
-  });
+  const servers = storeServers();
 
   /** An app on `store` (under a prefix of its own), and what its store holds after requests with an API key. */
   async function afterRequests(store: StoreName, extra: { readableKeys?: boolean; identitySecret?: string }) {
-    const options = storeOptions(store, { redis, db });
+    const options = storeOptions(store, servers);
     const keyPrefix = options.keyPrefix as string;
     const events: RateLimitDecisionEvent[] = [];
     const logger = new CapturingLogger();
@@ -116,9 +108,9 @@ describe('regression: secrets in the keyspace', () => {
       }
       const held =
         store === 'redis'
-          ? await scanKeys(redis.client(), keyPrefix)
+          ? await scanKeys(servers.redis.client(), keyPrefix)
           : store === 'postgres'
-            ? await rowsOf(db, keyPrefix)
+            ? await rowsOf(servers.db, keyPrefix)
             : memoryKeys(app.get<RateLimitStore>(RateLimitStore, { strict: false }));
       const service = app.get(RateLimitService);
       return { app, keyPrefix, events, logger, held, service };
@@ -187,7 +179,7 @@ describe('regression: secrets in the keyspace', () => {
 
   it('announces changes between instances by the hashed key, never the raw identity (Redis pub/sub)', async () => {
     const { app, keyPrefix, service } = await afterRequests('redis', {});
-    const listener = redis.client();
+    const listener = servers.redis.client();
     try {
       const messages: string[] = [];
       listener.on('message', (_channel: string, message: string) => messages.push(message));
@@ -206,10 +198,10 @@ describe('regression: secrets in the keyspace', () => {
     const { app, keyPrefix, service } = await afterRequests('postgres', {});
     let listener: PoolClient | undefined;
     try {
-      listener = await db.pool.connect();
+      listener = await servers.db.pool.connect();
       const messages: string[] = [];
       listener.on('notification', ({ payload }) => messages.push(payload ?? ''));
-      await listener.query(`LISTEN "${feedChannel(db.schema, keyPrefix)}"`);
+      await listener.query(`LISTEN "${feedChannel(servers.db.schema, keyPrefix)}"`);
       await service.reset(PER_KEY, API_KEY);
       await waitFor(() => messages.length > 0, 'the announcement of the reset');
       const hashed = hashOf(storageKey(keyPrefix, PER_KEY, API_KEY));
@@ -222,7 +214,7 @@ describe('regression: secrets in the keyspace', () => {
 
   it('never shows an identitySecret in an error', async () => {
     const short = 'too-short-secret';
-    const client = redis.client();
+    const client = servers.redis.client();
     await client.ping();
     const attempts: (() => unknown)[] = [
       () => new MemoryRateLimitStore({ identitySecret: short.slice(0, 10) }),

@@ -1,11 +1,11 @@
 import { Controller, Get, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import request from 'supertest';
 
 import { RateLimit, RateLimitModule, type RateLimitModuleOptions } from '../../lib/index.js';
 import { CapturingLogger } from '../support/log-lines.js';
 import { createTestSchema, type TestSchema } from '../support/postgres.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { statusesOf } from '../support/nest-app.js';
 
 // Regression: a `lease` on PostgreSQL (which grants none yet) did nothing and said nothing: the team expecting
 // store calls to fall to 1 / lease saw every request reach the database. It is now said at start, as a quota
@@ -60,9 +60,7 @@ describe('what the module says at start of declarations that will not act as the
         'Policies with a lease (tenant-wide) are on a store that grants none (PostgreSQL grants no leases yet): ' +
           'their limits hold exactly, but every request is a store call, as without `lease`.',
       ]);
-      const statuses = [];
-      for (let i = 0; i < 3; i++) statuses.push((await request(app.getHttpServer()).get('/hot')).status);
-      expect(statuses).toEqual([200, 200, 429]);
+      expect(await statusesOf(app, '/hot', 3)).toEqual([200, 200, 429]);
     } finally {
       await app.close();
     }

@@ -1,10 +1,9 @@
 import { Controller, Get } from '@nestjs/common';
 import { GlideClient, Logger as GlideLogger } from '@valkey/valkey-glide';
-import request from 'supertest';
 
 import { RateLimit, RateLimitModule } from '../../lib/index.js';
 import { CapturingLogger } from '../support/log-lines.js';
-import { createApp } from '../support/nest-app.js';
+import { createApp, statusesOf } from '../support/nest-app.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 
 // Regression: a Valkey GLIDE client (`GlideClient` of @valkey/valkey-glide, the client AWS recommends for
@@ -46,9 +45,7 @@ describe('regression: a Valkey GLIDE client given to the module', () => {
       { logger },
     );
     try {
-      const statuses: number[] = [];
-      for (let i = 0; i < 4; i++) statuses.push((await request(app.getHttpServer()).get('/limited')).status);
-      expect(statuses).toEqual([200, 200, 200, 429]);
+      expect(await statusesOf(app, '/limited', 4)).toEqual([200, 200, 200, 429]);
       expect(logger.find('log', /^Rate limits in /).map((e) => e.message)).toEqual([
         expect.stringContaining(`Redis at 127.0.0.1:${redis.port}`),
       ]);

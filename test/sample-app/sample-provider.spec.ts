@@ -4,23 +4,14 @@ import type { INestApplication } from '@nestjs/common';
 import { type Clock, RateLimitExceededException } from '../../lib/index.js';
 import { AiProviderService } from '../../sample-app/ai-provider.service.js';
 import { nth } from '../support/harness.js';
+import { TEST_START_MS } from '../support/time.js';
+import { track } from '../support/wait.js';
 import { startSampleApp, TestNetwork } from './harness.js';
 
 // Jest's fake timers move Date.now() and performance.now() together: the limiter's clock (this one) and the
 // timers and deadlines of acquire() follow one fake time, so the waits take no real time and every count is exact.
 const fakeTime: Clock = { now: () => Date.now() };
-const START_MS = 1_700_000_000_000;
 const advance = (ms: number) => jest.advanceTimersByTimeAsync(ms);
-
-/** A promise's state, readable while it is pending. */
-function track<T>(promise: Promise<T>) {
-  const state: { done: boolean; value?: T; error?: unknown } = { done: false };
-  promise.then(
-    (value) => Object.assign(state, { done: true, value }),
-    (error: unknown) => Object.assign(state, { done: true, error }),
-  );
-  return state;
-}
 
 /** What each call has come to: answered, refused (with the exception's body), or still waiting. */
 const outcomes = (calls: ReturnType<typeof track>[]) =>
@@ -37,7 +28,7 @@ describe("the sample app's AI provider stub (provider-rpm: 3 at once, then one e
     app = await startSampleApp('express', fakeTime, network);
     provider = app.get(AiProviderService);
     // After the start: only the limiter's decisions and the waits of acquire() run on fake time.
-    jest.useFakeTimers({ now: START_MS, doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+    jest.useFakeTimers({ now: TEST_START_MS, doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
   });
   afterEach(async () => {
     jest.useRealTimers();

@@ -112,3 +112,30 @@ export async function decideAlike(
   }
   expect(actual).toEqual(expected);
 }
+
+/**
+ * The schema's functions that ought to be gone after this version's migration: a name defined more than once (an
+ * overload left behind) or one `obsolete` matches.
+ */
+export async function strayFunctions(db: SchemaRef, obsolete: RegExp): Promise<{ proname: string; n: number }[]> {
+  return (await schemaFunctions(db)).filter((f) => f.n !== 1 || obsolete.test(f.proname));
+}
+
+/**
+ * One consume of `policy` on key 'u' in `reference`, then one through an earlier version's entry point
+ * (`consumeAsBefore`): its reply ("allowed,remaining,resetMs,retryAfterMs") says what the reference decided.
+ */
+export async function expectEntryPointAgrees(
+  consumeAsBefore: () => Promise<string>,
+  reference: RateLimitStore,
+  policy: ResolvedPolicy,
+): Promise<void> {
+  const expected = nth(await reference.consume([{ policy, key: 'u', cost: 1 }]), 0);
+  const [allowed, remaining, resetMs, retryAfterMs] = (await consumeAsBefore()).split(',').map(Number);
+  expect({ allowed: allowed === 1, remaining, resetMs, retryAfterMs }).toEqual({
+    allowed: expected.allowed,
+    remaining: expected.remaining,
+    resetMs: expected.resetMs,
+    retryAfterMs: expected.retryAfterMs,
+  });
+}

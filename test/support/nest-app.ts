@@ -2,6 +2,7 @@ import type { INestApplication, LoggerService, ModuleMetadata } from '@nestjs/co
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
+import request from 'supertest';
 
 import { RATE_LIMIT_CLOCK } from '../../lib/index.js';
 import { FakeClock } from '../../lib/testing/index.js';
@@ -28,4 +29,14 @@ export async function createApp(
   await app.init();
   if (adapter === 'fastify') await app.getHttpAdapter().getInstance().ready();
   return { app, clock, server: () => app.getHttpServer() };
+}
+
+/**
+ * The statuses of `count` GET requests to `path` on `app`, sent one after the other.
+ * @example expect(await statusesOf(app, '/closed', 3)).toEqual([200, 200, 429]);
+ */
+export async function statusesOf(app: INestApplication, path: string, count: number): Promise<number[]> {
+  const statuses: number[] = [];
+  for (let i = 0; i < count; i++) statuses.push((await request(app.getHttpServer()).get(path)).status);
+  return statuses;
 }

@@ -37,3 +37,21 @@ export const windowEnds = (algorithm: RateLimitAlgorithm): boolean => algorithm 
  * unit back, so a test of "n admitted, then denied" over HTTP holds the admitted requests open.
  */
 export const heldInFlight = (algorithm: RateLimitAlgorithm): boolean => algorithm === 'concurrency';
+
+/**
+ * A fixed window of `limit` a minute, keyed by the client's IP: the policy the HTTP, GraphQL and WebSocket tests
+ * put on a handler when its algorithm is not what they test; `extra` adds fields (a fail mode, lists, a block).
+ * @example perMinute('login', 3, { failMode: 'closed' }) // { name: 'login', algorithm: 'fixed-window', limit: 3, window: '1m', key: 'ip', failMode: 'closed' }
+ */
+export const perMinute = (
+  name: string,
+  limit: number,
+  extra: Partial<RateLimitWindowPolicy> = {},
+): RateLimitWindowPolicy => ({
+  name,
+  algorithm: 'fixed-window',
+  limit,
+  window: '1m',
+  key: 'ip',
+  ...extra,
+});

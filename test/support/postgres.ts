@@ -1,4 +1,7 @@
+import { jest } from '@jest/globals';
 import pg from 'pg';
+
+import { PostgresRateLimitStore, type PostgresRateLimitStoreOptions } from '../../lib/index.js';
 
 /**
  * Connection settings of the run's PostgreSQL: PGHOST, PGPORT, PGUSER and PGDATABASE, which npm test's global
@@ -42,4 +45,79 @@ export async function createTestSchema(): Promise<TestSchema> {
       await pool.end();
     },
   };
+}
+
+/** A test schema with this version's tables, and stores on it: what a PostgreSQL store spec sets up. */
+export interface MigratedSchema {
+  readonly pool: pg.Pool;
+  readonly schema: string;
+  readonly url: string;
+  /** A store on the schema, under a key prefix of its own unless `options` names one; closed after the tests. */
+  store(options?: Partial<PostgresRateLimitStoreOptions>): PostgresRateLimitStore;
+}
+
+/**
+ * A schema of the spec's own, made and migrated before its tests; after them its stores are closed and it is
+ * dropped. Stores are made with `pruneIntervalMs: 0` and the key prefix `${prefix}<n>:` unless told otherwise.
+ * @example const db = migratedSchema('b'); it('…', async () => { const s = db.store({ clock }); … });
+ */
+export function migratedSchema(prefix: string): MigratedSchema {
+  let db: TestSchema | undefined;
+  let prefixes = 0;
+  const stores: PostgresRateLimitStore[] = [];
+  const current = (): TestSchema => {
+    if (db === undefined) throw new Error('migratedSchema: the schema is made in beforeAll');
+    return db;
+  };
+  const store = (options: Partial<PostgresRateLimitStoreOptions> = {}): PostgresRateLimitStore => {
+    const made = new PostgresRateLimitStore({
+      pool: current().pool,
+      schema: current().schema,
+      keyPrefix: `${prefix}${++prefixes}:`,
+      pruneIntervalMs: 0,
+      ...options,
+    });
+    stores.push(made);
+    return made;
+  };
+  beforeAll(async () => {
+    db = await createTestSchema();
+    await store().migrate();
+  });
+  afterAll(async () => {
+    await Promise.all(stores.map((s) => s.close()));
+    await db?.drop();
+  });
+  return {
+    get pool() {
+      return current().pool;
+    },
+    get schema() {
+      return current().schema;
+    },
+    get url() {
+      return current().url;
+    },
+    store,
+  };
+}
+
+/** The statements `pool` was sent while `run` ran, and what `run` gave. */
+export async function statementsDuring<T>(
+  pool: pg.Pool,
+  run: () => Promise<T>,
+): Promise<{ result: T; statements: string[] }> {
+  const statements: string[] = [];
+  const query = pool.query.bind(pool);
+  // A spy that counts pg's queries and returns pg's own promise (jest types the implementation as void).
+  // eslint-disable-next-line @typescript-eslint/no-misused-promises
+  const spy = jest.spyOn(pool, 'query').mockImplementation(((...args: Parameters<typeof query>) => {
+    statements.push(String(args[0]));
+    return query(...args);
+  }) as typeof query);
+  try {
+    return { result: await run(), statements };
+  } finally {
+    spy.mockRestore();
+  }
 }

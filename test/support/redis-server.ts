@@ -22,6 +22,45 @@ export function assertRedisServerInstalled(env: NodeJS.ProcessEnv = process.env)
   if (probe.error !== undefined || probe.status !== 0) throw new Error(INSTALL_HINT);
 }
 
+/** The spec's own redis-server (see redisForSpec), with one client to it that the spec shares. */
+export interface SpecRedis extends Omit<TestRedis, 'stop'> {
+  /** A client made when the server started: for the stores under test and for reading what they wrote. */
+  readonly shared: Redis;
+}
+
+/**
+ * A redis-server of the spec's own, started before its tests and stopped (with its clients) after them; read it
+ * in hooks and tests, not when the file loads.
+ * @example const redis = redisForSpec(); … new RedisRateLimitStore({ client: redis.shared, clock })
+ */
+export function redisForSpec(): SpecRedis {
+  let started: { server: TestRedis; shared: Redis } | undefined;
+  beforeAll(async () => {
+    const server = await startRedis();
+    started = { server, shared: server.client() };
+  });
+  afterAll(() => started?.server.stop());
+  const current = (): { server: TestRedis; shared: Redis } => {
+    if (started === undefined) throw new Error('redisForSpec: the server is started in beforeAll');
+    return started;
+  };
+  return {
+    get port() {
+      return current().server.port;
+    },
+    get url() {
+      return current().server.url;
+    },
+    get process() {
+      return current().server.process;
+    },
+    get shared() {
+      return current().shared;
+    },
+    client: (options) => current().server.client(options),
+  };
+}
+
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();

@@ -1,12 +1,46 @@
 import type { RateLimitModuleOptions } from '../../lib/index.js';
-import type { TestSchema } from './postgres.js';
-import type { TestRedis } from './redis-server.js';
+import { createTestSchema, type TestSchema } from './postgres.js';
+import { startRedis, type TestRedis } from './redis-server.js';
 
 /** The stores an HTTP test runs on (`describe.each(STORES)`). */
 export const STORES = ['memory', 'redis', 'postgres'] as const;
 export type StoreName = (typeof STORES)[number];
 
 let prefixes = 0;
+
+/** The servers the stores other than memory run on: the test's own Redis and PostgreSQL schema. */
+export interface StoreServers {
+  readonly redis: TestRedis;
+  readonly db: TestSchema;
+}
+
+/**
+ * A redis-server and a PostgreSQL schema of the spec's own, started before its tests (beside each other) and
+ * stopped after them, for storeOptions() to name; read them in hooks and tests, not when the file loads.
+ * @example const servers = storeServers(); … RateLimitModule.forRoot(storeOptions(store, servers))
+ */
+export function storeServers(): StoreServers {
+  let started: StoreServers | undefined;
+  beforeAll(async () => {
+    const [redis, db] = await Promise.all([startRedis(), createTestSchema()]);
+    started = { redis, db };
+  });
+  afterAll(async () => {
+    await Promise.all([started?.redis.stop(), started?.db.drop()]);
+  });
+  const current = (): StoreServers => {
+    if (started === undefined) throw new Error('storeServers: the servers are started in beforeAll');
+    return started;
+  };
+  return {
+    get redis() {
+      return current().redis;
+    },
+    get db() {
+      return current().db;
+    },
+  };
+}
 
 /**
  * The module's options for `store`, on the test's own Redis or PostgreSQL schema, under a key prefix no other
@@ -15,7 +49,7 @@ let prefixes = 0;
  */
 export function storeOptions(
   store: StoreName,
-  servers: { readonly redis?: TestRedis; readonly db?: TestSchema },
+  servers: { readonly redis?: Pick<TestRedis, 'url'>; readonly db?: TestSchema },
 ): RateLimitModuleOptions {
   const keyPrefix = `${store}${++prefixes}:`;
   if (store === 'redis') {

@@ -41,3 +41,16 @@ export class Gate {
     for (const go of this.waiting.splice(0)) go();
   }
 }
+
+/**
+ * What `promise` has come to, readable while it is pending: `done` once it settled, with its `value` or `error`.
+ * @example const call = track(service.acquire('p', 'k')); await advance(100); expect(call.done).toBe(false);
+ */
+export function track<T>(promise: Promise<T>): { done: boolean; value?: T; error?: unknown } {
+  const state: { done: boolean; value?: T; error?: unknown } = { done: false };
+  promise.then(
+    (value) => Object.assign(state, { done: true, value }),
+    (error: unknown) => Object.assign(state, { done: true, error }),
+  );
+  return state;
+}

@@ -17,6 +17,8 @@ import {
 } from '../../lib/index.js';
 import { AcquireQueues } from '../../lib/service/acquire-queue.js';
 import { nth } from '../support/harness.js';
+import { track } from '../support/wait.js';
+import { TEST_START_MS } from '../support/time.js';
 
 /** The memory store, counting its consume calls: when each was made (store time), for what, and the answer. */
 class CountingStore extends MemoryRateLimitStore {
@@ -38,22 +40,11 @@ class CountingStore extends MemoryRateLimitStore {
 // Jest's fake timers move Date.now() and performance.now() together: the store's clock (this one) and the
 // waiters' timers and deadlines follow one fake time, so no test sleeps and every count is exact.
 const fakeTime: Clock = { now: () => Date.now() };
-const START_MS = 1_700_000_000_000;
 
 /** One per 100 ms (GCRA, burst 1): a denied request's retryAfterMs is exactly 100 after the last admission. */
 const perTenth: RateLimitPolicy = { name: 'provider', algorithm: 'gcra', limit: 1, window: 100 };
 /** A denied head sleeps the retry-after and a 1 ms margin (a timer may fire a millisecond early by the store's clock). */
 const WAKE = 100 + 1;
-
-/** Settles a promise into what it gave, so a test can look at it while it is pending. */
-function track<T>(promise: Promise<T>) {
-  const state: { done: boolean; value?: T; error?: unknown } = { done: false };
-  promise.then(
-    (value) => Object.assign(state, { done: true, value }),
-    (error: unknown) => Object.assign(state, { done: true, error }),
-  );
-  return state;
-}
 
 const advance = (ms: number) => jest.advanceTimersByTimeAsync(ms);
 
@@ -64,7 +55,7 @@ describe('RateLimitService.acquire', () => {
   let closed: boolean;
 
   beforeEach(async () => {
-    jest.useFakeTimers({ now: START_MS, doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+    jest.useFakeTimers({ now: TEST_START_MS, doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
     store = new CountingStore(fakeTime);
     moduleRef = await Test.createTestingModule({ imports: [RateLimitModule.forRoot({ store })] })
       .overrideProvider(RATE_LIMIT_CLOCK)
@@ -94,7 +85,7 @@ describe('RateLimitService.acquire', () => {
     expect(store.calls.map((c) => c.allowed)).toEqual([true, false]);
     await advance(1);
     expect(waiting.value).toMatchObject({ allowed: true });
-    expect(store.calls.map((c) => [c.atMs - START_MS, c.allowed])).toEqual([
+    expect(store.calls.map((c) => [c.atMs - TEST_START_MS, c.allowed])).toEqual([
       [0, true],
       [0, false],
       [WAKE, true],
@@ -113,7 +104,7 @@ describe('RateLimitService.acquire', () => {
     await Promise.all(all);
     expect(order).toEqual(['a', 'b', 'c', 'd', 'e']);
     // b..e each: one denial when it reached the head, one admission a retry-after later
-    expect(store.calls.map((c) => [c.atMs - START_MS, c.allowed])).toEqual([
+    expect(store.calls.map((c) => [c.atMs - TEST_START_MS, c.allowed])).toEqual([
       [0, true],
       [0, false],
       [WAKE, true],
@@ -196,7 +187,7 @@ describe('RateLimitService.acquire', () => {
     expect(head.value).toMatchObject({ allowed: true });
     // `later` asked when the head was served, and was told 100 ms more: past its deadline, so refused now
     expect(later.error).toBeInstanceOf(RateLimitExceededException);
-    expect(store.calls.map((c) => [c.atMs - START_MS, c.allowed])).toEqual([
+    expect(store.calls.map((c) => [c.atMs - TEST_START_MS, c.allowed])).toEqual([
       [0, true],
       [0, false],
       [WAKE, true],
@@ -212,7 +203,7 @@ describe('RateLimitService.acquire', () => {
     await advance(WAKE);
     expect(waiting.error).toBeInstanceOf(RateLimitExceededException);
     expect((waiting.error as RateLimitExceededException).decision).toMatchObject({ retryAfterMs: 99 });
-    expect(store.calls.map((c) => [c.atMs - START_MS, c.allowed])).toEqual([
+    expect(store.calls.map((c) => [c.atMs - TEST_START_MS, c.allowed])).toEqual([
       [0, true],
       [0, false],
       [100, true],
@@ -251,7 +242,7 @@ describe('RateLimitService.acquire', () => {
     controller.abort('cancelled');
     await advance(0);
     expect(head.error).toBe('cancelled');
-    expect(store.calls.map((c) => [c.atMs - START_MS, c.allowed])).toEqual([
+    expect(store.calls.map((c) => [c.atMs - TEST_START_MS, c.allowed])).toEqual([
       [0, true],
       [0, false],
       [50, false], // the next waiter, now the head, asked without waiting for the aborted one's timer
@@ -277,7 +268,11 @@ describe('RateLimitService.acquire', () => {
     await advance(2 * WAKE);
     await Promise.all([b, d]);
     expect(order).toEqual(['b', 'd']);
-    expect(store.calls.filter((call) => call.allowed).map((call) => call.atMs - START_MS)).toEqual([0, WAKE, 2 * WAKE]);
+    expect(store.calls.filter((call) => call.allowed).map((call) => call.atMs - TEST_START_MS)).toEqual([
+      0,
+      WAKE,
+      2 * WAKE,
+    ]);
   });
 
   it('aborting while the store call is on its way rejects at once and gives the units back', async () => {
@@ -338,7 +333,7 @@ describe('RateLimitService.acquire', () => {
 
 describe('AcquireQueues', () => {
   it('forgets a key once its last waiter is gone, however it went', async () => {
-    jest.useFakeTimers({ now: START_MS, doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+    jest.useFakeTimers({ now: TEST_START_MS, doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
     try {
       const memory = new MemoryRateLimitStore({ clock: fakeTime });
       const policy = validatePolicy(perTenth);

@@ -3,19 +3,17 @@ import type { IncomingMessage } from 'node:http';
 import { type CanActivate, type ExecutionContext, UseGuards, UseInterceptors } from '@nestjs/common';
 import { MessageBody, type OnGatewayConnection, SubscribeMessage, WebSocketGateway } from '@nestjs/websockets';
 
-import { RateLimit, RateLimitGuard, RateLimitInterceptor, type RateLimitPolicy } from '../../lib/index.js';
-
-const fixed = (name: string, limit: number, extra: Partial<RateLimitPolicy> = {}): RateLimitPolicy =>
-  ({ name, algorithm: 'fixed-window', limit, window: '1m', key: 'ip', ...extra }) as RateLimitPolicy;
+import { RateLimit, RateLimitGuard, RateLimitInterceptor } from '../../lib/index.js';
+import { perMinute } from '../support/policies.js';
 
 export const POLICIES = {
-  flood: fixed('flood', 100),
-  pairWide: fixed('pair-wide', 5),
-  pairNarrow: fixed('pair-narrow', 3),
-  open: fixed('open', 1000, { failMode: 'open' }),
-  closed: fixed('closed', 1000, { failMode: 'closed' }),
-  byIp: fixed('by-ip', 10),
-  byUser: fixed('by-user', 2, { key: 'user' }),
+  flood: perMinute('flood', 100),
+  pairWide: perMinute('pair-wide', 5),
+  pairNarrow: perMinute('pair-narrow', 3),
+  open: perMinute('open', 1000, { failMode: 'open' }),
+  closed: perMinute('closed', 1000, { failMode: 'closed' }),
+  byIp: perMinute('by-ip', 10),
+  byUser: perMinute('by-user', 2, { key: 'user' }),
 };
 
 /** What a client received: the event's name and its payload. */
@@ -102,7 +100,7 @@ export class PlainGateway {
 @WebSocketGateway()
 export class BadGateway {
   @SubscribeMessage('flood')
-  @RateLimit(fixed('bad', 0))
+  @RateLimit(perMinute('bad', 0))
   flood(@MessageBody() data: unknown) {
     return handled('flood', data);
   }
@@ -123,8 +121,8 @@ export const messageUser = (ctx: ExecutionContext): string | undefined =>
   ctx.getType() === 'ws' ? ctx.switchToWs().getData<{ user?: { id?: string } } | null>()?.user?.id : undefined;
 
 export const GUARDED_POLICIES = {
-  ip: fixed('guarded-ip', 10),
-  user: fixed('guarded-user', 2, { key: 'user' }),
+  ip: perMinute('guarded-ip', 10),
+  user: perMinute('guarded-user', 2, { key: 'user' }),
 };
 
 /**
@@ -161,7 +159,7 @@ export class AuthenticatingGateway {
   }
 }
 
-export const ONCE_POLICY = fixed('once', 3);
+export const ONCE_POLICY = perMinute('once', 3);
 
 /** RateLimitInterceptor as well as the global guard: both ask, and each message must be decided once. */
 @WebSocketGateway()

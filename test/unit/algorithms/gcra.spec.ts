@@ -5,6 +5,7 @@ import type { GcraState } from '../../../lib/algorithms/gcra/gcra.js';
 import { MAX_LEAD_US } from '../../../lib/policy/emission.js';
 import { validatePolicy, type ResolvedPolicy } from '../../../lib/index.js';
 import { GcraReference, type ReferenceState } from '../../support/gcra-reference.js';
+import { TEST_START_MS } from '../../support/time.js';
 
 /**
  * lib's GCRA step against the reference written from the definition (test/support/gcra-reference.ts): the
@@ -80,7 +81,7 @@ describe.each([
       fc.property(shapes, fc.array(opArb, { minLength: 1, maxLength: 40 }), (shape, ops) => {
         const policies = policiesOf(shape, perPlan);
         expect(policies.every((p) => kernelOf(p) === (perPlan ? 'gcra-per-plan' : 'gcra'))).toBe(true);
-        let now = 1_700_000_000_000;
+        let now = TEST_START_MS;
         let state: GcraState | undefined;
         let expected: ReferenceState | undefined;
         for (const op of ops) {
@@ -138,9 +139,9 @@ describe('GCRA validation', () => {
     const base = validatePolicy({ name: 'plan', algorithm: 'gcra', limit: () => 1, window: 1_000_000_000 });
     const policy: ResolvedPolicy = Object.freeze({ ...base, limit: 1, capacity: 2 ** 20 });
     const fits = Math.floor(MAX_LEAD_US / 1e12);
-    const full = ALGORITHM_STEPS['gcra-per-plan'].step(undefined, policy, 1_700_000_000_000, 0);
+    const full = ALGORITHM_STEPS['gcra-per-plan'].step(undefined, policy, TEST_START_MS, 0);
     expect(full.remaining).toBe(fits);
-    expect(ALGORITHM_STEPS['gcra-per-plan'].step(undefined, policy, 1_700_000_000_000, fits + 1).retryAfterMs).toBe(
+    expect(ALGORITHM_STEPS['gcra-per-plan'].step(undefined, policy, TEST_START_MS, fits + 1).retryAfterMs).toBe(
       Infinity,
     );
   });

@@ -4,6 +4,7 @@ import { ALGORITHM_STEPS } from '../../../lib/algorithms/index.js';
 import { validatePolicy, type RateLimitWindowPolicy, type ResolvedPolicy } from '../../../lib/index.js';
 import { ALGORITHMS, type RateLimitAlgorithm } from '../../../lib/policy/policy.types.js';
 import { policyOf } from '../../support/policies.js';
+import { TEST_START_MS } from '../../support/time.js';
 
 const policyArb = (algorithm: RateLimitAlgorithm) =>
   fc
@@ -30,7 +31,7 @@ describe.each(ALGORITHMS)('%s, on random sequences', (algorithm) => {
     fc.assert(
       fc.property(policyArb(algorithm), steps, fc.integer({ min: 0, max: 1e7 }), (policy, sequence, offset) => {
         const alg = ALGORITHM_STEPS[policy.algorithm];
-        let now = 1_700_000_000_000 + offset;
+        let now = TEST_START_MS + offset;
         let state: unknown;
         for (const { dt, cost, refund } of sequence) {
           now += dt;
@@ -65,7 +66,7 @@ describe.each(ALGORITHMS)('%s, on random sequences', (algorithm) => {
     fc.assert(
       fc.property(policyArb(algorithm), steps, (policy: ResolvedPolicy, sequence) => {
         const alg = ALGORITHM_STEPS[policy.algorithm];
-        let now = 1_700_000_000_000;
+        let now = TEST_START_MS;
         let state: unknown;
         let resetMs = 0;
         for (const { dt, cost } of sequence) {
@@ -87,7 +88,7 @@ it('GCRA decides exactly like a token bucket of the same capacity and rate when 
       // GCRA's interval is ceil(1000 × windowMs / limit) µs: the token bucket's exact rate when limit divides
       fc.pre((1000 * bucket.windowMs) % bucket.limit === 0);
       const cell = validatePolicy({ ...(bucket.source as RateLimitWindowPolicy), algorithm: 'gcra' });
-      let now = 1_700_000_000_000;
+      let now = TEST_START_MS;
       let tb: unknown;
       let g: unknown;
       for (const { dt, cost, refund } of sequence) {

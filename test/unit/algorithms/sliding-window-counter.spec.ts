@@ -1,6 +1,7 @@
 import { limiter } from '../../support/harness.js';
+import { TEST_START_MS } from '../../support/time.js';
 
-const start = 1_700_000_000_000; // a multiple of 10 000
+const start = TEST_START_MS; // a multiple of 10 000
 
 describe('sliding window counter', () => {
   it('estimates current + previous × (1 − elapsed / window)', async () => {

@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { ALGORITHM_STEPS } from '../../../lib/algorithms/index.js';
 import { validatePolicy } from '../../../lib/index.js';
 import { limiter } from '../../support/harness.js';
+import { TEST_START_MS } from '../../support/time.js';
 
 describe.each(['token-bucket', 'gcra'] as const)('%s', (algorithm) => {
   it('allows a burst of `burst`, then refills at limit per window', async () => {
@@ -96,7 +97,7 @@ describe('where the token bucket and GCRA differ', () => {
     fc.assert(
       fc.property(policies, requests, (policy, sequence) => {
         const { windowMs: w, limit, capacity } = policy;
-        let now = 1_700_000_000_000;
+        let now = TEST_START_MS;
         let state: unknown;
         // units admitted in [t_i, t_j] = U_j − U_(i−1); the bound holds for every i <= j iff
         // U_j·w − t_j·limit <= capacity·w + min over i <= j of (U_(i−1)·w − t_i·limit)
@@ -107,7 +108,7 @@ describe('where the token bucket and GCRA differ', () => {
           const r = ALGORITHM_STEPS.gcra.step(state, policy, now, cost);
           if (!r.allowed || cost === 0) continue;
           state = r.state;
-          const t = now - 1_700_000_000_000;
+          const t = now - TEST_START_MS;
           least = Math.min(least, units * w - t * limit);
           units += cost;
           expect(units * w - t * limit).toBeLessThanOrEqual(capacity * w + least);
