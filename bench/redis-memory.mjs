@@ -10,7 +10,8 @@ import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis'
 import { Redis } from 'ioredis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 
-import { ALGORITHMS, RedisRateLimitStore, validatePolicy } from '../dist/index.js';
+import { RedisRateLimitStore, validatePolicy } from '../dist/index.js';
+import { ALGORITHMS } from '../dist/policy/policy.types.js';
 
 const [redisUrl] = process.argv.slice(2);
 const KEYS = 10_000;

@@ -46,17 +46,38 @@ const portable = (text) =>
     return `import("${local.replace(/\/index$/, '')}")`;
   });
 const typeOf = (symbol, at) => portable(checker.typeToString(checker.getTypeOfSymbolAtLocation(symbol, at), at, FLAGS));
+/** A member marked `@internal` is left out of the .d.ts (tsconfig.build.json's stripInternal), so of the report. */
+const isInternal = (declaration) => ts.getJSDocTags(declaration).some((tag) => tag.tagName.text === 'internal');
 const isHidden = (symbol) =>
   symbol.name.startsWith('#') ||
+  (symbol.declarations ?? []).every(isInternal) ||
   (symbol.declarations ?? []).some(
     (d) => (ts.getCombinedModifierFlags(d) & (ts.ModifierFlags.Private | ts.ModifierFlags.Protected)) !== 0,
   );
+
+/** A member's type; for a method with an `@internal` overload, the signatures that stay in the .d.ts. */
+function memberType(symbol, at) {
+  const declarations = symbol.declarations ?? [];
+  if (!declarations.some(isInternal)) return typeOf(symbol, at);
+  const shown = declarations
+    .filter((d) => !isInternal(d) && ts.isMethodDeclaration(d) && d.body === undefined)
+    .map((d) =>
+      portable(
+        checker.signatureToString(
+          checker.getSignatureFromDeclaration(d),
+          at,
+          FLAGS | ts.TypeFormatFlags.WriteArrowStyleSignature,
+        ),
+      ),
+    );
+  return shown.length === 1 ? shown[0] : `{ ${shown.map((s) => `${s};`).join(' ')} }`;
+}
 
 /** `name: type` of each public member, sorted. */
 function members(symbols, at) {
   return symbols
     .filter((s) => !isHidden(s) && s.name !== 'prototype')
-    .map((s) => `  ${s.name}${s.flags & ts.SymbolFlags.Optional ? '?' : ''}: ${typeOf(s, at)}`)
+    .map((s) => `  ${s.name}${s.flags & ts.SymbolFlags.Optional ? '?' : ''}: ${memberType(s, at)}`)
     .sort();
 }
 

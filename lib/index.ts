@@ -4,23 +4,14 @@ export { RateLimitStoreTimeoutError } from './stores/store-timeout.js';
 export { type RateLimitDecisionEvent } from './limiter/decision-events.js';
 export { RateLimitPolicyError } from './policy/policy.errors.js';
 export {
-  ALGORITHMS,
-  type FailMode,
-  type QuotaPeriod,
-  type RateLimitAlgorithm,
-  type RateLimitCount,
   type RateLimitDecision,
   type RateLimitDecisionSource,
   type RateLimitKey,
-  type RateLimitMode,
   type RateLimitDuration,
   type RateLimitIdentities,
-  type RateLimitListEntry,
-  type RateLimitListFunction,
   type RateLimitOutcome,
   type RateLimitPolicy,
   type RateLimitQuotaPolicy,
-  type RateLimitScope,
   type RateLimitWindowPolicy,
   type ResolvedPolicy,
 } from './policy/policy.types.js';
@@ -43,34 +34,11 @@ export {
   type RateLimitModuleAsyncOptions,
   type RateLimitModuleOptionsFactory,
 } from './nest/rate-limit.module-definition.js';
-export {
-  type RateLimitErrors,
-  type RateLimitHeaders,
-  type RateLimitModuleOptions,
-  type TrustProxy,
-} from './nest/rate-limit.options.js';
+export { type RateLimitModuleOptions } from './nest/rate-limit.options.js';
 export { RateLimitService } from './nest/rate-limit.service.js';
 export { MemoryRateLimitStore, type MemoryRateLimitStoreOptions } from './stores/memory/memory.store.js';
 export { PostgresRateLimitStore, type PostgresRateLimitStoreOptions } from './stores/postgres/postgres.store.js';
 export { postgresSchemaSql } from './stores/postgres/rate-limit.sql.js';
-export {
-  type RateLimitChangeListener,
-  RateLimitStore,
-  type RateLimitStoreCall,
-  type RateLimitStoreChange,
-  type RateLimitStoreChanges,
-  type RateLimitStoreItem,
-} from './stores/rate-limit-store.js';
+export { RateLimitStore, type RateLimitStoreItem } from './stores/rate-limit-store.js';
 export { RateLimitStoreReplyError } from './stores/store-defects.js';
-export type {
-  NodeRedisClient,
-  PgPool,
-  PgQueryable,
-  PgQueryResult,
-  RedisClient,
-  RedisConnection,
-  RedisConnectionOptions,
-  RedisSentinelAddress,
-  ValkeyGlideClient,
-} from './stores/client-types.js';
 export { RedisRateLimitStore, type RedisRateLimitStoreOptions } from './stores/redis/redis.store.js';

@@ -1,6 +1,6 @@
 import type { Logger } from '../util/logger.js';
 
-import type { RateLimitStoreCall } from '../stores/rate-limit-store.js';
+import type { RateLimitStoreCall } from '../stores/engine-store.js';
 import { withTimeout } from '../stores/store-timeout.js';
 import { isDefect } from '../stores/store-defects.js';
 

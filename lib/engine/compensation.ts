@@ -1,7 +1,7 @@
 import { elementAt } from '../util/element-at.js';
 import type { StoreOperation } from '../metrics/otel-metrics.js';
 import type { RateLimitDecisionSource, ResolvedPolicy } from '../policy/policy.types.js';
-import type { RateLimitStore, RateLimitStoreCall } from '../stores/rate-limit-store.js';
+import type { EngineStore, RateLimitStoreCall } from '../stores/engine-store.js';
 import type { ChangeFeed } from './coherence/invalidation-feed.js';
 import { denies, type EngineItem, type Evaluation, sourceAt } from './evaluation.js';
 import type { FailureReporter } from './failure-reporter.js';
@@ -10,17 +10,13 @@ import type { LeaseBook } from './leases/lease-book.js';
 /** What giving units back needs of the engine (DecisionEngine is one). */
 export interface RefundSide {
   /** The store of rate limits, whose changes the feed announces to the other instances' deny caches. */
-  readonly store: RateLimitStore;
+  readonly store: EngineStore;
   readonly feed: Pick<ChangeFeed, 'changed'>;
   readonly reporter: FailureReporter;
   /** Where units spent from this instance's leases go back (they never reached the store). */
   readonly leases: LeaseBook | undefined;
-  storeOf(policy: ResolvedPolicy, source?: RateLimitDecisionSource): RateLimitStore;
-  run<T>(
-    store: RateLimitStore,
-    operation: StoreOperation,
-    call: (timing: RateLimitStoreCall) => Promise<T>,
-  ): Promise<T>;
+  storeOf(policy: ResolvedPolicy, source?: RateLimitDecisionSource): EngineStore;
+  run<T>(store: EngineStore, operation: StoreOperation, call: (timing: RateLimitStoreCall) => Promise<T>): Promise<T>;
   released(items: readonly EngineItem[]): void;
 }
 
@@ -34,7 +30,7 @@ export async function compensate(side: RefundSide, evaluation: Evaluation): Prom
   evaluation.compensated = true;
   // What the evaluation consumed: every item but the shadow ones that would have denied, on the store that
   // decided it (the local one for a 'local' decision); what it spent of this instance's leases goes back to them.
-  const consumed: { item: EngineItem; store: RateLimitStore }[] = [];
+  const consumed: { item: EngineItem; store: EngineStore }[] = [];
   evaluation.items.forEach((item, i) => {
     if (!elementAt(evaluation.decisions, i, 'the decisions of an evaluation').allowed) return;
     const source = sourceAt(evaluation, i);

@@ -3,7 +3,8 @@ import type { Logger } from '../util/logger.js';
 import type { Clock } from '../util/clock.js';
 import type { RateLimitMetrics, StoreName, StoreOperation } from '../metrics/otel-metrics.js';
 import type { FailMode, RateLimitDecision, RateLimitDecisionSource, ResolvedPolicy } from '../policy/policy.types.js';
-import type { RateLimitStore, RateLimitStoreCall, RateLimitStoreItem } from '../stores/rate-limit-store.js';
+import type { RateLimitStoreItem } from '../stores/rate-limit-store.js';
+import type { EngineStore, RateLimitStoreCall } from '../stores/engine-store.js';
 import type { RateLimitStores } from '../stores/rate-limit-stores.js';
 import { checkedDecisions } from '../stores/store-defects.js';
 import { CircuitBreaker } from './circuit-breaker.js';
@@ -65,8 +66,8 @@ type OnFailure = 'fail-modes' | 'throw';
  */
 export class DecisionEngine {
   /** Where rate-limit policies live, and where quotas do (the same store unless `postgres` is set). */
-  readonly store: RateLimitStore;
-  readonly quotaStore: RateLimitStore;
+  readonly store: EngineStore;
+  readonly quotaStore: EngineStore;
   readonly reporter: FailureReporter;
   /** Denials of a remote store, answered locally until they end (pointless for the in-process store). */
   readonly denyCache: DenyCache | undefined;
@@ -90,7 +91,7 @@ export class DecisionEngine {
     const feedKey = (key: string): string => changes?.keyOf?.(key) ?? key;
     this.denyCache = this.store.inProcess === true ? undefined : new DenyCache(undefined, undefined, feedKey);
     this.calls = new StoreCalls(options.timeoutMs, options.logger, () => this.metrics);
-    const leasing = (store: RateLimitStore) => store.grantsUpTo === true && store.inProcess !== true;
+    const leasing = (store: EngineStore) => store.grantsUpTo === true && store.inProcess !== true;
     this.leases = leasing(this.store) || leasing(this.quotaStore) ? new LeaseBook(undefined, feedKey) : undefined;
     this.feed = new ChangeFeed(this.store.changes, this.denyCache, options.timeoutMs, options.logger, this.leases);
     this.local = new LocalFallback(options.clock, options.instances ?? 1);
@@ -116,16 +117,12 @@ export class DecisionEngine {
    * One call of the request path to a store: under the store's breaker and timeout (but the in-process
    * store's, which answers synchronously and cannot hang), timed when metrics are on.
    */
-  run<T>(
-    store: RateLimitStore,
-    operation: StoreOperation,
-    call: (timing: RateLimitStoreCall) => Promise<T>,
-  ): Promise<T> {
+  run<T>(store: EngineStore, operation: StoreOperation, call: (timing: RateLimitStoreCall) => Promise<T>): Promise<T> {
     return this.calls.run(store, operation, call);
   }
 
   /** The circuit breaker of a store: each store fails, and recovers, on its own. */
-  breakerFor(store: RateLimitStore): CircuitBreaker {
+  breakerFor(store: EngineStore): CircuitBreaker {
     return this.calls.breakerFor(store);
   }
 
@@ -139,7 +136,7 @@ export class DecisionEngine {
    * The store of a policy: quotas go to `quotaStore`; a decision whose `source` is 'local' (sourceAt of its
    * evaluation) was made on the local store, where its units go back.
    */
-  storeOf(policy: ResolvedPolicy, source?: RateLimitDecisionSource): RateLimitStore {
+  storeOf(policy: ResolvedPolicy, source?: RateLimitDecisionSource): EngineStore {
     if (source === 'local') return this.local.store;
     return policy.quota !== undefined ? this.quotaStore : this.store;
   }
@@ -229,7 +226,7 @@ export class DecisionEngine {
    * it spent of them.
    */
   private async consumeOn(
-    store: RateLimitStore,
+    store: EngineStore,
     items: readonly EngineItem[],
     before: Evaluation,
     onFailure: OnFailure,
@@ -245,7 +242,7 @@ export class DecisionEngine {
 
   /** One store call for `items`, through the store's breaker and the deny cache. */
   private async consumeStored(
-    store: RateLimitStore,
+    store: EngineStore,
     items: readonly EngineItem[],
     before: Evaluation,
     onFailure: OnFailure,

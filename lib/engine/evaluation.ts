@@ -1,8 +1,8 @@
 import type { FailMode, RateLimitCount, RateLimitDecision, RateLimitDecisionSource } from '../policy/policy.types.js';
-import type { RateLimitStoreItem } from '../stores/rate-limit-store.js';
+import type { EngineStoreItem } from '../stores/engine-store.js';
 
 /** One policy of a request, resolved: what to consume, what to do when its store fails, and its place. */
-export interface EngineItem extends RateLimitStoreItem {
+export interface EngineItem extends EngineStoreItem {
   readonly failMode: FailMode;
   /** The policy's position in its route's plan: headers list policies in that order. */
   readonly order: number;

@@ -1,6 +1,7 @@
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
-import type { RateLimitStore, RateLimitStoreItem } from '../stores/rate-limit-store.js';
+import type { RateLimitStoreItem } from '../stores/rate-limit-store.js';
+import type { EngineStore } from '../stores/engine-store.js';
 import type { DecisionEngine } from './decision-engine.js';
 import { withConcurrencyWaits } from './slot-wait.js';
 
@@ -18,7 +19,7 @@ export class ServiceCalls {
    */
   async call<T>(
     policies: readonly string[],
-    operation: (store: RateLimitStore) => Promise<T>,
+    operation: (store: EngineStore) => Promise<T>,
     policy?: ResolvedPolicy,
   ): Promise<T> {
     try {
@@ -47,7 +48,7 @@ export class ServiceCalls {
    */
   async change<T>(
     items: readonly { policy: ResolvedPolicy; key: string }[],
-    operation: (store: RateLimitStore) => Promise<T>,
+    operation: (store: EngineStore) => Promise<T>,
     policy: ResolvedPolicy,
   ): Promise<T> {
     try {

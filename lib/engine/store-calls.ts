@@ -1,7 +1,7 @@
 import type { Logger } from '../util/logger.js';
 
 import type { RateLimitMetrics, StoreName, StoreOperation } from '../metrics/otel-metrics.js';
-import type { RateLimitStore, RateLimitStoreCall } from '../stores/rate-limit-store.js';
+import type { EngineStore, RateLimitStoreCall } from '../stores/engine-store.js';
 import { CircuitBreaker } from './circuit-breaker.js';
 
 /** Consecutive store failures that open the circuit breaker, and how often it then probes the store. */
@@ -12,7 +12,7 @@ const BREAKER_PROBE_MS = 500;
 const UNTIMED: RateLimitStoreCall = { timeoutMs: Infinity, queued: () => undefined, sent: () => undefined };
 
 /** The `rate_limit.store` attribute of a store. */
-export function storeName(store: RateLimitStore): StoreName {
+export function storeName(store: EngineStore): StoreName {
   if (store.inProcess === true) return 'memory';
   const name = store.constructor.name;
   return name === 'RedisRateLimitStore' ? 'redis' : name === 'PostgresRateLimitStore' ? 'postgres' : 'custom';
@@ -23,7 +23,7 @@ export function storeName(store: RateLimitStore): StoreName {
  * and recovers, on its own), and their durations when metrics are on.
  */
 export class StoreCalls {
-  private readonly breakers = new Map<RateLimitStore, CircuitBreaker>();
+  private readonly breakers = new Map<EngineStore, CircuitBreaker>();
 
   constructor(
     private readonly timeoutMs: number,
@@ -32,18 +32,14 @@ export class StoreCalls {
   ) {}
 
   /** One call: under the store's breaker and timeout (but the in-process store's, which cannot hang), timed. */
-  run<T>(
-    store: RateLimitStore,
-    operation: StoreOperation,
-    call: (timing: RateLimitStoreCall) => Promise<T>,
-  ): Promise<T> {
+  run<T>(store: EngineStore, operation: StoreOperation, call: (timing: RateLimitStoreCall) => Promise<T>): Promise<T> {
     const metrics = this.metrics();
     if (metrics === undefined) return store.inProcess === true ? call(UNTIMED) : this.breakerFor(store).run(call);
     const guarded = store.inProcess === true ? () => call(UNTIMED) : () => this.breakerFor(store).run(call);
     return this.timed(metrics, store, operation, guarded);
   }
 
-  breakerFor(store: RateLimitStore): CircuitBreaker {
+  breakerFor(store: EngineStore): CircuitBreaker {
     let breaker = this.breakers.get(store);
     if (breaker === undefined) {
       breaker = new CircuitBreaker({
@@ -70,7 +66,7 @@ export class StoreCalls {
 
   private async timed<T>(
     metrics: RateLimitMetrics,
-    store: RateLimitStore,
+    store: EngineStore,
     operation: StoreOperation,
     call: () => Promise<T>,
   ): Promise<T> {

@@ -65,7 +65,7 @@ export interface RateLimitModuleOptions {
     /** Most rows one pruning statement deletes; default 1000. */
     pruneBatch?: number;
   };
-  /** Any custom store; wins over `redis`. */
+  /** A store of your own, implementing RateLimitStore (docs/stores.md, "Writing a store"); wins over `redis`. */
   store?: RateLimitStore;
   /** Policies applied to every route unless skipped. */
   defaults?: RateLimitPolicy[];

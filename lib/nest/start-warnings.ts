@@ -1,14 +1,14 @@
 import type { Logger } from '@nestjs/common';
 
 import type { ResolvedPolicy } from '../policy/policy.types.js';
-import type { RateLimitStore } from '../stores/rate-limit-store.js';
+import type { EngineStore } from '../stores/engine-store.js';
 
 /** What the module knows at start that a team should hear of, though it does not stop the start. */
 export interface StartFacts {
   /** Every declared policy, once each. */
   readonly declared: Iterable<{ readonly policy: ResolvedPolicy; readonly where: string }>;
   /** The store of a policy (the engine's storeOf). */
-  readonly storeOf: (policy: ResolvedPolicy) => RateLimitStore;
+  readonly storeOf: (policy: ResolvedPolicy) => EngineStore;
   /** Whether the `postgres` option is set (quotas are then durable). */
   readonly postgres: boolean;
   /** Whether microservice handlers have policies, and the module's lists name client addresses. */

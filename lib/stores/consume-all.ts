@@ -4,6 +4,7 @@ import { elementAt } from '../util/element-at.js';
 import type { RateLimitAlgorithm, RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 import { Blocked, blockedDecision, blockingDenial, unwrapBlock, withBlock } from './blocked-state.js';
 import { toDecision } from './decisions.js';
+import type { EngineStoreItem } from './engine-store.js';
 import type { RateLimitStoreItem } from './rate-limit-store.js';
 
 /** State access for the procedures below: the memory store's map, or any other synchronous table. */
@@ -23,11 +24,7 @@ const ITEMS = 'the items of consumeAll';
  * the effect of the items before them. When the request is denied, the items that would have passed report
  * the key as it is (nothing consumed). The Redis script implements the same procedure in Lua.
  */
-export function consumeAll(
-  items: readonly RateLimitStoreItem[],
-  nowMs: number,
-  table: StateTable,
-): RateLimitDecision[] {
+export function consumeAll(items: readonly EngineStoreItem[], nowMs: number, table: StateTable): RateLimitDecision[] {
   if (items.length === 1) return [consumeOne(elementAt(items, 0, ITEMS), nowMs, table)];
   const working = new Map<string, unknown>();
   const original = new Map<string, [unknown, number]>();
@@ -59,7 +56,7 @@ export function consumeAll(
       }
     } else if (cost > 0) working.set(key, step.state);
   }
-  const decided = (item: RateLimitStoreItem, i: number): RateLimitDecision => {
+  const decided = (item: EngineStoreItem, i: number): RateLimitDecision => {
     const step = elementAt(steps, i, STEPS);
     if ('policy' in step) return step;
     const decision = toDecision(item.policy, step, item.cost);
@@ -90,7 +87,7 @@ export function consumeAll(
  * consumeAll of one item, the most common request, without its maps and arrays: the same decision and writes
  * (an item alone is all the request: written when allowed, a shadow item's denial written never).
  */
-function consumeOne(item: RateLimitStoreItem, nowMs: number, table: StateTable): RateLimitDecision {
+function consumeOne(item: EngineStoreItem, nowMs: number, table: StateTable): RateLimitDecision {
   const { policy, key, cost } = item;
   const value = table.get(key, policy.algorithm);
   let stored = value;
@@ -117,7 +114,7 @@ function consumeOne(item: RateLimitStoreItem, nowMs: number, table: StateTable):
  * many as fit up to `upTo` — the cost plus what the step at the cost leaves (`remaining` is exact), stepped
  * again from the same state; the Lua and SQL twins do the same.
  */
-function stepUpTo(item: RateLimitStoreItem, state: unknown, nowMs: number): [StepResult<unknown>, number] {
+function stepUpTo(item: EngineStoreItem, state: unknown, nowMs: number): [StepResult<unknown>, number] {
   const { policy, cost, upTo } = item;
   const algorithm = ALGORITHM_STEPS[kernelOf(policy)];
   const step = algorithm.step(state, policy, nowMs, cost);

@@ -1,4 +1,4 @@
-import { DENY_CACHE_TRUST_MS, type RateLimitChangeListener, type RateLimitStoreChange } from './rate-limit-store.js';
+import { DENY_CACHE_TRUST_MS, type RateLimitChangeListener, type RateLimitStoreChange } from './engine-store.js';
 
 /** One connection of a feed's listener, subscribed. */
 export interface FeedConnection {

@@ -1,4 +1,4 @@
-import type { RateLimitStoreCall } from './rate-limit-store.js';
+import type { RateLimitStoreCall } from './engine-store.js';
 
 /** The module's `timeout` when none is given: the milliseconds a store call may take. */
 export const DEFAULT_TIMEOUT_MS = 100;

@@ -2,7 +2,8 @@ import { Controller, Get, type INestApplication } from '@nestjs/common';
 import calculateSlot from 'cluster-key-slot';
 import request from 'supertest';
 
-import { ALGORITHMS, RateLimit, RateLimitModule, RedisRateLimitStore, validatePolicy } from '../../lib/index.js';
+import { RateLimit, RateLimitModule, RedisRateLimitStore, validatePolicy } from '../../lib/index.js';
+import { ALGORITHMS } from '../../lib/policy/policy.types.js';
 import { storageKey } from '../../lib/stores/storage-key.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { nth } from '../support/harness.js';

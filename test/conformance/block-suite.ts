@@ -1,4 +1,5 @@
-import { ALGORITHMS, type RateLimitAlgorithm, type RateLimitPolicy, validatePolicy } from '../../lib/index.js';
+import { type RateLimitPolicy, validatePolicy } from '../../lib/index.js';
+import { ALGORITHMS, type RateLimitAlgorithm } from '../../lib/policy/policy.types.js';
 import type { RateLimitStore } from '../../lib/stores/rate-limit-store.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { nth } from '../support/harness.js';

@@ -1,6 +1,6 @@
-import { ALGORITHMS, validatePolicy, type RateLimitDecision, type ResolvedPolicy } from '../../lib/index.js';
+import { validatePolicy, type RateLimitDecision, type ResolvedPolicy } from '../../lib/index.js';
 import { quotaPeriodAt } from '../../lib/algorithms/quota/quota-period.js';
-import type { RateLimitAlgorithm } from '../../lib/policy/policy.types.js';
+import { ALGORITHMS, type RateLimitAlgorithm } from '../../lib/policy/policy.types.js';
 import type { RateLimitStore, RateLimitStoreItem } from '../../lib/stores/rate-limit-store.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { nth } from '../support/harness.js';

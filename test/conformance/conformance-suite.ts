@@ -1,13 +1,13 @@
 import fc from 'fast-check';
 
 import {
-  ALGORITHMS,
   validatePolicy,
   type RateLimitDecision,
-  type RateLimitStore,
   type RateLimitWindowPolicy,
   type ResolvedPolicy,
 } from '../../lib/index.js';
+import type { EngineStore } from '../../lib/stores/engine-store.js';
+import { ALGORITHMS } from '../../lib/policy/policy.types.js';
 import type { Clock } from '../../lib/util/clock.js';
 import { MAX_LEAD_US } from '../../lib/policy/emission.js';
 import { checkGcraRate, MAX_UNITS } from '../../lib/policy/value-checks.js';
@@ -185,7 +185,7 @@ function planned(policy: ResolvedPolicy, plan: number): ResolvedPolicy {
 }
 
 async function play(
-  store: RateLimitStore,
+  store: EngineStore,
   policies: ResolvedPolicy[],
   op: Op,
   grants: boolean,
@@ -220,7 +220,7 @@ async function play(
 }
 
 /** The store's charge(): every store under test has one (the module's three and the reference). */
-function chargeOn(store: RateLimitStore): NonNullable<RateLimitStore['charge']> {
+function chargeOn(store: EngineStore): NonNullable<EngineStore['charge']> {
   const charge = store.charge;
   if (charge === undefined) throw new Error(`the ${store.constructor.name} under test has no charge()`);
   return (items) => charge.call(store, items);

@@ -1,4 +1,5 @@
-import { ALGORITHMS, validatePolicy } from '../../lib/index.js';
+import { validatePolicy } from '../../lib/index.js';
+import { ALGORITHMS } from '../../lib/policy/policy.types.js';
 import type { RateLimitStore } from '../../lib/stores/rate-limit-store.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { policyOf } from '../support/policies.js';

@@ -1,7 +1,8 @@
 import { Controller, Get, type INestApplication } from '@nestjs/common';
 import request from 'supertest';
 
-import { RateLimit, RateLimitModule, type RateLimitHeaders } from '../../lib/index.js';
+import { RateLimit, RateLimitModule } from '../../lib/index.js';
+import { type RateLimitHeaders } from '../../lib/nest/rate-limit.options.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
 import { alignedStart } from '../support/time.js';

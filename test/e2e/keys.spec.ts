@@ -1,7 +1,8 @@
 import { Controller, Get, type INestApplication, Post, UseGuards } from '@nestjs/common';
 import request from 'supertest';
 
-import { RateLimit, RateLimitModule, type TrustProxy } from '../../lib/index.js';
+import { RateLimit, RateLimitModule } from '../../lib/index.js';
+import { type TrustProxy } from '../../lib/nest/rate-limit.options.js';
 import { RequiredUserGuard } from '../support/auth-guards.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
 

@@ -2,7 +2,8 @@ import { Controller, type ExecutionContext, Get, type Type } from '@nestjs/commo
 import { GqlExecutionContext, Query, Resolver } from '@nestjs/graphql';
 import request from 'supertest';
 
-import { ALGORITHMS, RateLimit, RateLimitModule } from '../../lib/index.js';
+import { RateLimit, RateLimitModule } from '../../lib/index.js';
+import { ALGORITHMS } from '../../lib/policy/policy.types.js';
 import { startGraphQLApp } from '../support/graphql-app.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';
 import { heldInFlight, policyOf } from '../support/policies.js';

@@ -1,7 +1,8 @@
 import { Controller, Get, type INestApplication } from '@nestjs/common';
 import request from 'supertest';
 
-import { ALGORITHMS, RateLimit, type RateLimitAlgorithm, RateLimitModule } from '../../lib/index.js';
+import { RateLimit, RateLimitModule } from '../../lib/index.js';
+import { ALGORITHMS, type RateLimitAlgorithm } from '../../lib/policy/policy.types.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { FailModeController } from '../support/fail-mode.controller.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';

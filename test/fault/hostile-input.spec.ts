@@ -1,7 +1,8 @@
 import { Body, Controller, Get, type INestApplication, Post, Query } from '@nestjs/common';
 import request from 'supertest';
 
-import { RateLimit, RateLimitModule, type TrustProxy } from '../../lib/index.js';
+import { RateLimit, RateLimitModule } from '../../lib/index.js';
+import { type TrustProxy } from '../../lib/nest/rate-limit.options.js';
 import { storageKey } from '../../lib/stores/storage-key.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { ADAPTERS, createApp } from '../support/nest-app.js';

@@ -1,4 +1,4 @@
-import type { TrustProxy } from '../../lib/index.js';
+import type { TrustProxy } from '../../lib/nest/rate-limit.options.js';
 import { GRAPHQL_DRIVERS, startGraphQLApp, type GraphQLTestApp } from '../support/graphql-app.js';
 import { GuardedResolver, KeysResolver, TokenGuard } from './fixtures.js';
 

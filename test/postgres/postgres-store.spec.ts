@@ -3,7 +3,8 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { type INestApplication } from '@nestjs/common';
 import request from 'supertest';
 
-import { ALGORITHMS, RateLimitModule, validatePolicy } from '../../lib/index.js';
+import { RateLimitModule, validatePolicy } from '../../lib/index.js';
+import { ALGORITHMS } from '../../lib/policy/policy.types.js';
 import { storageKey } from '../../lib/stores/storage-key.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { FailModeController } from '../support/fail-mode.controller.js';

@@ -1,5 +1,5 @@
 import { RateLimitModule, RedisRateLimitStore } from '../../lib/index.js';
-import type { RateLimitStoreChange } from '../../lib/stores/rate-limit-store.js';
+import type { RateLimitStoreChange } from '../../lib/stores/engine-store.js';
 import { FailModeController } from '../support/fail-mode.controller.js';
 import { CapturingLogger } from '../support/log-lines.js';
 import { createApp, statusesOf } from '../support/nest-app.js';

@@ -1,5 +1,6 @@
 import { FIXED_WINDOW_COUNT_BITS } from '../../lib/algorithms/fixed-window/fixed-window.lua.js';
-import { ALGORITHMS, RedisRateLimitStore, validatePolicy } from '../../lib/index.js';
+import { RedisRateLimitStore, validatePolicy } from '../../lib/index.js';
+import { ALGORITHMS } from '../../lib/policy/policy.types.js';
 import { storageKey } from '../../lib/stores/storage-key.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { consumeFromProcesses } from '../support/processes.js';

@@ -1,4 +1,5 @@
-import { ALGORITHMS, RedisRateLimitStore, validatePolicy } from '../../lib/index.js';
+import { RedisRateLimitStore, validatePolicy } from '../../lib/index.js';
+import { ALGORITHMS } from '../../lib/policy/policy.types.js';
 import { luaPrelude } from '../../lib/stores/redis/rate-limit.lua.js';
 import { stateCodecLua } from '../../lib/stores/redis/state-codec.lua.js';
 import { storageKey } from '../../lib/stores/storage-key.js';

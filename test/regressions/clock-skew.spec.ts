@@ -3,13 +3,8 @@ import { createInterface, type Interface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 
-import {
-  ALGORITHMS,
-  MemoryRateLimitStore,
-  type RateLimitPolicy,
-  type RateLimitStore,
-  validatePolicy,
-} from '../../lib/index.js';
+import { MemoryRateLimitStore, type RateLimitPolicy, type RateLimitStore, validatePolicy } from '../../lib/index.js';
+import { ALGORITHMS } from '../../lib/policy/policy.types.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { nth } from '../support/harness.js';
 import { policyOf } from '../support/policies.js';

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { DenyCache } from '../../lib/engine/coherence/deny-cache.js';
 import { ChangeFeed } from '../../lib/engine/coherence/invalidation-feed.js';
 import type { Logger } from '../../lib/util/logger.js';
-import { DENY_CACHE_TRUST_MS, type RateLimitStoreChanges } from '../../lib/stores/rate-limit-store.js';
+import { DENY_CACHE_TRUST_MS, type RateLimitStoreChanges } from '../../lib/stores/engine-store.js';
 
 // Regression: when the feed of changes went down, the log said a cached denial answers "for at most 1 s", where
 // the docs (and the cache) say 750 ms. Both now come from DENY_CACHE_TRUST_MS.

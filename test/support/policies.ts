@@ -1,4 +1,5 @@
-import type { RateLimitAlgorithm, RateLimitPolicy, RateLimitWindowPolicy } from '../../lib/index.js';
+import type { RateLimitPolicy, RateLimitWindowPolicy } from '../../lib/index.js';
+import type { RateLimitAlgorithm } from '../../lib/policy/policy.types.js';
 import type { QuotaPeriod } from '../../lib/policy/policy.types.js';
 
 /**

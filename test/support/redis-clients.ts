@@ -5,7 +5,7 @@ import { GlideClient, GlideClusterClient, Logger as GlideLogger } from '@valkey/
 import * as redis6 from 'redis';
 import * as redis5 from 'redis5';
 
-import type { NodeRedisClient, RedisConnection, ValkeyGlideClient } from '../../lib/index.js';
+import type { NodeRedisClient, RedisConnection, ValkeyGlideClient } from '../../lib/stores/client-types.js';
 
 /** A client of the app's, as a test gives it to the module or a store. */
 export type AppRedisClient = RedisConnection | NodeRedisClient | ValkeyGlideClient;

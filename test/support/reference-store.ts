@@ -1,9 +1,10 @@
 import { ALGORITHM_STEPS, kernelOf, type StepResult } from '../../lib/algorithms/index.js';
 import type { Clock } from '../../lib/util/clock.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../../lib/policy/policy.types.js';
-import type { RateLimitStore, RateLimitStoreItem } from '../../lib/stores/rate-limit-store.js';
+import type { EngineStore, EngineStoreItem } from '../../lib/stores/engine-store.js';
+import type { RateLimitStoreItem } from '../../lib/stores/rate-limit-store.js';
 
-// Written from the store contract (RateLimitStore, RateLimitStoreItem, the design notes), not from the
+// Written from the store contract (RateLimitStore, RateLimitStoreItem, EngineStore's `upTo`, the design notes), not from the
 // procedure the memory store runs (lib/stores/consume-all.ts): it imports nothing of it, so the memory store's
 // conformance run compares two implementations, not one with itself. What it shares with every store is the
 // pure algorithm steps, each of which has its own absolute tests (test/unit/algorithms).
@@ -54,7 +55,7 @@ function blockedDecision(policy: ResolvedPolicy, untilMs: number, nowMs: number)
  * units in [cost, upTo] that the step allows, found by trying each in turn (not from `remaining`, as the stores
  * compute it: the two agree only if every algorithm's `remaining` is exact).
  */
-function stepUpTo(item: RateLimitStoreItem, state: unknown, nowMs: number): [StepResult<unknown>, number] {
+function stepUpTo(item: EngineStoreItem, state: unknown, nowMs: number): [StepResult<unknown>, number] {
   const { policy, cost, upTo } = item;
   let step = stepOf(policy).step(state, policy, nowMs, cost);
   let taken = cost;
@@ -69,7 +70,7 @@ function stepUpTo(item: RateLimitStoreItem, state: unknown, nowMs: number): [Ste
 
 /** One item of a consume, decided: its step (undefined when a block denied it) and its decision. */
 interface Decided {
-  readonly item: RateLimitStoreItem;
+  readonly item: EngineStoreItem;
   readonly step: StepResult<unknown> | undefined;
   readonly decision: RateLimitDecision;
 }
@@ -79,7 +80,7 @@ interface Decided {
  * A store agrees with it when its expiry, eviction, encoding and all-or-nothing procedure never change a
  * decision.
  */
-export class ReferenceStore implements RateLimitStore {
+export class ReferenceStore implements EngineStore {
   readonly grantsUpTo = true;
   private readonly entries = new Map<string, Entry>();
 
@@ -91,7 +92,7 @@ export class ReferenceStore implements RateLimitStore {
    * the request, and then nothing is written but the block its denial starts, and the items that would have
    * passed report their key as it stands. Otherwise every allowed item is written.
    */
-  async consume(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
+  async consume(items: readonly EngineStoreItem[]): Promise<RateLimitDecision[]> {
     const nowMs = this.clock.now();
     const before = new Map<string, Entry | undefined>();
     for (const { policy, key } of items) {

@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 
 import type { Clock } from '../../lib/util/clock.js';
 import { MemoryRateLimitStore } from '../../lib/stores/memory/memory.store.js';
-import type { RateLimitStore } from '../../lib/stores/rate-limit-store.js';
+import type { EngineStore } from '../../lib/stores/engine-store.js';
 import { PostgresRateLimitStore } from '../../lib/stores/postgres/postgres.store.js';
 import { RedisRateLimitStore } from '../../lib/stores/redis/redis.store.js';
 import { createTestSchema, type TestSchema } from './postgres.js';
@@ -15,7 +15,7 @@ export interface StoreTarget {
   readonly name: string;
   setup(): Promise<void>;
   teardown(): Promise<void>;
-  make(clock: Clock): RateLimitStore;
+  make(clock: Clock): EngineStore;
   /**
    * How long each key (row) the target's stores hold has left, in ms from `nowMs` (the stores' fake clock, for
    * a store that expires on it; Redis' PTTL, -1 for a key without expiry): for a target whose expiry a test

@@ -257,8 +257,13 @@ expectTypeOf<RateLimitStoreItem>().toEqualTypeOf<{
   readonly key: string;
   readonly cost: number;
   readonly shadow?: boolean;
-  readonly upTo?: number;
 }>();
+// The contract, whole: four operations and six optional ones. What the module's own stores tell the engine
+// beyond it (in-process, leases, the feed of changes, consume timing) is no part of it.
+expectTypeOf<keyof RateLimitStore>().toEqualTypeOf<
+  'consume' | 'peek' | 'refund' | 'reset' | 'charge' | 'block' | 'unblock' | 'resetAll' | 'ping' | 'close'
+>();
+expectTypeOf<RateLimitStore['consume']>().parameters.toEqualTypeOf<[readonly RateLimitStoreItem[]]>();
 expectTypeOf(validatePolicy).returns.toEqualTypeOf<ResolvedPolicy>();
 // The DI token of the module's store is the interface's name.
 expectTypeOf(RateLimitStore).toBeSymbol();

@@ -2,7 +2,7 @@ import { jest } from '@jest/globals';
 
 import { encodeChanges, type FeedEvents, listenOn } from '../../lib/stores/store-changes.js';
 import { type FeedPool, PostgresChangeFeed } from '../../lib/stores/postgres/notify-changes.js';
-import type { RateLimitChangeListener, RateLimitStoreChange } from '../../lib/stores/rate-limit-store.js';
+import type { RateLimitChangeListener, RateLimitStoreChange } from '../../lib/stores/engine-store.js';
 import { StoredIdentities } from '../../lib/stores/storage-key.js';
 
 // The listener's loop of a feed of changes (the Redis and PostgreSQL feeds share it), on Jest's fake timers.

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 
-import type { TrustProxy } from '../../lib/index.js';
+import type { TrustProxy } from '../../lib/nest/rate-limit.options.js';
 import { clientAddress, clientIp, compileTrust, normalizeIp } from '../../lib/keys/client-ip.js';
 
 describe('normalizeIp', () => {

@@ -1,6 +1,6 @@
 import { DenyCache } from '../../lib/engine/coherence/deny-cache.js';
 import { validatePolicy } from '../../lib/index.js';
-import { DENY_CACHE_TRUST_MS } from '../../lib/stores/rate-limit-store.js';
+import { DENY_CACHE_TRUST_MS } from '../../lib/stores/engine-store.js';
 import { StoredIdentities } from '../../lib/stores/storage-key.js';
 
 // How long a cached denial may answer once state can change through another instance (issue 18, item 2): on

@@ -1,5 +1,5 @@
 import type { RateLimitDecision, ResolvedPolicy } from '../../policy/policy.types.js';
-import { DENY_CACHE_TRUST_MS } from '../../stores/rate-limit-store.js';
+import { DENY_CACHE_TRUST_MS } from '../../stores/engine-store.js';
 
 interface Denial {
   /** The limits the store denied under: a request under higher ones (a plan upgrade) asks the store again. */

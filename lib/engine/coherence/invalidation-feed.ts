@@ -5,7 +5,7 @@ import {
   DENY_CACHE_TRUST_MS,
   type RateLimitStoreChange,
   type RateLimitStoreChanges,
-} from '../../stores/rate-limit-store.js';
+} from '../../stores/engine-store.js';
 import { withTimeout } from '../../stores/store-timeout.js';
 import type { DenyCache } from './deny-cache.js';
 import type { LeaseBook } from '../leases/lease-book.js';

@@ -1,7 +1,8 @@
 import { type Clock, systemClock } from '../../util/clock.js';
 import type { RateLimitDecision } from '../../policy/policy.types.js';
 import { blockAll, chargeAll, consumeAll, peekState, refundAll, type StateTable } from '../consume-all.js';
-import type { RateLimitStore, RateLimitStoreItem } from '../rate-limit-store.js';
+import type { EngineStore, EngineStoreItem } from '../engine-store.js';
+import type { RateLimitStoreItem } from '../rate-limit-store.js';
 import { checkKeyPrefix, type IdentityOptions, StoredIdentities } from '../storage-key.js';
 
 /** Options of the in-memory store. */
@@ -41,8 +42,10 @@ const SWEEP_PER_WRITE = 4;
  * entries are reclaimed a few at a time on every write, with no timer per hit.
  * @example RateLimitModule.forRoot({ store: new MemoryRateLimitStore({ maxKeys: 100_000 }) })
  */
-export class MemoryRateLimitStore implements RateLimitStore {
+export class MemoryRateLimitStore implements EngineStore {
+  /** @internal */
   readonly inProcess = true;
+  /** @internal */
   readonly grantsUpTo = true;
   private readonly entries = new Map<string, Entry>();
   private readonly clock: Clock;
@@ -163,7 +166,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
     this.entries.clear();
   }
 
-  private keyed(items: readonly RateLimitStoreItem[]): RateLimitStoreItem[] {
+  private keyed(items: readonly EngineStoreItem[]): EngineStoreItem[] {
     return items.map((item) => ({
       policy: item.policy,
       key: this.storageKey(item.policy.id, item.key),

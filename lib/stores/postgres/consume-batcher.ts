@@ -1,6 +1,6 @@
 import { RateLimitStoreTimeoutError, withTimeout } from '../store-timeout.js';
 import { REPLY_WIDTH } from '../protocol.js';
-import type { RateLimitStoreCall } from '../rate-limit-store.js';
+import type { RateLimitStoreCall } from '../engine-store.js';
 import type { ItemColumns } from './item-columns.js';
 import { type Consume, inRounds, statementValues } from './statement-values.js';
 

@@ -1,7 +1,7 @@
 import { ALGORITHM_CODES, kernelOf } from '../../algorithms/index.js';
 import { periodOf } from '../../algorithms/quota/quota.js';
 import { systemClock } from '../../util/clock.js';
-import type { StoreCallItem } from '../rate-limit-store.js';
+import type { StoreCallItem } from '../engine-store.js';
 import type { StoredIdentities } from '../storage-key.js';
 
 /** The items of one request as rate_limit_consume_v4 takes them: one entry per item in each column. */

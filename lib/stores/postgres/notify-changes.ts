@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 
 import { encodeChanges, type FeedConnection, type FeedEvents, listenOn } from '../store-changes.js';
-import type { RateLimitChangeListener, RateLimitStoreChange, RateLimitStoreChanges } from '../rate-limit-store.js';
+import type { RateLimitChangeListener, RateLimitStoreChange, RateLimitStoreChanges } from '../engine-store.js';
 import type { StoredIdentities } from '../storage-key.js';
 
 /** A pooled `pg` client, as the listener uses it (the published types name no type of pg's). */

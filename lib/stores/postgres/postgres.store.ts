@@ -4,13 +4,14 @@ import { type Clock, systemClock } from '../../util/clock.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../../policy/policy.types.js';
 import { checkChargeable } from '../consume-all.js';
 import { decisionsFromReply } from '../decisions.js';
+import type { RateLimitStoreItem } from '../rate-limit-store.js';
 import type {
-  RateLimitStore,
+  EngineStore,
+  EngineStoreItem,
   RateLimitStoreCall,
   RateLimitStoreChanges,
-  RateLimitStoreItem,
   StoreCallItem,
-} from '../rate-limit-store.js';
+} from '../engine-store.js';
 import { checkKeyPrefix, StoredIdentities } from '../storage-key.js';
 import { feedChannel, PostgresChangeFeed } from './notify-changes.js';
 import { ConsumeBatcher } from './consume-batcher.js';
@@ -45,11 +46,12 @@ const CONSUMES_IN_FLIGHT = 2;
  * background in small batches.
  * @example const store = new PostgresRateLimitStore({ pool: new Pool({ connectionString }) }); await store.migrate();
  */
-export class PostgresRateLimitStore implements RateLimitStore {
+export class PostgresRateLimitStore implements EngineStore {
   private readonly pool: Pool;
   /**
    * Changes outside decisions, announced with NOTIFY to every instance; the listener keeps one connection of
    * the pool while the module listens (none with a pool of fewer than 3 connections: no feed then).
+   * @internal
    */
   readonly changes: RateLimitStoreChanges | undefined;
   private readonly schema: string;
@@ -102,7 +104,10 @@ export class PostgresRateLimitStore implements RateLimitStore {
     return migrateSchema(this.pool, this.schema);
   }
 
-  async consume(items: readonly RateLimitStoreItem[], call?: RateLimitStoreCall): Promise<RateLimitDecision[]> {
+  consume(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]>;
+  /** @internal The module's timeout counts from when the consume is sent (RateLimitStoreCall). */
+  consume(items: readonly EngineStoreItem[], call?: RateLimitStoreCall): Promise<RateLimitDecision[]>;
+  async consume(items: readonly EngineStoreItem[], call?: RateLimitStoreCall): Promise<RateLimitDecision[]> {
     if (items.length === 0) return [];
     const now = this.now();
     const columns = itemColumns(items, this.identities, now);
@@ -145,6 +150,10 @@ export class PostgresRateLimitStore implements RateLimitStore {
     if (items.length > 0) await this.run('unblock', items);
   }
 
+  /**
+   * A quota's usage for a period, from the rows the store keeps (RateLimitService.usage reads it).
+   * @internal
+   */
   quotaUsage(policy: ResolvedPolicy, key: string, periodStartMs: number): Promise<{ used: number; limit?: number }> {
     return this.maintenance.quotaUsage(this.identities.key(policy.id, key), periodStartMs);
   }

@@ -2,7 +2,7 @@ import calculateSlot from 'cluster-key-slot';
 
 import { elementAt } from '../../util/element-at.js';
 import type { RateLimitDecision } from '../../policy/policy.types.js';
-import type { StoreCallItem } from '../rate-limit-store.js';
+import type { StoreCallItem } from '../engine-store.js';
 import type { StoredIdentities } from '../storage-key.js';
 
 /** One call of the script on the items of one slot ('check' decides as 'consume' would, writing nothing). */

@@ -4,7 +4,7 @@ import type { Clock } from '../../util/clock.js';
 import type { ResolvedPolicy } from '../../policy/policy.types.js';
 import type { StoredIdentities } from '../storage-key.js';
 import { BATCH_RUN, BLOCK_FLAG, POLICY_FIELDS, REPLY_WIDTH, UP_TO_SEPARATOR } from '../protocol.js';
-import type { StoreCallItem } from '../rate-limit-store.js';
+import type { StoreCallItem } from '../engine-store.js';
 
 /**
  * One item's arguments: its policy's fields (algorithm code, limit, window, capacity, then a quota's next end

@@ -1,5 +1,5 @@
 import { encodeChanges, listenOn } from '../store-changes.js';
-import type { RateLimitChangeListener, RateLimitStoreChange, RateLimitStoreChanges } from '../rate-limit-store.js';
+import type { RateLimitChangeListener, RateLimitStoreChange, RateLimitStoreChanges } from '../engine-store.js';
 import type { StoredIdentities } from '../storage-key.js';
 import type { RedisDriver } from './clients/redis-driver.js';
 

@@ -3,7 +3,8 @@ import type { RateLimitDecision } from '../../policy/policy.types.js';
 import { checkChargeable } from '../consume-all.js';
 import { decisionsFromReply } from '../decisions.js';
 import type { NodeRedisClient, RedisClient, ValkeyGlideClient } from '../client-types.js';
-import type { RateLimitStore, RateLimitStoreChanges, RateLimitStoreItem, StoreCallItem } from '../rate-limit-store.js';
+import type { RateLimitStoreItem } from '../rate-limit-store.js';
+import type { EngineStore, RateLimitStoreChanges, StoreCallItem } from '../engine-store.js';
 import { checkKeyPrefix, type IdentityOptions, StoredIdentities } from '../storage-key.js';
 import { acrossSlots, consumeAcrossSlots, type RunInSlot, slotGroups, slotItems } from './across-slots.js';
 import { batchArgs, callFields, type RequestArgs, requestArgs, splitReply } from './call-args.js';
@@ -37,15 +38,19 @@ type Operation = 'consume' | 'check' | 'peek' | 'refund' | 'charge' | 'reset' | 
  * when every policy allows it; on one Redis, the consumes of one turn of the event loop share a call.
  * @example new RedisRateLimitStore({ client: new Redis(process.env.REDIS_URL) })
  */
-export class RedisRateLimitStore implements RateLimitStore {
+export class RedisRateLimitStore implements EngineStore {
   /** The connection the store sends its commands on. */
   readonly client: RedisClient | NodeRedisClient | ValkeyGlideClient;
   /**
    * Changes outside decisions, announced on `<keyPrefix>changes` (pub/sub) to every instance; a subscriber
    * connection is made from the client only while the module listens.
+   * @internal
    */
   readonly changes: RateLimitStoreChanges | undefined;
-  /** A consume takes up to an item's `upTo` (leases): the script's decide_one. */
+  /**
+   * A consume takes up to an item's `upTo` (leases): the script's decide_one.
+   * @internal
+   */
   readonly grantsUpTo = true;
   /** How the store sends commands on `client`, whichever package made it. */
   private readonly redis: RedisDriver;

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 
 import fc from 'fast-check';
 
-import { ALGORITHMS, MemoryRateLimitStore, validatePolicy } from '../../../lib/index.js';
+import { MemoryRateLimitStore, validatePolicy } from '../../../lib/index.js';
+import { ALGORITHMS } from '../../../lib/policy/policy.types.js';
 import {
   buildPattern,
   NOT_SIMULATED,

@@ -1,13 +1,8 @@
 import fc from 'fast-check';
 
 import { ALGORITHM_STEPS } from '../../../lib/algorithms/index.js';
-import {
-  ALGORITHMS,
-  validatePolicy,
-  type RateLimitAlgorithm,
-  type RateLimitWindowPolicy,
-  type ResolvedPolicy,
-} from '../../../lib/index.js';
+import { validatePolicy, type RateLimitWindowPolicy, type ResolvedPolicy } from '../../../lib/index.js';
+import { ALGORITHMS, type RateLimitAlgorithm } from '../../../lib/policy/policy.types.js';
 import { policyOf } from '../../support/policies.js';
 import { TEST_START_MS } from '../../support/time.js';
 

@@ -1,11 +1,11 @@
 import type { RateLimitDecision } from '../../../../lib/policy/policy.types.js';
 import { MemoryRateLimitStore } from '../../../../lib/stores/memory/memory.store.js';
 import type {
+  EngineStore,
+  EngineStoreItem,
   RateLimitChangeListener,
-  RateLimitStore,
   RateLimitStoreChanges,
-  RateLimitStoreItem,
-} from '../../../../lib/stores/rate-limit-store.js';
+} from '../../../../lib/stores/engine-store.js';
 import type { Clock } from '../../../../lib/util/clock.js';
 import { EventQueue } from './event-queue.js';
 
@@ -29,7 +29,7 @@ export class VirtualClock implements Clock {
 /** A consume of one instance on its way: to the store, then (`decisions` set) back to the instance. */
 export interface StoreCall {
   readonly instance: number;
-  readonly items: readonly RateLimitStoreItem[];
+  readonly items: readonly EngineStoreItem[];
   readonly reply: (decisions: RateLimitDecision[]) => void;
   decisions?: RateLimitDecision[];
 }
@@ -76,7 +76,7 @@ export class VirtualStore {
    * The store as instance `instance`'s engine sees it: consume goes over the simulated network; the others
    * (which a run of one policy and one item a request never calls) answer at once.
    */
-  linkOf(instance: number): RateLimitStore {
+  linkOf(instance: number): EngineStore {
     const memory = this.memory;
     return {
       grantsUpTo: true,
