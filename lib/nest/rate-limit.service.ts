@@ -8,7 +8,8 @@ import { ServiceCalls } from '../engine/service-calls.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import type { RateLimitDecision, RateLimitPolicy } from '../policy/policy.types.js';
 import { RateLimiter } from './rate-limiter.js';
-import { AcquireQueues, checkAcquireOptions } from '../service/acquire-queue.js';
+import { checkAcquireOptions } from '../service/acquire-options.js';
+import { AcquireQueues } from '../service/acquire-queue.js';
 import { blockOn, ServiceArguments } from '../service/service-arguments.js';
 
 /** A quota limit no usage reaches, to read usage through peek: 2^52. */
@@ -81,23 +82,25 @@ export class RateLimitService implements OnModuleDestroy {
    * ends past it or is Infinity (a cost that can never fit); with `signal.reason` when aborted (before any
    * store call if already aborted); with the store's error, as `consume` does; with
    * RateLimitUnavailableException (503) when the module shuts down. The waiters of one policy and key in
-   * this process are served first come, first served: only the first of them asks the store, again after each
-   * `retryAfterMs` (so one call per key per retry-after from each process, and the store keeps the rate across
-   * processes). docs/service.md, "Waiting instead of denying", has every edge case.
-   * @example const d = await rateLimits.acquire('provider-rpm', 'openai', { maxWaitMs: 30_000, signal });
+   * this process take turns by `fairKey` (a tenant, say; `weight` its share, default 1), in units of cost:
+   * one fair key's burst does not starve the others, and within one fair key (or without any) they are served
+   * first come, first served. Only the first of them asks the store, again after each `retryAfterMs` (so one
+   * call per key per retry-after from each process, and the store keeps the rate across processes).
+   * docs/service.md, "Waiting instead of denying", has every edge case.
+   * @example const d = await rateLimits.acquire('provider-tpm', 'openai', { cost: tokens, maxWaitMs: 30_000, fairKey: tenantId, signal });
    */
   async acquire(
     policy: RateLimitPolicy | string,
     key: string,
-    opts: { cost?: number; maxWaitMs: number; signal?: AbortSignal },
+    opts: { cost?: number; maxWaitMs: number; signal?: AbortSignal; fairKey?: string; weight?: number },
   ): Promise<RateLimitDecision> {
     const p = this.args.policy(policy);
     const checked = this.args.key(key, p);
-    const { maxWaitMs, signal } = checkAcquireOptions(opts, (field, problem) => {
+    const terms = checkAcquireOptions(opts, (field, problem) => {
       throw new RateLimitPolicyError(problem, { policy: p.name, field, where: 'RateLimitService' });
     });
     const cost = this.args.amount(opts.cost ?? 1, p, 'cost');
-    return this.waiting.acquire({ policy: p, key: checked, cost, maxWaitMs, signal });
+    return this.waiting.acquire({ policy: p, key: checked, cost, ...terms });
   }
 
   /** Rejects the acquires still waiting (with RateLimitUnavailableException) rather than leave them hanging. */

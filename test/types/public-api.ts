@@ -161,7 +161,13 @@ expectTypeOf(service.resetAll).returns.toEqualTypeOf<Promise<number>>();
 expectTypeOf(service.block).parameters.toEqualTypeOf<
   [policy: RateLimitPolicy | string, key: string, durationMs: number]
 >();
-expectTypeOf(service.acquire).parameter(2).toEqualTypeOf<{ cost?: number; maxWaitMs: number; signal?: AbortSignal }>();
+expectTypeOf(service.acquire).parameter(2).toEqualTypeOf<{
+  cost?: number;
+  maxWaitMs: number;
+  signal?: AbortSignal;
+  fairKey?: string;
+  weight?: number;
+}>();
 expectTypeOf(service.usage).returns.resolves.toEqualTypeOf<{
   used: number;
   limit: number | undefined;
