@@ -1,5 +1,6 @@
 import type { ResolvedPolicy } from '../policy/policy.types.js';
-import type { RateLimitStore } from '../stores/rate-limit-store.js';
+import type { RateLimitStore, RateLimitStoreItem } from '../stores/rate-limit-store.js';
+import { elementAt } from '../util/element-at.js';
 import type { DecisionEngine } from './decision-engine.js';
 
 /**
@@ -44,6 +45,33 @@ export class ServiceCalls {
     } finally {
       if (this.engine.storeOf(policy) === this.engine.store) await this.engine.feed.changed(items);
     }
+  }
+
+  /**
+   * Runs `operation` on the items of each store (as change() does for one), all stores at once; resolves with
+   * the replies in the items' order. The quotas' store is another beside Redis with the `postgres` option.
+   */
+  async changeEach<T>(
+    items: readonly RateLimitStoreItem[],
+    operation: (store: RateLimitStore, items: readonly RateLimitStoreItem[]) => Promise<readonly T[]>,
+  ): Promise<T[]> {
+    const byStore = new Map<RateLimitStore, number[]>();
+    items.forEach((item, i) => {
+      const store = this.engine.storeOf(item.policy);
+      const indexes = byStore.get(store);
+      if (indexes === undefined) byStore.set(store, [i]);
+      else indexes.push(i);
+    });
+    const replies: T[] = new Array<T>(items.length);
+    await Promise.all(
+      [...byStore.values()].map(async (indexes) => {
+        const part = indexes.map((i) => elementAt(items, i, 'the items of a change'));
+        const first = elementAt(part, 0, 'the items of a change');
+        const answer = await this.change(part, (store) => operation(store, part), first.policy);
+        indexes.forEach((at, i) => (replies[at] = elementAt(answer, i, "the store's reply")));
+      }),
+    );
+    return replies;
   }
 
   /**

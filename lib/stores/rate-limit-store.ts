@@ -55,6 +55,11 @@ export interface RateLimitStore {
   peek(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<RateLimitDecision[]>;
   /** Gives each item's `cost` back, never beyond the policy's capacity; returns the state afterwards, as peek. */
   refund(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]>;
+  /**
+   * Takes each item's `cost` without deciding: counted even past the limit (a debt that later requests wait out,
+   * as they would wait for the units to come back). Returns each key's state afterwards, as peek does.
+   */
+  charge?(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]>;
   /** Forgets the items' state, blocks included. */
   reset(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<void>;
   /**
