@@ -1,6 +1,6 @@
 import { elementAt } from '../util/element-at.js';
 import type { StoreOperation } from '../metrics/otel-metrics.js';
-import type { ResolvedPolicy } from '../policy/policy.types.js';
+import type { RateLimitDecisionSource, ResolvedPolicy } from '../policy/policy.types.js';
 import type { RateLimitStore, RateLimitStoreCall } from '../stores/rate-limit-store.js';
 import type { ChangeFeed } from './coherence/invalidation-feed.js';
 import { denies, type EngineItem, type Evaluation, sourceAt } from './evaluation.js';
@@ -15,7 +15,7 @@ export interface RefundSide {
   readonly reporter: FailureReporter;
   /** Where units spent from this instance's leases go back (they never reached the store). */
   readonly leases: LeaseBook | undefined;
-  storeOf(policy: ResolvedPolicy): RateLimitStore;
+  storeOf(policy: ResolvedPolicy, source?: RateLimitDecisionSource): RateLimitStore;
   run<T>(
     store: RateLimitStore,
     operation: StoreOperation,
@@ -32,18 +32,19 @@ export interface RefundSide {
 export async function compensate(side: RefundSide, evaluation: Evaluation): Promise<void> {
   if (evaluation.items.length === 0 || denies(evaluation)) return;
   evaluation.compensated = true;
-  // What the evaluation consumed: every item but the shadow ones that would have denied; what it spent of
-  // this instance's leases goes back to them.
-  const consumed = evaluation.items.filter((item, i) => {
-    const decision = elementAt(evaluation.decisions, i, 'the decisions of an evaluation');
-    const leased = sourceAt(evaluation, i) === 'lease';
-    if (decision.allowed && leased) side.leases?.unspend(item.policy, item.key, item.cost);
-    return decision.allowed && !leased;
+  // What the evaluation consumed: every item but the shadow ones that would have denied, on the store that
+  // decided it (the local one for a 'local' decision); what it spent of this instance's leases goes back to them.
+  const consumed: { item: EngineItem; store: RateLimitStore }[] = [];
+  evaluation.items.forEach((item, i) => {
+    if (!elementAt(evaluation.decisions, i, 'the decisions of an evaluation').allowed) return;
+    const source = sourceAt(evaluation, i);
+    if (source === 'lease') side.leases?.unspend(item.policy, item.key, item.cost);
+    else consumed.push({ item, store: side.storeOf(item.policy, source) });
   });
   try {
     const decisions = [...evaluation.decisions];
-    for (const store of new Set(consumed.map((i) => side.storeOf(i.policy)))) {
-      const part = consumed.filter((i) => side.storeOf(i.policy) === store);
+    for (const store of new Set(consumed.map((c) => c.store))) {
+      const part = consumed.filter((c) => c.store === store).map((c) => c.item);
       const refunded = await side
         .run(store, 'refund', () => store.refund(part))
         .finally(() => {

@@ -2,7 +2,7 @@ import type { Logger } from '../util/logger.js';
 
 import type { Clock } from '../util/clock.js';
 import type { RateLimitMetrics, StoreName, StoreOperation } from '../metrics/otel-metrics.js';
-import type { FailMode, RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
+import type { FailMode, RateLimitDecision, RateLimitDecisionSource, ResolvedPolicy } from '../policy/policy.types.js';
 import type { RateLimitStore, RateLimitStoreCall, RateLimitStoreItem } from '../stores/rate-limit-store.js';
 import type { RateLimitStores } from '../stores/rate-limit-stores.js';
 import { checkedDecisions } from '../stores/store-defects.js';
@@ -13,15 +13,32 @@ import { compensate } from './compensation.js';
 import { resolveFailures, storeFailure } from './fail-modes.js';
 import { FailureReporter } from './failure-reporter.js';
 import { LimitVariants } from './limit-variants.js';
-import { isLocalPolicy, LocalFallback } from './local-fallback.js';
+import { LocalFallback } from './local-fallback.js';
 import { StoreCalls } from './store-calls.js';
 import { fromCache, rememberDenials } from './coherence/cached-denials.js';
 import { ChangeFeed } from './coherence/invalidation-feed.js';
-import { denies, type EngineItem, type Evaluation, merge, NOTHING, StoreUnavailable } from './evaluation.js';
+import {
+  denies,
+  type EngineItem,
+  type Evaluation,
+  type FailModeDecision,
+  merge,
+  NOTHING,
+  StoreUnavailable,
+  withFailed,
+} from './evaluation.js';
 import { LeaseBook, type LeaseGrowth } from './leases/lease-book.js';
 import { consumeWithLeases } from './leases/leased-items.js';
 
-export { denies, type EngineItem, type Evaluation, NOTHING, sourceAt, StoreUnavailable } from './evaluation.js';
+export {
+  denies,
+  type EngineItem,
+  type Evaluation,
+  type FailModeDecision,
+  NOTHING,
+  sourceAt,
+  StoreUnavailable,
+} from './evaluation.js';
 
 export interface DecisionEngineOptions {
   readonly stores: RateLimitStores;
@@ -123,9 +140,12 @@ export class DecisionEngine {
     for (const item of items) this.metrics.slots(item.policy.name, -1);
   }
 
-  /** The store of a policy: quotas go to `quotaStore`, what was decided locally to the local store. */
-  storeOf(policy: ResolvedPolicy): RateLimitStore {
-    if (isLocalPolicy(policy)) return this.local.store;
+  /**
+   * The store of a policy: quotas go to `quotaStore`; a decision whose `source` is 'local' (sourceAt of its
+   * evaluation) was made on the local store, where its units go back.
+   */
+  storeOf(policy: ResolvedPolicy, source?: RateLimitDecisionSource): RateLimitStore {
+    if (source === 'local') return this.local.store;
     return policy.quota !== undefined ? this.quotaStore : this.store;
   }
 
@@ -162,13 +182,17 @@ export class DecisionEngine {
     return compensate(this, evaluation);
   }
 
-  /** Reports a failure to resolve a policy (a key or cost function threw) and applies its fail mode. */
+  /**
+   * Reports a failure to resolve a policy (a key or cost function threw) and applies its fail mode: throws
+   * StoreUnavailable when one fails closed, else returns the decisions of the fail-open ones (for onDecision).
+   */
   async failed(
-    failures: readonly { item: { policy: ResolvedPolicy; failMode: FailMode }; error: unknown }[],
+    failures: readonly { item: { policy: ResolvedPolicy; failMode: FailMode; shadow?: boolean }; error: unknown }[],
     before: Evaluation,
-  ): Promise<void> {
-    const closed = resolveFailures(this, failures);
-    if (closed !== undefined) await this.unavailable(closed, before);
+  ): Promise<readonly FailModeDecision[]> {
+    const { closed, failed } = resolveFailures(this, failures);
+    if (closed !== undefined) await this.unavailable(closed, before, failed);
+    return failed;
   }
 
   /**
@@ -241,26 +265,41 @@ export class DecisionEngine {
     const ticket = cache?.begin();
     try {
       const reply = await this.run(store, 'consume', (timing) => store.consume(items, timing));
-      const decisions = withConcurrencyWaits(
-        items,
-        checkedDecisions<RateLimitDecision>(reply, items.length, "the store's reply to consume"),
-      );
-      if (this.metrics !== undefined)
-        for (const item of slotsTaken(items, decisions)) this.metrics.slots(item.policy.name, 1);
-      if (cache !== undefined && ticket !== undefined) rememberDenials(cache, items, decisions, nowMs, ticket);
-      return { items, decisions };
+      const decisions = checkedDecisions<RateLimitDecision>(reply, items.length, "the store's reply to consume");
+      const decided = this.decided({ items, decisions });
+      if (cache !== undefined && ticket !== undefined) {
+        rememberDenials(cache, items, decided.decisions, nowMs, ticket);
+      }
+      return decided;
     } catch (error) {
       if (onFailure === 'throw') throw error;
-      const closed = storeFailure(this, error, items);
-      if (closed !== undefined) await this.unavailable(closed, before);
-      return this.local.decide(items, this.metrics);
+      const { closed, failed } = storeFailure(this, error, items);
+      if (closed !== undefined) await this.unavailable(closed, before, failed);
+      return withFailed(this.decided(await this.local.decide(items)), failed);
     } finally {
       cache?.end();
     }
   }
 
-  private async unavailable(policy: string, before: Evaluation): Promise<never> {
+  /**
+   * What a consume decided, the shared store's or the local one's, as the engine answers it: the wait of each
+   * concurrency denial cut to CONCURRENCY_RETRY_MS (slot-wait.ts), and the slots taken counted.
+   */
+  private decided(evaluation: Evaluation): Evaluation {
+    const { items } = evaluation;
+    const decisions = withConcurrencyWaits(items, evaluation.decisions);
+    if (this.metrics !== undefined) {
+      for (const item of slotsTaken(items, decisions)) this.metrics.slots(item.policy.name, 1);
+    }
+    return decisions === evaluation.decisions ? evaluation : { ...evaluation, decisions };
+  }
+
+  /**
+   * Refuses the request for the outage of fail-closed `policy`, after giving back what `before` consumed. The
+   * wait the client is told is the store timeout (lib/responses/retry-after.ts rounds it).
+   */
+  private async unavailable(policy: string, before: Evaluation, failed: readonly FailModeDecision[]): Promise<never> {
     await this.compensate(before);
-    throw new StoreUnavailable(policy, this.options.timeoutMs);
+    throw new StoreUnavailable(policy, this.options.timeoutMs, failed);
   }
 }

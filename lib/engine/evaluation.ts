@@ -13,6 +13,23 @@ export interface EngineItem extends RateLimitStoreItem {
   readonly count?: Exclude<RateLimitCount, 'all'> | 'release';
 }
 
+/**
+ * A policy of a request that its fail mode decided, no store having decided it: its store failed, or its key,
+ * cost, limit or list function did. 'fail-open' left it out (the request goes on, as far as it is concerned),
+ * 'fail-closed' refused the request (503). `key` is '' and `cost` 0 when they could not be resolved;
+ * `remaining` the policy's limit for 'fail-open' (nothing counted; 0 when the limit is per request and
+ * unresolved), 0 for 'fail-closed'. The decisions metric counted it already (fail-modes.ts); onDecision is
+ * told by the request path (lib/limiter/step-evaluation.ts).
+ */
+export interface FailModeDecision {
+  readonly policy: string;
+  readonly key: string;
+  readonly cost: number;
+  readonly shadow: boolean;
+  readonly remaining: number;
+  readonly source: 'fail-open' | 'fail-closed';
+}
+
 /** Items consumed together and what was decided for each, in the same order. */
 export interface Evaluation {
   readonly items: readonly EngineItem[];
@@ -23,6 +40,8 @@ export interface Evaluation {
    */
   readonly source?: RateLimitDecisionSource;
   readonly sources?: readonly RateLimitDecisionSource[];
+  /** The items of a failed store call that their fail mode left out ('fail-open'), for onDecision. */
+  readonly failed?: readonly FailModeDecision[];
   /** Set by compensate(): given back already (or tried), so an outcome must not refund it again. */
   compensated?: true;
 }
@@ -49,11 +68,16 @@ export function joinedSources(a: Evaluation, b: Evaluation): RateLimitDecisionSo
 export const denies = ({ items, decisions }: Evaluation): boolean =>
   decisions.some((d, i) => !d.allowed && items[i]?.shadow !== true);
 
-/** A fail-closed policy could not be decided: its store failed (the failure has been reported). */
+/**
+ * A fail-closed policy could not be decided: its store failed (the failure has been reported). `failed` is
+ * every policy of the failed call or resolution as its fail mode decided it ('local' ones are left out: the
+ * refusal came first), for onDecision.
+ */
 export class StoreUnavailable extends Error {
   constructor(
     readonly policy: string,
     readonly retryAfterMs: number,
+    readonly failed: readonly FailModeDecision[] = [],
   ) {
     super(`the store of policy "${policy}" failed and the policy fails closed`);
     this.name = 'StoreUnavailable';
@@ -66,13 +90,22 @@ export const withSources = (
   sources: readonly RateLimitDecisionSource[] | undefined,
 ): Evaluation => (sources === undefined ? evaluation : { ...evaluation, sources });
 
+/** `evaluation` with `failed` (what fail modes left out) added to its own. */
+export const withFailed = (evaluation: Evaluation, failed: readonly FailModeDecision[] | undefined): Evaluation =>
+  failed === undefined || failed.length === 0
+    ? evaluation
+    : { ...evaluation, failed: evaluation.failed === undefined ? failed : [...evaluation.failed, ...failed] };
+
 /** Two evaluations of one request as one (the rate limits, then the quotas of another store). */
 export const merge = (a: Evaluation, b: Evaluation): Evaluation =>
   a.items.length === 0
-    ? b
+    ? withFailed(b, a.failed)
     : b.items.length === 0
-      ? a
-      : withSources(
-          { items: [...a.items, ...b.items], decisions: [...a.decisions, ...b.decisions] },
-          joinedSources(a, b),
+      ? withFailed(a, b.failed)
+      : withFailed(
+          withSources(
+            { items: [...a.items, ...b.items], decisions: [...a.decisions, ...b.decisions] },
+            joinedSources(a, b),
+          ),
+          [...(a.failed ?? []), ...(b.failed ?? [])],
         );

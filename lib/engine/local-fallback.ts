@@ -1,19 +1,7 @@
 import type { Clock } from '../util/clock.js';
-import type { RateLimitMetrics } from '../metrics/otel-metrics.js';
-import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
+import type { ResolvedPolicy } from '../policy/policy.types.js';
 import { MemoryRateLimitStore } from '../stores/memory/memory.store.js';
-import { withConcurrencyWaits } from './slot-wait.js';
 import { type EngineItem, type Evaluation, NOTHING } from './evaluation.js';
-
-/**
- * The policies made for local decisions (LocalFallback.policyOf). An item that carries one was decided on the
- * in-process store, so whatever gives its units back (a refund by outcome, a released concurrency slot, a compensation)
- * goes to that store, never to the shared one, which never counted it.
- */
-const localPolicies = new WeakSet<ResolvedPolicy>();
-
-/** Whether `policy` is the local variant of a policy: its item was decided in this process, not by the store. */
-export const isLocalPolicy = (policy: ResolvedPolicy): boolean => localPolicies.has(policy);
 
 /**
  * The limit a 'local' policy enforces in one process while its store fails: its `localLimit`, else
@@ -63,7 +51,6 @@ export class LocalFallback {
       const capacity =
         policy.capacity === policy.limit ? limit : Math.max(1, Math.ceil((policy.capacity * limit) / policy.limit));
       local = Object.freeze({ ...policy, limit, capacity });
-      localPolicies.add(local);
       this.variants.set(policy, local);
     }
     return local;
@@ -71,22 +58,17 @@ export class LocalFallback {
 
   /**
    * Decides the 'local' items among `items` (whose store failed) together on the in-process store; the others
-   * (fail open) are left out. NOTHING when no item fails local.
+   * (fail open) are left out. NOTHING when no item fails local. Its source is 'local': whatever gives these
+   * units back (a refund by outcome, a released concurrency slot, a compensation) finds the in-process store by
+   * it (DecisionEngine.storeOf), never the shared one, which never counted them. The engine answers these decisions as it
+   * answers the store's (DecisionEngine's `decided`: the concurrency waits cut, the slots counted).
    */
-  async decide(items: readonly EngineItem[], metrics: RateLimitMetrics | undefined): Promise<Evaluation> {
+  async decide(items: readonly EngineItem[]): Promise<Evaluation> {
     if (!items.some((item) => item.failMode === 'local')) return NOTHING;
     const local = items
       .filter((item) => item.failMode === 'local')
       // a lease's take asks the local store for its cost alone: units it counted must not outlive the outage
       .map((item) => ({ ...item, policy: this.policyOf(item.policy), upTo: undefined }));
-    const decisions: RateLimitDecision[] = withConcurrencyWaits(local, await this.store.consume(local));
-    if (metrics !== undefined) {
-      local.forEach((item, i) => {
-        if (item.count === 'release' && item.cost > 0 && decisions[i]?.allowed === true) {
-          metrics.slots(item.policy.name, 1);
-        }
-      });
-    }
-    return { items: local, decisions, source: 'local' };
+    return { items: local, decisions: await this.store.consume(local), source: 'local' };
   }
 }

@@ -1,7 +1,8 @@
-import type { ResolvedPolicy } from '../policy/policy.types.js';
+import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 import type { RateLimitStore, RateLimitStoreItem } from '../stores/rate-limit-store.js';
 import { elementAt } from '../util/element-at.js';
 import type { DecisionEngine } from './decision-engine.js';
+import { withConcurrencyWaits } from './slot-wait.js';
 
 /**
  * RateLimitService's store operations outside decisions (peek, usage, reset, block, refund, resetAll) on the
@@ -28,6 +29,15 @@ export class ServiceCalls {
       this.engine.reporter.report(error, policies);
       throw error;
     }
+  }
+
+  /**
+   * How `item` stands under its policy, consuming nothing (RateLimitService.peek), as call() runs it: a
+   * concurrency denial's wait cut as the engine cuts a consume's (slot-wait.ts).
+   */
+  async peek(item: { policy: ResolvedPolicy; key: string }): Promise<RateLimitDecision[]> {
+    const decisions = await this.call([item.policy.name], (store) => store.peek([item]), item.policy);
+    return withConcurrencyWaits([item], decisions);
   }
 
   /**

@@ -4,7 +4,8 @@ import type { ContextAdapter } from '../contexts/context-adapter.js';
 import { type EngineItem, type Evaluation, sourceAt } from '../engine/decision-engine.js';
 import { elementAt } from '../util/element-at.js';
 import type { DecisionEvents } from './decision-events.js';
-import { mostRestrictive, rateLimitHeaders, retryAfterSeconds } from '../responses/rate-limit-headers.js';
+import { rateLimitHeaders } from '../responses/rate-limit-headers.js';
+import { chosenWait } from '../responses/retry-after.js';
 import { deniedMessage } from '../responses/rate-limit-exceptions.js';
 import type { RateLimitHeaders } from '../responses/rate-limit-headers.js';
 import type { RateLimitDecision, RateLimitDecisionSource, ResolvedPolicy } from '../policy/policy.types.js';
@@ -56,9 +57,9 @@ export function conclude(
     if (headers.length > 0) adapter.setHeaders(ctx, headers);
     return;
   }
-  const worst = mostRestrictive(denied);
+  // Which denial answers the client, and the wait it is told: lib/responses/retry-after.ts says how.
+  const { decision: worst, retryAfter } = chosenWait({ denials: denied });
   const violated = [...new Set(denied.map((d) => d.policy))];
-  const retryAfter = retryAfterSeconds(worst.retryAfterMs);
   if (retryAfter !== null) headers.push(['Retry-After', String(retryAfter)]);
   adapter.setHeaders(ctx, headers);
   adapter.deny(

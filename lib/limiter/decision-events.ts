@@ -1,5 +1,6 @@
 import type { ExecutionContext, Logger } from '@nestjs/common';
 
+import type { FailModeDecision } from '../engine/decision-engine.js';
 import type { RateLimitMetrics } from '../metrics/otel-metrics.js';
 import type { RateLimitDecision, RateLimitDecisionSource, ResolvedPolicy } from '../policy/policy.types.js';
 import type { RateLimitStoreItem } from '../stores/rate-limit-store.js';
@@ -17,7 +18,10 @@ const SHADOW_QUIET_MS = 60_000;
  * `skipped` is true when the policy's key function returned undefined for the request: the policy did not
  * apply (nothing consumed), `key` is '' and `remaining` the policy's limit. `source` says where the decision
  * came from (RateLimitDecisionSource): 'store', 'deny-cache', 'lease' or 'local' ('store' for a skipped policy,
- * which nothing decided).
+ * which nothing decided); 'fail-open' or 'fail-closed' when its store (or its key, cost, limit or list
+ * function) failed and its fail mode admitted or refused the request: nothing was counted, `remaining` is the
+ * policy's limit (fail-open) or 0 (fail-closed, `retryAfterMs` the wait its 503 tells), `key` '' and `cost` 0
+ * when they could not be resolved.
  */
 export interface RateLimitDecisionEvent {
   readonly policy: string;
@@ -64,23 +68,44 @@ export class DecisionEvents {
           source,
         );
       if (this.hook === undefined) continue;
-      try {
-        this.hook({
-          policy: decision.policy,
-          key: item.key,
-          allowed: decision.allowed,
-          shadow,
-          blocked: decision.blocked === true,
-          cost: item.cost,
-          remaining: decision.remaining,
-          retryAfterMs: decision.retryAfterMs,
-          context,
-          skipped: false,
-          source,
-        });
-      } catch (error) {
-        this.logger.error(`onDecision hook threw: ${(error as Error)?.message ?? String(error)}`);
-      }
+      this.tell({
+        policy: decision.policy,
+        key: item.key,
+        allowed: decision.allowed,
+        shadow,
+        blocked: decision.blocked === true,
+        cost: item.cost,
+        remaining: decision.remaining,
+        retryAfterMs: decision.retryAfterMs,
+        context,
+        skipped: false,
+        source,
+      });
+    }
+  }
+
+  /**
+   * The policies of an invocation that their fail mode decided (FailModeDecision): the hook is told, with
+   * source 'fail-open' (allowed) or 'fail-closed' (refused, `retryAfterMs` the wait the 503 tells, see
+   * lib/responses/retry-after.ts). The metrics counted them when the engine applied the fail modes.
+   */
+  failModes(failed: readonly FailModeDecision[] | undefined, context: ExecutionContext, retryAfterMs = 0): void {
+    if (this.hook === undefined || failed === undefined) return;
+    for (const { policy, key, cost, shadow, remaining, source } of failed) {
+      const allowed = source === 'fail-open';
+      this.tell({
+        policy,
+        key,
+        allowed,
+        shadow,
+        blocked: false,
+        cost,
+        remaining,
+        retryAfterMs: allowed ? 0 : retryAfterMs,
+        context,
+        skipped: false,
+        source,
+      });
     }
   }
 
@@ -88,20 +113,25 @@ export class DecisionEvents {
   skipped(policy: ResolvedPolicy, context: ExecutionContext): void {
     this.metrics?.decision(policy.name, 'skipped');
     if (this.hook === undefined) return;
+    this.tell({
+      policy: policy.name,
+      key: '',
+      allowed: true,
+      shadow: false,
+      blocked: false,
+      cost: 0,
+      remaining: policy.limit,
+      retryAfterMs: 0,
+      context,
+      skipped: true,
+      source: 'store',
+    });
+  }
+
+  /** Calls the hook; one that throws is logged and the request goes on. */
+  private tell(event: RateLimitDecisionEvent): void {
     try {
-      this.hook({
-        policy: policy.name,
-        key: '',
-        allowed: true,
-        shadow: false,
-        blocked: false,
-        cost: 0,
-        remaining: policy.limit,
-        retryAfterMs: 0,
-        context,
-        skipped: true,
-        source: 'store',
-      });
+      this.hook?.(event);
     } catch (error) {
       this.logger.error(`onDecision hook threw: ${(error as Error)?.message ?? String(error)}`);
     }

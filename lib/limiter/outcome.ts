@@ -3,7 +3,7 @@ import type { ExecutionContext } from '@nestjs/common';
 import { stillHeld } from '../algorithms/still-held.js';
 import type { ContextAdapter } from '../contexts/context-adapter.js';
 import { elementAt } from '../util/element-at.js';
-import type { DecisionEngine, EngineItem, Evaluation } from '../engine/decision-engine.js';
+import { type DecisionEngine, type EngineItem, type Evaluation, sourceAt } from '../engine/decision-engine.js';
 import { type Invocation, OUTCOME, type OutcomeWatch } from './handler-enhancers.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import type { OutcomeRule } from '../planning/route-plan.js';
@@ -15,6 +15,12 @@ import { handlerLabel } from '../util/handler-label.js';
 interface Charge {
   readonly evaluation: Evaluation;
   readonly atMs: number;
+}
+
+/** An item to give back, and the store that decided it. */
+interface Refund {
+  readonly item: EngineItem;
+  readonly store: RateLimitStore;
 }
 
 /** An invocation succeeded: no exception and, on HTTP, a status below 400. */
@@ -81,7 +87,7 @@ export class OutcomeRefunds {
    */
   settle(charges: readonly Charge[], outcome: RateLimitOutcome | undefined): void {
     const nowMs = this.engine.now();
-    const refunds: EngineItem[] = [];
+    const refunds: Refund[] = [];
     const released: EngineItem[] = [];
     for (const { evaluation, atMs } of charges) {
       // Given back already: a later step of the same invocation denied, or its store failed closed.
@@ -97,7 +103,9 @@ export class OutcomeRefunds {
         if (outcome === undefined ? item.count !== 'release' : this.keeps(item, item.count, outcome)) continue;
         // A concurrency slot ends with its invocation, whether it is given back or has expired.
         if (item.count === 'release') released.push(item);
-        if (stillHeld(item.policy, atMs, nowMs, decision.resetMs)) refunds.push(item);
+        if (!stillHeld(item.policy, atMs, nowMs, decision.resetMs)) continue;
+        // On the store that decided it: the local one for a decision made there while the store failed.
+        refunds.push({ item, store: this.engine.storeOf(item.policy, sourceAt(evaluation, i)) });
       }
     }
     this.engine.released(released);
@@ -130,13 +138,17 @@ export class OutcomeRefunds {
    * given back lift the cached denials of those keys, here and (through the store's feed of changes) in the
    * other instances. A refund that fails leaves the charge, reported.
    */
-  private refund(items: readonly EngineItem[]): Promise<void> {
-    const first = this.engine.storeOf(elementAt(items, 0, 'the refunds of an outcome').policy);
+  private refund(refunds: readonly Refund[]): Promise<void> {
+    const first = elementAt(refunds, 0, 'the refunds of an outcome').store;
     // Mostly one store: no grouping then (this runs at the end of every counted request).
-    if (items.every((item) => this.engine.storeOf(item.policy) === first)) return this.refundOn(first, items);
+    if (refunds.every(({ store }) => store === first)) {
+      return this.refundOn(
+        first,
+        refunds.map(({ item }) => item),
+      );
+    }
     const byStore = new Map<RateLimitStore, EngineItem[]>();
-    for (const item of items) {
-      const store = this.engine.storeOf(item.policy);
+    for (const { item, store } of refunds) {
       const part = byStore.get(store);
       if (part === undefined) byStore.set(store, [item]);
       else part.push(item);

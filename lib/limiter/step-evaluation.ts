@@ -2,10 +2,11 @@ import type { ExecutionContext } from '@nestjs/common';
 
 import type { ContextAdapter } from '../contexts/context-adapter.js';
 import { type DecisionEngine, type Evaluation, StoreUnavailable } from '../engine/decision-engine.js';
-import { retryAfterSeconds } from '../responses/rate-limit-headers.js';
+import { chosenWait } from '../responses/retry-after.js';
 import { type ModuleLists, screen } from './screening.js';
 import type { PlanEntry, RoutePlan } from '../planning/route-planner.js';
 import { denyListMessage, unavailableMessage } from '../responses/rate-limit-exceptions.js';
+import type { DecisionEvents } from './decision-events.js';
 import type { RequestResolver } from './request-items.js';
 
 /**
@@ -37,6 +38,8 @@ export class StepEvaluator {
     private readonly engine: DecisionEngine,
     private readonly resolver: RequestResolver,
     private readonly lists: ModuleLists,
+    /** Told of the policies fail modes decided (the store's decisions are told at the conclusion). */
+    private readonly events: DecisionEvents,
   ) {}
 
   /**
@@ -53,11 +56,14 @@ export class StepEvaluator {
         entries = left;
       }
       const { items, failures } = await this.resolver.resolve(entries, ctx, adapter, plan.where);
-      if (failures !== undefined) await this.engine.failed(failures, before);
-      return await this.engine.decide(items, before);
+      if (failures !== undefined) this.events.failModes(await this.engine.failed(failures, before), ctx);
+      const evaluation = await this.engine.decide(items, before);
+      this.events.failModes(evaluation.failed, ctx);
+      return evaluation;
     } catch (error) {
       if (!(error instanceof StoreUnavailable)) throw error;
-      const retryAfter = retryAfterSeconds(error.retryAfterMs) ?? 1;
+      const { retryAfter, retryAfterMs } = chosenWait({ unavailable: error.policy, retryAfterMs: error.retryAfterMs });
+      this.events.failModes(error.failed, ctx, retryAfterMs);
       adapter.setHeaders(ctx, [['Retry-After', String(retryAfter)]]);
       return adapter.unavailable(ctx, {
         code: 'RATE_LIMIT_UNAVAILABLE',
@@ -91,7 +97,9 @@ export class StepEvaluator {
         policy: screening.policy,
       });
     }
-    if (screening.failures !== undefined) await this.engine.failed(screening.failures, before);
+    if (screening.failures !== undefined) {
+      this.events.failModes(await this.engine.failed(screening.failures, before), ctx);
+    }
     return screening.outcome === 'allow' ? undefined : screening.entries;
   }
 }

@@ -2,7 +2,6 @@ import { Injectable, type OnModuleDestroy } from '@nestjs/common';
 
 import { quotaPeriodAt } from '../algorithms/quota/quota-period.js';
 import { elementAt } from '../util/element-at.js';
-import { withConcurrencyWaits } from '../engine/slot-wait.js';
 import { ServiceCalls } from '../engine/service-calls.js';
 
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
@@ -177,8 +176,7 @@ export class RateLimitService implements OnModuleDestroy {
   async peek(policy: RateLimitPolicy | string, key: string): Promise<RateLimitDecision> {
     const p = this.args.policy(policy);
     const item = { policy: p, key: this.args.key(key, p) };
-    const decisions = await this.calls.call([p.name], (store) => store.peek([item]), p);
-    return elementAt(withConcurrencyWaits([item], decisions), 0, "the store's reply to peek");
+    return elementAt(await this.calls.peek(item), 0, "the store's reply to peek");
   }
 
   /** Gives `amount` units back to `key` (never beyond the policy's capacity). */

@@ -65,7 +65,7 @@ function assemble(
     events,
     adapters: new AdapterRegistry({ trust, ipv6Prefix, logger, httpAdapterHost, moduleRef }),
     resolver,
-    steps: new StepEvaluator(engine, resolver, lists),
+    steps: new StepEvaluator(engine, resolver, lists, events),
     outcomes: new OutcomeRefunds(engine),
     headers,
   };

@@ -1,7 +1,7 @@
 import { HttpException, HttpStatus } from '@nestjs/common';
 
 import type { RateLimitDecision } from '../policy/policy.types.js';
-import { retryAfterSeconds } from './rate-limit-headers.js';
+import { chosenWait } from './retry-after.js';
 
 /**
  * The body of the limiter's 429 and 503 HTTP responses. 'nest' (the default): Nest's HttpException shape,
@@ -85,7 +85,7 @@ export class RateLimitExceededException extends HttpException {
     readonly decision: RateLimitDecision,
     violatedPolicies: readonly string[] = [decision.policy],
   ) {
-    const retryAfter = retryAfterSeconds(decision.retryAfterMs);
+    const { retryAfter } = chosenWait({ denials: [decision] });
     const body: ErrorBodyOf<'RATE_LIMITED'> = {
       statusCode: HttpStatus.TOO_MANY_REQUESTS,
       error: 'Too Many Requests',

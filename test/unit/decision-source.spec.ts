@@ -1,6 +1,13 @@
-import { Logger } from '@nestjs/common';
+import { Controller, Get, type INestApplication, Logger } from '@nestjs/common';
+import request from 'supertest';
 
-import { MemoryRateLimitStore, validatePolicy, type RateLimitPolicy } from '../../lib/index.js';
+import {
+  MemoryRateLimitStore,
+  RateLimit,
+  RateLimitModule,
+  validatePolicy,
+  type RateLimitPolicy,
+} from '../../lib/index.js';
 import {
   DecisionEngine,
   type EngineItem,
@@ -14,6 +21,7 @@ import { DecisionEvents, type RateLimitDecisionEvent } from '../../lib/limiter/d
 import type { RateLimitStore } from '../../lib/stores/rate-limit-store.js';
 import { FailingStore } from '../support/failing-store.js';
 import { FakeClock } from '../../lib/testing/index.js';
+import { createApp } from '../support/nest-app.js';
 
 // Where each decision came from, as `onDecision`'s event.source and the decisions metric's `rate_limit.source`:
 // one engine on a store seen as remote (so it has a cache of denials and grants leases), a fake clock, and the
@@ -146,17 +154,134 @@ describe('where a decision came from', () => {
     ]);
   });
 
-  it("'fail-open' and 'fail-closed': no store decided; the metric says which fail mode did", async () => {
+  it("'fail-open' and 'fail-closed' in the engine: no store decided; the metric says which fail mode did", async () => {
     const { decide, counted, store, engine } = start();
     store.health = 'fails';
     const open = await decide([item({ ...POLICY, name: 'open' }, 'open')]);
     expect(open.items).toEqual([]);
-    await expect(engine.decide([item({ ...POLICY, name: 'closed' }, 'closed')])).rejects.toBeInstanceOf(
-      StoreUnavailable,
-    );
+    // What the request path tells onDecision (the metric was counted here already).
+    const failOpen = { key: 'k', cost: 1, shadow: false, remaining: 2 };
+    expect(open.failed).toEqual([{ policy: 'open', source: 'fail-open', ...failOpen }]);
+    const refused = engine.decide([item({ ...POLICY, name: 'closed' }, 'closed')]);
+    await expect(refused).rejects.toBeInstanceOf(StoreUnavailable);
+    await expect(refused).rejects.toMatchObject({
+      retryAfterMs: 5000,
+      failed: [{ policy: 'closed', source: 'fail-closed', key: 'k', cost: 1, shadow: false, remaining: 0 }],
+    });
     expect(counted).toEqual([
       ['open', 'failed-open', 'fail-open'],
       ['closed', 'failed-closed', 'fail-closed'],
     ]);
+  });
+});
+
+// The fail modes' decisions reach onDecision through the request path (lib/limiter/step-evaluation.ts): one app
+// on a store that can fail, a route per path that sets 'fail-open' or 'fail-closed'.
+
+const byIp = (name: string, failMode: FailMode, extra: Partial<RateLimitPolicy> = {}): RateLimitPolicy =>
+  ({ name, algorithm: 'fixed-window', limit: 5, window: '1m', key: 'ip', failMode, ...extra }) as RateLimitPolicy;
+const throws = (): string => {
+  throw new Error('no identity');
+};
+
+@Controller()
+class FailingController {
+  @Get('open')
+  @RateLimit(byIp('open', 'open'))
+  open() {
+    return 'ok';
+  }
+
+  @Get('closed')
+  @RateLimit([byIp('open', 'open'), byIp('closed', 'closed'), byIp('local', 'local')])
+  closed() {
+    return 'ok';
+  }
+
+  @Get('key-open')
+  @RateLimit([byIp('key-open', 'open', { key: throws }), byIp('key-local', 'local', { key: throws })])
+  keyOpen() {
+    return 'ok';
+  }
+
+  @Get('key-closed')
+  @RateLimit(byIp('key-closed', 'closed', { key: throws }))
+  keyClosed() {
+    return 'ok';
+  }
+
+  @Get('list-closed')
+  @RateLimit(byIp('list-closed', 'closed', { allow: [throws as unknown as () => boolean] }))
+  listClosed() {
+    return 'ok';
+  }
+}
+
+describe("'fail-open' and 'fail-closed' on onDecision, per path", () => {
+  let app: INestApplication;
+  let store: FailingStore;
+  let events: RateLimitDecisionEvent[];
+  beforeEach(async () => {
+    events = [];
+    const clock = new FakeClock(1_700_000_000_000);
+    store = new FailingStore(new MemoryRateLimitStore({ clock }));
+    ({ app } = await createApp(
+      'express',
+      {
+        imports: [
+          RateLimitModule.forRoot({
+            store,
+            timeout: 2_000,
+            onError: () => undefined,
+            onDecision: (e) => events.push(e),
+          }),
+        ],
+        controllers: [FailingController],
+      },
+      clock,
+    ));
+  });
+  afterEach(() => app.close());
+
+  /** What onDecision was told: [policy, source, allowed, key, cost, remaining, retryAfterMs] */
+  const told = () => events.map((e) => [e.policy, e.source, e.allowed, e.key, e.cost, e.remaining, e.retryAfterMs]);
+
+  it("the store failed, the policy fails open: 'fail-open', allowed, nothing counted", async () => {
+    store.health = 'fails';
+    expect((await request(app.getHttpServer()).get('/open')).status).toBe(200);
+    expect(told()).toEqual([['open', 'fail-open', true, 'ip:127.0.0.1', 1, 5, 0]]);
+    expect(events[0]?.context).toBeDefined();
+  });
+
+  it("the store failed, a policy fails closed: 'fail-closed' with the 503's wait; its fail-open sibling 'fail-open'", async () => {
+    store.health = 'fails';
+    const res = await request(app.getHttpServer()).get('/closed');
+    expect(res.status).toBe(503);
+    expect(res.headers['retry-after']).toBe('2');
+    // The 'local' policy was never decided (the refusal came first): no event for it.
+    expect(told()).toEqual([
+      ['open', 'fail-open', true, 'ip:127.0.0.1', 1, 5, 0],
+      ['closed', 'fail-closed', false, 'ip:127.0.0.1', 1, 0, 2_000],
+    ]);
+  });
+
+  it("a key function threw: 'fail-open' for an open and for a local policy, key '' and cost 0", async () => {
+    expect((await request(app.getHttpServer()).get('/key-open')).status).toBe(200);
+    expect(told()).toEqual([
+      ['key-open', 'fail-open', true, '', 0, 5, 0],
+      ['key-local', 'fail-open', true, '', 0, 5, 0],
+    ]);
+  });
+
+  it("a key function threw, the policy fails closed: 'fail-closed', refused", async () => {
+    const res = await request(app.getHttpServer()).get('/key-closed');
+    expect(res.status).toBe(503);
+    expect(told()).toEqual([['key-closed', 'fail-closed', false, '', 0, 0, 2_000]]);
+  });
+
+  it("a list function threw, the policy fails closed: 'fail-closed', refused", async () => {
+    const res = await request(app.getHttpServer()).get('/list-closed');
+    expect(res.status).toBe(503);
+    expect(told()).toEqual([['list-closed', 'fail-closed', false, '', 0, 0, 2_000]]);
   });
 });

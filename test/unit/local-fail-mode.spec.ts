@@ -181,7 +181,7 @@ describe("failMode 'local'", () => {
     store.health = 'answers';
     for (const evaluation of taken) {
       const local = evaluation.items[0]?.policy as ResolvedPolicy;
-      expect(engine.storeOf(local)).toBe(engine.local.store);
+      expect(engine.storeOf(local, sourceAt(evaluation, 0))).toBe(engine.local.store);
       await engine.compensate(evaluation);
     }
     expect(store.calls.refund).toBe(0);

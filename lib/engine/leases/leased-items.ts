@@ -1,7 +1,7 @@
 import { elementAt } from '../../util/element-at.js';
 import type { RateLimitDecision, RateLimitDecisionSource } from '../../policy/policy.types.js';
 import type { Clock } from '../../util/clock.js';
-import { denies, type EngineItem, type Evaluation, sourceAt } from '../evaluation.js';
+import { denies, type EngineItem, type Evaluation, sourceAt, withFailed } from '../evaluation.js';
 import type { LeaseBook } from './lease-book.js';
 
 /** Whether an item may be served from a lease: a leased policy, enforced, with a cost. */
@@ -89,11 +89,14 @@ export function rejoin(
   // Spent here: 'lease'; the others as the store's evaluation says (the store, the cache of denials, local).
   const sources: RateLimitDecisionSource[] = [...split.spent.keys()].map(() => 'lease');
   for (let i = 0; i < stored.items.length; i++) sources.push(sourceAt(stored, i));
-  return {
-    items: [...split.spent.keys(), ...stored.items],
-    decisions: [...split.spent.values(), ...decisions],
-    sources,
-  };
+  return withFailed(
+    {
+      items: [...split.spent.keys(), ...stored.items],
+      decisions: [...split.spent.values(), ...decisions],
+      sources,
+    },
+    stored.failed,
+  );
 }
 
 /** A take's decision as the client sees it: what it took beyond the cost is still to spend here. */
