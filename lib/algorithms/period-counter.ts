@@ -1,4 +1,4 @@
-import { SQL_DECISION, type StepResult } from './algorithm.js';
+import { MAX_CHARGED_UNITS, SQL_DECISION, type StepResult } from './algorithm.js';
 
 /** Units counted in one period: the period's key (a window index, or a quota period's start) and the count. */
 export interface PeriodCount {
@@ -58,7 +58,18 @@ export function refundPeriod(state: PeriodCount | undefined, period: number, amo
   return count > 0 ? { period, count } : undefined;
 }
 
-/** Lua twin of stepPeriod and refundPeriod. State: { period, count }, stored by pair_encode (state-codec.lua.ts). */
+/**
+ * Takes `amount` units in `period` without deciding (a count kept for another period counts as nothing): the
+ * count may pass the limit, and later steps of the period are denied until it ends. Clamped at
+ * MAX_CHARGED_UNITS.
+ */
+export function chargePeriod(state: PeriodCount | undefined, period: number, amount: number): PeriodCount | undefined {
+  const count = state !== undefined && state.period === period ? state.count : 0;
+  const next = amount > MAX_CHARGED_UNITS - count ? Math.max(count, MAX_CHARGED_UNITS) : count + amount;
+  return next > 0 ? { period, count: next } : undefined;
+}
+
+/** Lua twin of stepPeriod, refundPeriod and chargePeriod. State: { period, count }, stored by pair_encode (state-codec.lua.ts). */
 export const periodCounterLua = `
 local function period_decode(raw)
   local p, n = pair_decode(raw)
@@ -91,10 +102,18 @@ local function period_refund(st, period, amount)
   if count > 0 then return { period, count } end
   return false
 end
+local function period_charge(st, period, amount)
+  local count = 0
+  if st and st[1] == period then count = st[2] end
+  local n = count + amount
+  if amount > ${MAX_CHARGED_UNITS} - count then n = max(count, ${MAX_CHARGED_UNITS}) end
+  if n > 0 then return { period, n } end
+  return false
+end
 `;
 
 /**
- * SQL twin of newestPeriod, stepPeriod and refundPeriod, on the state string "<period>:<count>". Inlinable SQL
+ * SQL twin of newestPeriod, stepPeriod, refundPeriod and chargePeriod, on the state string "<period>:<count>". Inlinable SQL
  * functions: the planner expands them into the statement that calls them, which is planned once per connection
  * with them. A decoded value sits in a subquery with OFFSET 0, computed once rather than once per use. States
  * are checked with `~` and split apart without the regular expression: regexp_match with capture groups
@@ -128,5 +147,14 @@ CREATE OR REPLACE FUNCTION ${S}.rl_period_refunded(st text, period bigint, amoun
 LANGUAGE sql IMMUTABLE AS $fn$
   SELECT CASE WHEN r.v[1] = period AND r.v[2] - amount > 0 THEN period::text || ':' || (r.v[2] - amount)::text END
   FROM (SELECT CASE WHEN st ~ '^-?[0-9]+:[0-9]+$' THEN string_to_array(st, ':')::bigint[] END AS v OFFSET 0) r
+$fn$;
+
+CREATE OR REPLACE FUNCTION ${S}.rl_period_charged(st text, period bigint, amount bigint) RETURNS TABLE (new_st text)
+LANGUAGE sql IMMUTABLE AS $fn$
+  SELECT CASE WHEN c.n > 0 THEN period::text || ':' || c.n::text END
+  FROM (SELECT CASE WHEN amount > ${MAX_CHARGED_UNITS} - d.n THEN greatest(d.n, ${MAX_CHARGED_UNITS}) ELSE d.n + amount END AS n
+    FROM (SELECT CASE WHEN r.v[1] = period THEN r.v[2] ELSE 0 END AS n
+      FROM (SELECT CASE WHEN st ~ '^-?[0-9]+:[0-9]+$' THEN string_to_array(st, ':')::bigint[] END AS v OFFSET 0) r
+      OFFSET 0) d OFFSET 0) c
 $fn$;
 `;

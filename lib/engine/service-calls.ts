@@ -1,3 +1,4 @@
+import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 import type { RateLimitStore, RateLimitStoreItem } from '../stores/rate-limit-store.js';
 import { elementAt } from '../util/element-at.js';
@@ -5,7 +6,7 @@ import type { DecisionEngine } from './decision-engine.js';
 import { withConcurrencyWaits } from './slot-wait.js';
 
 /**
- * RateLimitService's store operations outside decisions (peek, usage, reset, block, refund, resetAll) on the
+ * RateLimitService's store operations outside decisions (peek, usage, reset, block, refund, charge, resetAll) on the
  * engine's stores: under a store's breaker and timeout, failures reported and thrown (the caller decides), and
  * changes of stored state announced to every instance's cache of denials.
  */
@@ -58,12 +59,14 @@ export class ServiceCalls {
   }
 
   /**
-   * Runs `operation` on the items of each store (as change() does for one), all stores at once; resolves with
-   * the replies in the items' order. The quotas' store is another beside Redis with the `postgres` option.
+   * Runs `run` on the items of each store (`part`, with the policy of its first item, whose store it is), all
+   * stores at once; resolves with the replies in the items' order. The quotas' store is another beside Redis
+   * with the `postgres` option.
+   * @example await calls.eachStore(items, (part, policy) => calls.change(part, (s) => s.refund(part), policy));
    */
-  async changeEach<T>(
+  async eachStore<T>(
     items: readonly RateLimitStoreItem[],
-    operation: (store: RateLimitStore, items: readonly RateLimitStoreItem[]) => Promise<readonly T[]>,
+    run: (part: readonly RateLimitStoreItem[], policy: ResolvedPolicy) => Promise<readonly T[]>,
   ): Promise<T[]> {
     const byStore = new Map<RateLimitStore, number[]>();
     items.forEach((item, i) => {
@@ -77,11 +80,41 @@ export class ServiceCalls {
       [...byStore.values()].map(async (indexes) => {
         const part = indexes.map((i) => elementAt(items, i, 'the items of a change'));
         const first = elementAt(part, 0, 'the items of a change');
-        const answer = await this.change(part, (store) => operation(store, part), first.policy);
+        const answer = await run(part, first.policy);
         indexes.forEach((at, i) => (replies[at] = elementAt(answer, i, "the store's reply")));
       }),
     );
     return replies;
+  }
+
+  /**
+   * Takes the items' cost without deciding (RateLimitStore.charge: counted even past the limit, a debt later
+   * requests wait out), as change() runs a refund: under `policy`'s store's breaker and timeout, the change
+   * announced. A store without charge(), or a concurrency policy, is refused before the store is asked (not a
+   * store failure: the breaker does not count it), with an error that says which.
+   * @example await calls.charge([{ policy, key, cost: overrun }], policy);
+   */
+  async charge(items: readonly RateLimitStoreItem[], policy: ResolvedPolicy): Promise<RateLimitDecision[]> {
+    const store = this.engine.storeOf(policy);
+    const where = { policy: policy.name, where: 'RateLimitService' };
+    if (store.charge === undefined) {
+      throw new RateLimitPolicyError(
+        `the store (${store.constructor.name}) cannot charge an overrun: it has no charge(), so a cost known ` +
+          'after the request (reserve, then settle) cannot be counted past the estimate; use a store of the ' +
+          'module (memory, Redis, PostgreSQL) or implement charge()',
+        where,
+      );
+    }
+    const slots = items.find((item) => item.policy.algorithm === 'concurrency');
+    if (slots !== undefined) {
+      throw new RateLimitPolicyError(
+        'a concurrency limit cannot be charged: its units are requests in flight, taken when one is admitted and ' +
+          'given back when it ends, not a cost known afterwards; charge a rate limit or a quota instead',
+        { ...where, policy: slots.policy.name },
+      );
+    }
+    const charge = store.charge.bind(store);
+    return this.change(items, () => charge(items), policy);
   }
 
   /**

@@ -52,16 +52,9 @@ export class RateLimitService implements OnModuleDestroy {
 
   /** What reservations settle and cancel through: refunds and charges on each item's store. */
   private readonly stores: ReservationStore = {
-    refund: (items) => this.calls.changeEach(items, (store, part) => store.refund(part)),
-    charge: (items) =>
-      this.calls.changeEach(items, (store, part) => {
-        if (store.charge === undefined) {
-          throw new TypeError(
-            `nest-rate-limit: the store (${store.constructor.name}) cannot charge an overrun: it has no charge()`,
-          );
-        }
-        return store.charge(part);
-      }),
+    refund: (items) =>
+      this.calls.eachStore(items, (part, policy) => this.calls.change(part, (store) => store.refund(part), policy)),
+    charge: (items) => this.calls.eachStore(items, (part, policy) => this.calls.charge(part, policy)),
     now: () => this.limiter.engine.now(),
   };
 

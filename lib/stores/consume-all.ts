@@ -1,4 +1,5 @@
-import { ALGORITHM_STEPS, kernelOf, type StepResult } from '../algorithms/index.js';
+import { type Algorithm, ALGORITHM_STEPS, kernelOf, type StepResult } from '../algorithms/index.js';
+import { notChargeable } from '../algorithms/concurrency/concurrency.js';
 import { elementAt } from '../util/element-at.js';
 import type { RateLimitAlgorithm, RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 import { Blocked, blockedDecision, blockingDenial, unwrapBlock, withBlock } from './blocked-state.js';
@@ -143,9 +144,41 @@ export function peekState(policy: ResolvedPolicy, value: unknown, nowMs: number)
 
 /** Gives each item's cost back and reports the key afterwards, as peek does; a block stays. */
 export function refundAll(items: readonly RateLimitStoreItem[], nowMs: number, table: StateTable): RateLimitDecision[] {
-  return items.map(({ policy, key, cost }) => {
+  return changeAll(items, nowMs, table, (algorithm, state, { policy, cost }) =>
+    algorithm.refund(state, policy, nowMs, cost),
+  );
+}
+
+/**
+ * Takes each item's cost without deciding (RateLimitStore.charge): counted even past the limit, a debt later
+ * consumes wait out; reports the key afterwards, as peek does. A blocked key stays blocked, and is charged all
+ * the same (the units count once the block ends); a shadow item, which consumes nothing, is not charged, nor
+ * is a cost of 0. A concurrency policy cannot be charged: refused before anything is written.
+ */
+export function chargeAll(items: readonly RateLimitStoreItem[], nowMs: number, table: StateTable): RateLimitDecision[] {
+  checkChargeable(items);
+  return changeAll(items, nowMs, table, (algorithm, state, { policy, cost, shadow }) =>
+    cost > 0 && shadow !== true ? algorithm.charge(state, policy, nowMs, cost) : state,
+  );
+}
+
+/** Refuses a charge of a concurrency policy (notChargeable says why), before any store is asked. */
+export function checkChargeable(items: readonly { readonly policy: ResolvedPolicy }[]): void {
+  const slots = items.find(({ policy }) => policy.algorithm === 'concurrency');
+  if (slots !== undefined) throw new TypeError(notChargeable(slots.policy.name));
+}
+
+/** Changes each item's state (a refund or a charge) and reports the key afterwards, as peek does; a block stays. */
+function changeAll(
+  items: readonly RateLimitStoreItem[],
+  nowMs: number,
+  table: StateTable,
+  change: (algorithm: Algorithm<unknown>, state: unknown, item: RateLimitStoreItem) => unknown,
+): RateLimitDecision[] {
+  return items.map((item) => {
+    const { policy, key } = item;
     const [stored, untilMs] = unwrapBlock(table.get(key, policy.algorithm));
-    const state = ALGORITHM_STEPS[kernelOf(policy)].refund(stored, policy, nowMs, cost);
+    const state = change(ALGORITHM_STEPS[kernelOf(policy)], stored, item);
     const peeked = peekState(policy, state, nowMs);
     const [value, ttlMs] = withBlock(state, peeked.resetMs, untilMs, nowMs);
     table.set(key, policy.algorithm, value, ttlMs);

@@ -10,7 +10,7 @@ import { RateLimitStoreReplyError } from './store-defects.js';
  * order of `items`. `from` names the store in the error of a bad reply.
  */
 export function decisionsFromReply(
-  op: 'consume' | 'peek' | 'refund',
+  op: 'consume' | 'peek' | 'refund' | 'charge',
   items: readonly { policy: ResolvedPolicy; cost?: number; upTo?: number }[],
   reply: unknown,
   from: string,

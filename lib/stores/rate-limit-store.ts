@@ -56,8 +56,10 @@ export interface RateLimitStore {
   /** Gives each item's `cost` back, never beyond the policy's capacity; returns the state afterwards, as peek. */
   refund(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]>;
   /**
-   * Takes each item's `cost` without deciding: counted even past the limit (a debt that later requests wait out,
-   * as they would wait for the units to come back). Returns each key's state afterwards, as peek does.
+   * Takes each item's `cost` without deciding: counted even past the limit (a debt that later requests wait
+   * out, as they would wait for the units to come back). Returns each key's state afterwards, as peek does.
+   * A blocked key stays blocked and is charged all the same; a shadow item is not charged; a concurrency policy
+   * cannot be charged (rejected). Stores that cannot charge leave it out; the module then says so.
    */
   charge?(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]>;
   /** Forgets the items' state, blocks included. */

@@ -4,6 +4,7 @@ import { clusterTarget } from '../support/store-targets.js';
 import { conformanceSuite } from '../conformance/conformance-suite.js';
 import { shadowSuite } from '../conformance/shadow-suite.js';
 import { blockSuite } from '../conformance/block-suite.js';
+import { chargeSuite } from '../conformance/charge-suite.js';
 
 // One Cluster for every target (each has a key prefix of its own), reached through each client package.
 let cluster: TestCluster;
@@ -16,4 +17,5 @@ for (const kind of REDIS_CLIENTS) {
   conformanceSuite(clusterTarget(kind, () => cluster));
   shadowSuite(clusterTarget(kind, () => cluster));
   blockSuite(clusterTarget(kind, () => cluster));
+  chargeSuite(clusterTarget(kind, () => cluster));
 }

@@ -1,4 +1,5 @@
 import { blockSuite } from '../conformance/block-suite.js';
+import { chargeSuite } from '../conformance/charge-suite.js';
 import { conformanceSuite } from '../conformance/conformance-suite.js';
 import { shadowSuite } from '../conformance/shadow-suite.js';
 import { postgresTarget } from '../support/store-targets.js';
@@ -8,3 +9,5 @@ conformanceSuite(postgresTarget());
 shadowSuite(postgresTarget());
 
 blockSuite(postgresTarget());
+
+chargeSuite(postgresTarget());

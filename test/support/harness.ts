@@ -17,6 +17,7 @@ export function limiter(policy: RateLimitPolicy, startMs = TEST_START_MS) {
     consume: (cost = 1, key = 'k') => one(store.consume([{ policy: resolved, key, cost }])),
     peek: (key = 'k') => one(store.peek([{ policy: resolved, key }])),
     refund: (amount: number, key = 'k') => one(store.refund([{ policy: resolved, key, cost: amount }])),
+    charge: (amount: number, key = 'k') => one(store.charge([{ policy: resolved, key, cost: amount }])),
     async consumeTimes(n: number, cost = 1): Promise<RateLimitDecision[]> {
       const out: RateLimitDecision[] = [];
       for (let i = 0; i < n; i++) out.push(await this.consume(cost));

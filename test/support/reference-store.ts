@@ -155,6 +155,24 @@ export class ReferenceStore implements RateLimitStore {
     });
   }
 
+  /**
+   * Takes each item's cost without deciding (past the limit), one item after another, keeping a block; a
+   * shadow item (which consumes nothing) and a cost of 0 take nothing; a concurrency limit cannot be charged.
+   * Reports each key as peek does.
+   */
+  async charge(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
+    const slots = items.find((item) => item.policy.algorithm === 'concurrency');
+    if (slots !== undefined) throw new TypeError(`policy "${slots.policy.name}" is a concurrency limit`);
+    const nowMs = this.clock.now();
+    return items.map((item) => {
+      const entry = this.entries.get(this.idOf(item.policy, item.key));
+      const charged = item.cost > 0 && item.shadow !== true;
+      const state = charged ? stepOf(item.policy).charge(entry?.state, item.policy, nowMs, item.cost) : entry?.state;
+      this.write(item, state, entry !== undefined && entry.blockedUntilMs > nowMs ? entry.blockedUntilMs : 0);
+      return this.standing(item.policy, this.entries.get(this.idOf(item.policy, item.key)), nowMs);
+    });
+  }
+
   async reset(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<void> {
     for (const { policy, key } of items) this.entries.delete(this.idOf(policy, key));
   }

@@ -1,3 +1,5 @@
+import { Redis } from 'ioredis';
+
 import type { Clock } from '../../lib/util/clock.js';
 import { MemoryRateLimitStore } from '../../lib/stores/memory/memory.store.js';
 import type { RateLimitStore } from '../../lib/stores/rate-limit-store.js';
@@ -14,6 +16,12 @@ export interface StoreTarget {
   setup(): Promise<void>;
   teardown(): Promise<void>;
   make(clock: Clock): RateLimitStore;
+  /**
+   * How long each key (row) the target's stores hold has left, in ms from `nowMs` (the stores' fake clock, for
+   * a store that expires on it; Redis' PTTL, -1 for a key without expiry): for a target whose expiry a test
+   * can see from outside the store.
+   */
+  expiries?(nowMs: number, policyId: string): Promise<number[]>;
 }
 
 let runs = 0;
@@ -40,6 +48,16 @@ export function redisTarget(kind: RedisClientKind = IOREDIS): StoreTarget & { re
     async teardown() {
       await client?.close();
       await redis?.stop();
+    },
+    async expiries(_nowMs, policyId) {
+      const admin = new Redis({ port: (redis as TestRedis).port, lazyConnect: true });
+      try {
+        await admin.connect();
+        const keys = await admin.keys(`*{${policyId}:*`);
+        return await Promise.all(keys.map((key) => admin.pttl(key)));
+      } finally {
+        admin.disconnect();
+      }
     },
     // A key prefix per run keeps runs apart; a long TTL slack keeps Redis' own (real-time) expiry out of
     // sequences whose fake clock stands still.
@@ -97,6 +115,14 @@ export function postgresTarget(): StoreTarget & { schema(): TestSchema } {
     async teardown() {
       await Promise.all(stores.map((store) => store.close()));
       await schema?.drop();
+    },
+    async expiries(nowMs, policyId) {
+      const { pool, schema: name } = schema as TestSchema;
+      const rows = await pool.query<{ expires_at: string }>(
+        `SELECT expires_at FROM "${name}".rate_limit_state WHERE strpos(key, $1) > 0`,
+        [`{${policyId}:`],
+      );
+      return rows.rows.map((row) => Number(row.expires_at) - nowMs);
     },
     make: (clock) => {
       const store = new PostgresRateLimitStore({

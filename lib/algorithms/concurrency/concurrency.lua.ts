@@ -5,4 +5,6 @@
 export const concurrencyLua = `
 local CONC = make_SWL()
 function CONC.refund(st, limit, w, cap, now, amount) return CONC.refund_from(st, w, now, amount, true) end
+-- not the log's: a concurrency limit cannot be charged (concurrency.ts' notChargeable), which the dispatcher refuses
+CONC.charge = nil
 `;

@@ -40,4 +40,18 @@ export const concurrency: Algorithm<ConcurrencyState> = {
     const kept = entries.filter(([, c]) => c > 0);
     return kept.length > 0 ? kept : undefined;
   },
+
+  /** A slot is taken by a request that is admitted and given back when it ends: no overrun to charge. */
+  charge(_state, policy) {
+    throw new TypeError(notChargeable(policy.name));
+  },
 };
+
+/**
+ * Why a concurrency policy cannot be charged, for the error every store and the engine throw: its units are
+ * requests in flight, not a cost known afterwards.
+ */
+export const notChargeable = (policy: string): string =>
+  `nest-rate-limit: policy "${policy}" is a concurrency limit, which cannot be charged: its units are requests ` +
+  'in flight, taken when one is admitted and given back when it ends, so there is no overrun to charge. Charge ' +
+  'a rate limit or a quota instead';

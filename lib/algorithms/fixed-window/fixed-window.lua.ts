@@ -47,6 +47,9 @@ end
 function FW.refund(st, limit, window, cap, now, amount)
   return period_refund(st, period_newest(st, floor(now / window)), amount)
 end
+function FW.charge(st, limit, window, cap, now, amount)
+  return period_charge(st, period_newest(st, floor(now / window)), amount)
+end
 `;
 
 /**
@@ -65,5 +68,8 @@ function FWF.step(st, limit, window, cap, now, cost)
 end
 function FWF.refund(st, limit, window, cap, now, amount)
   return period_refund(st, fwf_start(st, window, now), amount)
+end
+function FWF.charge(st, limit, window, cap, now, amount)
+  return period_charge(st, fwf_start(st, window, now), amount)
 end
 `;

@@ -18,6 +18,12 @@ LANGUAGE sql IMMUTABLE AS $fn$
   SELECT * FROM ${S}.rl_period_refunded(st, ${S}.rl_period_newest(st, now_ms / w), amount)
 $fn$;
 
+CREATE OR REPLACE FUNCTION ${S}.rl_fw_charged(st text, w bigint, now_ms bigint, amount bigint)
+RETURNS TABLE (new_st text)
+LANGUAGE sql IMMUTABLE AS $fn$
+  SELECT * FROM ${S}.rl_period_charged(st, ${S}.rl_period_newest(st, now_ms / w), amount)
+$fn$;
+
 -- anchor 'first-request' (fixedWindowFromFirstRequest): the period is the window's start, in ms
 CREATE OR REPLACE FUNCTION ${S}.rl_fwf_start(st text, w bigint, now_ms bigint) RETURNS bigint
 LANGUAGE sql IMMUTABLE AS $fn$
@@ -36,5 +42,11 @@ CREATE OR REPLACE FUNCTION ${S}.rl_fwf_refunded(st text, w bigint, now_ms bigint
 RETURNS TABLE (new_st text)
 LANGUAGE sql IMMUTABLE AS $fn$
   SELECT * FROM ${S}.rl_period_refunded(st, ${S}.rl_fwf_start(st, w, now_ms), amount)
+$fn$;
+
+CREATE OR REPLACE FUNCTION ${S}.rl_fwf_charged(st text, w bigint, now_ms bigint, amount bigint)
+RETURNS TABLE (new_st text)
+LANGUAGE sql IMMUTABLE AS $fn$
+  SELECT * FROM ${S}.rl_period_charged(st, ${S}.rl_fwf_start(st, w, now_ms), amount)
 $fn$;
 `;

@@ -1,5 +1,5 @@
 import { type Algorithm } from '../algorithm.js';
-import { newestPeriod, type PeriodCount, refundPeriod, stepPeriod } from '../period-counter.js';
+import { chargePeriod, newestPeriod, type PeriodCount, refundPeriod, stepPeriod } from '../period-counter.js';
 
 /** One counter per clock-aligned window: `period` is the window index `floor(now / windowMs)`. */
 export type FixedWindowState = PeriodCount;
@@ -17,6 +17,11 @@ export const fixedWindow: Algorithm<FixedWindowState> = {
 
   refund(state, policy, nowMs, amount) {
     return refundPeriod(state, newestPeriod(state, Math.floor(nowMs / policy.windowMs)), amount);
+  },
+
+  /** Counted in the window a step would count in, past the limit: the window is spent until it ends. */
+  charge(state, policy, nowMs, amount) {
+    return chargePeriod(state, newestPeriod(state, Math.floor(nowMs / policy.windowMs)), amount);
   },
 };
 
@@ -42,5 +47,10 @@ export const fixedWindowFromFirstRequest: Algorithm<FixedWindowState> = {
 
   refund(state, policy, nowMs, amount) {
     return refundPeriod(state, windowStart(state, policy.windowMs, nowMs), amount);
+  },
+
+  /** Counted in the key's window (or one that starts now), past the limit: it is spent until it ends. */
+  charge(state, policy, nowMs, amount) {
+    return chargePeriod(state, windowStart(state, policy.windowMs, nowMs), amount);
   },
 };

@@ -126,6 +126,22 @@ local function gcra_twin(per_plan)
     local _, written = gcra_tat(st, limit)
     return state_of(st, now_us + lead - back, written, lead)
   end
+  -- past the burst (a debt), the lead clamped at MAX_LEAD_US; a key still counting in the time of the limit it
+  -- was written with, which it keeps, a lapsed one at the policy's
+  function G.charge(st, limit, w, cap, now, amount)
+    local now_us, t = now * 1000, gcra_emission(limit, w)
+    local lead, tw = standing(st, now_us, limit, w, t)
+    local written = limit
+    if lead > 0 then
+      local _
+      _, written = gcra_tat(st, limit)
+    else
+      tw = t
+    end
+    local nxt = lead + amount * tw
+    if amount > floor(max(0, MAX_LEAD_US - lead) / tw) then nxt = max(lead, MAX_LEAD_US) end
+    return state_of(st, now_us + nxt, written, lead)
+  end
   return G
 end
 `;

@@ -97,6 +97,24 @@ export function makeGcra(perPlan: boolean): Algorithm<GcraState> {
       if (back >= lead) return undefined;
       return written(nowUs + lead - back, state.limit ?? policy.limit, perPlan || state.limit !== undefined);
     },
+
+    /**
+     * Moves the TAT ahead by amount × T even past the burst (a debt): steps are denied until it is at most
+     * (burst − cost) × T ahead. A key still counting is charged in the time of the limit it was written with,
+     * which it keeps (as refund gives back); a lapsed one at the policy's. The lead is clamped at MAX_LEAD_US,
+     * the bound that keeps every sum of the step below 2^53 (a lead already beyond, from a clock ahead, stays).
+     */
+    charge(state, policy, nowMs, amount) {
+      const nowUs = nowMs * 1000;
+      const t = emissionUs(policy.limit, policy.windowMs);
+      const { lead, tWritten } = standing(state, nowUs, policy.limit, policy.windowMs, t);
+      const counting = lead > 0;
+      const tw = counting ? tWritten : t;
+      const next =
+        amount > Math.floor(Math.max(0, MAX_LEAD_US - lead) / tw) ? Math.max(lead, MAX_LEAD_US) : lead + amount * tw;
+      const limit = counting ? (state?.limit ?? policy.limit) : policy.limit;
+      return written(nowUs + next, limit, perPlan || (counting && state?.limit !== undefined));
+    },
   };
 }
 

@@ -13,4 +13,7 @@ end
 function QUOTA.refund(st, limit, start, finish, now, amount)
   return period_refund(st, period_newest(st, start), amount)
 end
+function QUOTA.charge(st, limit, start, finish, now, amount)
+  return period_charge(st, period_newest(st, start), amount)
+end
 `;

@@ -17,4 +17,9 @@ CREATE OR REPLACE FUNCTION ${S}.rl_quota_refunded(st text, start_ms bigint, amou
 LANGUAGE sql IMMUTABLE AS $fn$
   SELECT * FROM ${S}.rl_period_refunded(st, start_ms, amount)
 $fn$;
+
+CREATE OR REPLACE FUNCTION ${S}.rl_quota_charged(st text, start_ms bigint, amount bigint) RETURNS TABLE (new_st text)
+LANGUAGE sql IMMUTABLE AS $fn$
+  SELECT * FROM ${S}.rl_period_charged(st, start_ms, amount)
+$fn$;
 `;

@@ -1,6 +1,6 @@
 import type { ResolvedPolicy } from '../../policy/policy.types.js';
 import { type Algorithm } from '../algorithm.js';
-import { newestPeriod, type PeriodCount, refundPeriod, stepPeriod } from '../period-counter.js';
+import { chargePeriod, newestPeriod, type PeriodCount, refundPeriod, stepPeriod } from '../period-counter.js';
 import { quotaPeriodAt } from './quota-period.js';
 
 /** Units used in the calendar period that starts at `period` (ms since the epoch). */
@@ -43,5 +43,10 @@ export const quota: Algorithm<QuotaState> = {
 
   refund(state, policy, nowMs, amount) {
     return refundPeriod(state, newestPeriod(state, periodOf(policy, nowMs).startMs), amount);
+  },
+
+  /** Used in the period a step would count in, past the limit: the period is spent until it ends. */
+  charge(state, policy, nowMs, amount) {
+    return chargePeriod(state, newestPeriod(state, periodOf(policy, nowMs).startMs), amount);
   },
 };

@@ -1,3 +1,5 @@
+import { MAX_CHARGED_UNITS } from '../algorithm.js';
+
 /**
  * Lua twin of sliding-window-counter.ts. State: window index, current and previous counts, stored by
  * triple_encode (state-codec.lua.ts).
@@ -60,6 +62,15 @@ function SWC.refund(st, limit, w, cap, now, amount)
   local next_previous = max(0, previous - (amount - from_current))
   local next_current = current - from_current
   if next_current > 0 or next_previous > 0 then return { index, next_current, next_previous } end
+  return false
+end
+function SWC.charge(st, limit, w, cap, now, amount)
+  local index = swc_newest(st, w, now)
+  local current, previous = swc_normalize(st, index)
+  local most = floor(${MAX_CHARGED_UNITS} / w)
+  local nxt = current + amount
+  if amount > most - current then nxt = max(current, most) end
+  if nxt > 0 or previous > 0 then return { index, nxt, previous } end
   return false
 end
 `;

@@ -1,4 +1,4 @@
-import { NEVER_FITS, SQL_DECISION } from '../algorithm.js';
+import { MAX_CHARGED_UNITS, NEVER_FITS, SQL_DECISION } from '../algorithm.js';
 
 /**
  * SQL twin of sliding-window-counter.ts. State string: "<window index>:<current>:<previous>". rl_swc_window
@@ -47,6 +47,16 @@ RETURNS TABLE (new_st text)
 LANGUAGE sql IMMUTABLE AS $fn$
   SELECT CASE WHEN n.nc > 0 OR n.np > 0 THEN n.idx::text || ':' || n.nc::text || ':' || n.np::text END
   FROM (SELECT k.idx, k.cur - least(k.cur, amount) AS nc, greatest(0, k.prev - (amount - least(k.cur, amount))) AS np
+    FROM ${S}.rl_swc_window(st, w, now_ms) k OFFSET 0) n
+$fn$;
+
+-- counted past the limit, up to ${MAX_CHARGED_UNITS} / w in the window
+CREATE OR REPLACE FUNCTION ${S}.rl_swc_charged(st text, w bigint, now_ms bigint, amount bigint)
+RETURNS TABLE (new_st text)
+LANGUAGE sql IMMUTABLE AS $fn$
+  SELECT CASE WHEN n.nc > 0 OR n.prev > 0 THEN n.idx::text || ':' || n.nc::text || ':' || n.prev::text END
+  FROM (SELECT k.idx, k.prev, CASE WHEN amount > ${MAX_CHARGED_UNITS} / w - k.cur THEN greatest(k.cur, ${MAX_CHARGED_UNITS} / w)
+      ELSE k.cur + amount END AS nc
     FROM ${S}.rl_swc_window(st, w, now_ms) k OFFSET 0) n
 $fn$;
 `;

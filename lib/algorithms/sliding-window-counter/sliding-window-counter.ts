@@ -1,4 +1,4 @@
-import { type Algorithm, type StepResult } from '../algorithm.js';
+import { type Algorithm, MAX_CHARGED_UNITS, type StepResult } from '../algorithm.js';
 
 /** Counts of the current clock-aligned window (`window` is its index) and of the one before it. */
 export interface SlidingWindowCounterState {
@@ -76,5 +76,19 @@ export const slidingWindowCounter: Algorithm<SlidingWindowCounterState> = {
     return nextCurrent > 0 || nextPrevious > 0
       ? { window: index, current: nextCurrent, previous: nextPrevious }
       : undefined;
+  },
+
+  /**
+   * Counts `amount` in the window a step would count in, past the limit: the estimate stays above the limit
+   * until this window's weight has decayed in the next one (the step's retryAfterMs counts that down). The
+   * window's count is clamped at MAX_CHARGED_UNITS / windowMs.
+   */
+  charge(state, policy, nowMs, amount) {
+    const w = policy.windowMs;
+    const [index] = newest(state, w, nowMs);
+    const [current, previous] = normalize(state, index);
+    const most = Math.floor(MAX_CHARGED_UNITS / w);
+    const next = amount > most - current ? Math.max(current, most) : current + amount;
+    return next > 0 || previous > 0 ? { window: index, current: next, previous } : undefined;
   },
 };

@@ -1,3 +1,5 @@
+import { MAX_CHARGED_UNITS } from '../algorithm.js';
+
 /**
  * Lua twin of sliding-window-log.ts. State: entries (time ms, cost), oldest first, stored by log_encode (state-codec.lua.ts).
  * A state is a pair of arrays { times, costs }.
@@ -86,4 +88,22 @@ function SWL.refund_from(st, w, now, amount, oldest_first)
   return false
 end
 function SWL.refund(st, limit, w, cap, now, amount) return SWL.refund_from(st, w, now, amount, false) end
+function SWL.charge(st, limit, w, cap, now, amount)
+  local at = swl_key_time(st, now)
+  local times, costs = swl_alive(st, w, at)
+  local used = 0
+  for i = 1, #costs do used = used + costs[i] end
+  local added = min(amount, max(0, ${MAX_CHARGED_UNITS} - used))
+  if added > 0 then
+    local last = #times
+    if last > 0 and times[last] == at then
+      costs[last] = costs[last] + added
+    else
+      times[last + 1] = at
+      costs[last + 1] = added
+    end
+  end
+  if #times > 0 then return { times, costs } end
+  return false
+end
 `;

@@ -1,4 +1,4 @@
-import { NEVER_FITS } from '../algorithm.js';
+import { MAX_CHARGED_UNITS, NEVER_FITS } from '../algorithm.js';
 
 /**
  * PL/pgSQL twin of sliding-window-log.ts. State string: "<time ms>:<cost>,<time ms>:<cost>,..." oldest first.
@@ -104,4 +104,26 @@ END $fn$;
 
 CREATE OR REPLACE FUNCTION ${S}.rl_swl_refunded(st text, w bigint, now_ms bigint, amount bigint) RETURNS text
 LANGUAGE sql IMMUTABLE AS $fn$ SELECT ${S}.rl_swl_refunded_from(st, w, now_ms, amount, false) $fn$;
+
+-- logs an entry of amount at the key's time, past the limit (the live units up to ${MAX_CHARGED_UNITS})
+CREATE OR REPLACE FUNCTION ${S}.rl_swl_charged(st text, w bigint, now_ms bigint, amount bigint) RETURNS text
+LANGUAGE plpgsql IMMUTABLE AS $fn$
+DECLARE
+  at_ms bigint := ${S}.rl_swl_key_time(st, now_ms);
+  live record := ${S}.rl_swl_live(st, w, at_ms);
+  times bigint[] := live.times;
+  costs bigint[] := live.costs;
+  n int := cardinality(live.times);
+  used bigint := 0;
+  added bigint;
+BEGIN
+  FOR i IN 1..n LOOP used := used + costs[i]; END LOOP;
+  added := least(amount, greatest(0, ${MAX_CHARGED_UNITS} - used));
+  IF added > 0 AND n > 0 AND times[n] = at_ms THEN
+    costs[n] := costs[n] + added;
+  ELSIF added > 0 THEN
+    n := n + 1; times[n] := at_ms; costs[n] := added;
+  END IF;
+  RETURN ${S}.rl_swl_join(times, costs, false);
+END $fn$;
 `;

@@ -1,5 +1,5 @@
 import { elementAt } from '../../util/element-at.js';
-import { type Algorithm, type StepResult } from '../algorithm.js';
+import { type Algorithm, MAX_CHARGED_UNITS, type StepResult } from '../algorithm.js';
 
 /** Entries `[timeMs, cost]` of the requests admitted in the last window, oldest first, one per millisecond. */
 export type SlidingWindowLogState = readonly (readonly [timeMs: number, cost: number])[];
@@ -62,6 +62,21 @@ export const slidingWindowLog: Algorithm<SlidingWindowLogState> = {
     }
     const kept = entries.filter(([, c]) => c > 0);
     return kept.length > 0 ? kept : undefined;
+  },
+
+  /**
+   * Logs an entry of `amount` at the key's time, past the limit: steps are denied until enough of the log has
+   * left the window (the step's retryAfterMs waits for the entry that frees enough). The live units are
+   * clamped at MAX_CHARGED_UNITS.
+   */
+  charge(state, policy, nowMs, amount) {
+    const atMs = keyTime(state, nowMs);
+    const live = alive(state, policy.windowMs, atMs);
+    let used = 0;
+    for (const [, c] of live) used += c;
+    const added = Math.min(amount, Math.max(0, MAX_CHARGED_UNITS - used));
+    const next = added > 0 ? append(live, atMs, added) : live;
+    return next.length > 0 ? next : undefined;
   },
 };
 

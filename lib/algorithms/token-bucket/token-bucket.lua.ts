@@ -1,3 +1,5 @@
+import { MAX_TAKEN } from './token-bucket.js';
+
 /**
  * Lua twin of token-bucket.ts. State: the time in ms the units were counted at, the units taken scaled by
  * window_ms and the limit they were written with, stored by rated_encode (state-codec.lua.ts); a state of an
@@ -36,6 +38,13 @@ end
 function TB.refund(st, limit, w, cap, now, amount)
   local taken, at = tb_taken(st, limit, now)
   local nxt = max(0, taken - amount * w)
+  if nxt > 0 then return { nxt, at, limit } end
+  return false
+end
+function TB.charge(st, limit, w, cap, now, amount)
+  local taken, at = tb_taken(st, limit, now)
+  local nxt = taken + amount * w
+  if amount > floor(max(0, ${MAX_TAKEN} - taken) / w) then nxt = max(taken, ${MAX_TAKEN}) end
   if nxt > 0 then return { nxt, at, limit } end
   return false
 end

@@ -1,4 +1,4 @@
-import { type Algorithm, type StepResult } from '../algorithm.js';
+import { type Algorithm, MAX_CHARGED_UNITS, type StepResult } from '../algorithm.js';
 import { ceilDiv } from '../../util/integer-math.js';
 
 /**
@@ -59,7 +59,25 @@ export const tokenBucket: Algorithm<TokenBucketState> = {
     const next = Math.max(0, taken - amount * policy.windowMs);
     return next > 0 ? { taken: next, atMs, limit: policy.limit } : undefined;
   },
+
+  /**
+   * Takes `amount` tokens even from an empty bucket: taken may pass the capacity, and steps are denied until it
+   * has drained below `capacity − cost` (their retryAfterMs counts that down). Clamped at MAX_TAKEN.
+   */
+  charge(state, policy, nowMs, amount) {
+    const { taken, atMs } = counted(state, policy.limit, nowMs);
+    const w = policy.windowMs;
+    const next =
+      amount > Math.floor(Math.max(0, MAX_TAKEN - taken) / w) ? Math.max(taken, MAX_TAKEN) : taken + amount * w;
+    return next > 0 ? { taken: next, atMs, limit: policy.limit } : undefined;
+  },
 };
+
+/**
+ * The most units (scaled by windowMs) a charge leaves taken: twice MAX_CHARGED_UNITS, so that a step's sums
+ * (taken + cost × windowMs, with capacity × windowMs <= 2^51) stay below 2^53.
+ */
+export const MAX_TAKEN = 2 * MAX_CHARGED_UNITS;
 
 /**
  * Units taken at `nowMs`, the time they are counted at and the rate they drain at until the next write (the

@@ -1,6 +1,6 @@
 import { type Clock, systemClock } from '../../util/clock.js';
 import type { RateLimitDecision } from '../../policy/policy.types.js';
-import { blockAll, consumeAll, peekState, refundAll, type StateTable } from '../consume-all.js';
+import { blockAll, chargeAll, consumeAll, peekState, refundAll, type StateTable } from '../consume-all.js';
 import type { RateLimitStore, RateLimitStoreItem } from '../rate-limit-store.js';
 import { checkKeyPrefix, type IdentityOptions, StoredIdentities } from '../storage-key.js';
 
@@ -115,6 +115,12 @@ export class MemoryRateLimitStore implements RateLimitStore {
   async refund(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
     this.nowMs = this.clock.now();
     return refundAll(this.keyed(items), this.nowMs, this.table);
+  }
+
+  /** Takes each item's cost without deciding, past the limit (consume-all.ts' chargeAll). */
+  async charge(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
+    this.nowMs = this.clock.now();
+    return chargeAll(this.keyed(items), this.nowMs, this.table);
   }
 
   async reset(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<void> {

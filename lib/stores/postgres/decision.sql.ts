@@ -53,4 +53,18 @@ LANGUAGE sql IMMUTABLE AS $fn$
   UNION ALL SELECT ${S}.rl_conc_refunded(st, w, now_ms, amount) WHERE ${algoIs('concurrency')}
   UNION ALL SELECT * FROM ${S}.rl_fwf_refunded(st, w, now_ms, amount) WHERE ${algoIs('fixed-window-first-request')}
 $fn$;
+
+-- a charge (rate_limit_charge_v1): no branch for concurrency, which cannot be charged and is refused before
+CREATE OR REPLACE FUNCTION ${S}.rl_algo_charged_v4(algo int, st text, lim bigint, w bigint, cap bigint, now_ms bigint,
+  amount bigint) RETURNS TABLE (new_st text)
+LANGUAGE sql IMMUTABLE AS $fn$
+  SELECT * FROM ${S}.rl_fw_charged(st, w, now_ms, amount) WHERE ${algoIs('fixed-window')}
+  UNION ALL SELECT ${S}.rl_swl_charged(st, w, now_ms, amount) WHERE ${algoIs('sliding-window-log')}
+  UNION ALL SELECT * FROM ${S}.rl_swc_charged(st, w, now_ms, amount) WHERE ${algoIs('sliding-window-counter')}
+  UNION ALL SELECT * FROM ${S}.rl_bucket_charged_v3(st, algo, lim, w, cap, now_ms, amount) WHERE ${algoIs('token-bucket')}
+  UNION ALL SELECT * FROM ${S}.rl_gcra_charged_v4(st, algo = ${GCRA_CODES[1]}, lim, w, cap, now_ms, amount)
+    WHERE ${algoIs('gcra', 'gcra-per-plan')}
+  UNION ALL SELECT * FROM ${S}.rl_quota_charged(st, w, amount) WHERE ${algoIs('quota')}
+  UNION ALL SELECT * FROM ${S}.rl_fwf_charged(st, w, now_ms, amount) WHERE ${algoIs('fixed-window-first-request')}
+$fn$;
 `;

@@ -98,6 +98,55 @@ BEGIN
   -- consume${consumeItemsSql(S)}
 END $fn$;
 
+-- Takes each item's cost without deciding (RateLimitStore.charge): counted even past the limit, a debt later
+-- consumes wait out; returns ${W} bigints per item, as a peek (rl_standing_v4) of the key afterwards. A block
+-- stays (the units charged count once it ends); a shadow item, or a cost of 0, is not charged; a concurrency
+-- limit cannot be charged (refused: no twin charges slots). Same parameters as rate_limit_v4 without op and
+-- blocks. A function of its own rather than an op of rate_limit_v4: an instance of an earlier version that
+-- migrates again during a rolling deploy recreates rate_limit_v4 as it knew it, which would decide a 'charge'
+-- as a consume; it leaves a function it never knew alone.
+CREATE OR REPLACE FUNCTION ${S}.rate_limit_charge_v4(now_in bigint, slack bigint, keys text[], algos int[],
+  lims bigint[], ws bigint[], caps bigint[], costs bigint[], shadows boolean[]) RETURNS bigint[]
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $fn$
+DECLARE
+  now_ms bigint := coalesce(now_in, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint);
+  n int := coalesce(array_length(keys, 1), 0);
+  working text[];
+  untils bigint[];
+  st text;
+  l record;
+  r record;
+  first int;
+  res bigint[] := '{}';
+BEGIN
+  IF ${ALGORITHM_CODES.concurrency} = ANY(algos) THEN
+    RAISE EXCEPTION 'nest-rate-limit: a concurrency limit cannot be charged';
+  END IF;
+  PERFORM pg_advisory_xact_lock(hashtextextended(u, 0)) FROM unnest(keys) AS u ORDER BY u;
+  working := array_fill(NULL::text, ARRAY[n]);
+  untils := array_fill(0::bigint, ARRAY[n]);
+  FOR i IN 1..n LOOP
+    -- the first item of a key reads it; later items of the same key take the state the ones before left
+    first := i;
+    FOR j IN 1..i - 1 LOOP IF keys[j] = keys[i] THEN first := j; EXIT; END IF; END LOOP;
+    IF first = i THEN
+      l := ${S}.rl_load_state(keys[i], algos[i], ws[i], caps[i], now_ms);
+      st := l.st; untils[i] := l.until_ms; ws[i] := l.w_ms; caps[i] := l.cap_ms;
+    ELSE
+      st := working[first]; untils[i] := untils[first];
+      IF algos[i] = ${ALGORITHM_CODES.quota} THEN ws[i] := ws[first]; caps[i] := caps[first]; END IF;
+    END IF;
+    IF costs[i] > 0 AND NOT coalesce(shadows[i], false) THEN
+      SELECT x.new_st INTO st FROM ${S}.rl_algo_charged_v4(algos[i], st, lims[i], ws[i], caps[i], now_ms, costs[i]) x;
+    END IF;
+    working[first] := st;
+    SELECT * INTO r FROM ${S}.rl_algo_decision_v4(algos[i], st, lims[i], ws[i], caps[i], now_ms, 0);
+    PERFORM ${S}.rl_save_state(algos[i], keys[i], st, r.reset_ms, slack, now_ms, lims[i], ws[i], caps[i], untils[i]);
+    res := res || ${S}.rl_standing_v4(algos[i], st, lims[i], ws[i], caps[i], now_ms, untils[i]);
+  END LOOP;
+  RETURN res;
+END $fn$;
+
 -- The entry points of the earlier schemas, for their instances during a rolling deploy.
 CREATE OR REPLACE FUNCTION ${S}.rate_limit_v3(op text, now_in bigint, slack bigint, keys text[], algos int[],
   lims bigint[], ws bigint[], caps bigint[], costs bigint[], shadows boolean[], blocks bigint[]) RETURNS bigint[]

@@ -2,6 +2,7 @@ import type { Pool } from 'pg';
 
 import { type Clock, systemClock } from '../../util/clock.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../../policy/policy.types.js';
+import { checkChargeable } from '../consume-all.js';
 import { decisionsFromReply } from '../decisions.js';
 import type {
   RateLimitStore,
@@ -40,7 +41,7 @@ const CONSUMES_IN_FLIGHT = 2;
  * allows (and the block that a denial starts, in the same statement). Consumes that arrive while the store's
  * statements are busy go out together, one statement deciding many requests
  * (`SELECT rate_limit_consume_v4(...)`); peek, refund, reset, block and unblock go through
- * `SELECT rate_limit_v4(...)`. Rows carry their expiry, are never read once expired, and are deleted in the
+ * `SELECT rate_limit_v4(...)`, a charge through `SELECT rate_limit_charge_v4(...)`. Rows carry their expiry, are never read once expired, and are deleted in the
  * background in small batches.
  * @example const store = new PostgresRateLimitStore({ pool: new Pool({ connectionString }) }); await store.migrate();
  */
@@ -116,6 +117,15 @@ export class PostgresRateLimitStore implements RateLimitStore {
 
   refund(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
     return this.decide('refund', items);
+  }
+
+  /** Takes each item's cost without deciding, past the limit: one rate_limit_charge_v4 statement. */
+  async charge(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
+    checkChargeable(items);
+    if (items.length === 0) return [];
+    const now = this.now();
+    const reply = await this.statements.charge(itemColumns(items, this.identities, now), now);
+    return decisionsFromReply('charge', items, reply, 'PostgreSQL');
   }
 
   async reset(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<void> {

@@ -7,7 +7,7 @@ import type { StoredIdentities } from '../storage-key.js';
 
 /** One call of the script on the items of one slot ('check' decides as 'consume' would, writing nothing). */
 export type RunInSlot = (
-  op: 'consume' | 'check' | 'peek' | 'refund',
+  op: 'consume' | 'check' | 'peek' | 'refund' | 'charge',
   part: readonly StoreCallItem[],
 ) => Promise<RateLimitDecision[]>;
 
@@ -44,9 +44,9 @@ function place(out: RateLimitDecision[], group: readonly number[], decisions: re
   group.forEach((i, j) => (out[i] = elementAt(decisions, j, "a slot's reply")));
 }
 
-/** A peek or refund whose keys span several Cluster slots: one call per slot, at once. */
+/** A peek, refund or charge whose keys span several Cluster slots: one call per slot, at once. */
 export async function acrossSlots(
-  op: 'peek' | 'refund',
+  op: 'peek' | 'refund' | 'charge',
   items: readonly StoreCallItem[],
   groups: readonly number[][],
   run: RunInSlot,

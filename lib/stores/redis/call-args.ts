@@ -21,7 +21,7 @@ export interface RequestArgs {
   readonly items: readonly ItemArgs[];
 }
 
-/** The arguments of `items` for `op`. A shadow item's algorithm code is negated in consumes and checks. */
+/** The arguments of `items` for `op`. A shadow item's algorithm code is negated in consumes, checks and charges. */
 export function requestArgs(
   op: string,
   items: readonly StoreCallItem[],
@@ -30,7 +30,7 @@ export function requestArgs(
 ): RequestArgs {
   const keys: string[] = [];
   const args: ItemArgs[] = [];
-  const shadowing = op === 'consume' || op === 'check';
+  const shadowing = op === 'consume' || op === 'check' || op === 'charge';
   for (const { policy, key, cost = 0, shadow, upTo } of items) {
     keys.push(identities.key(policy.id, key));
     const costField = upTo !== undefined && upTo > cost ? `${cost}${UP_TO_SEPARATOR}${upTo}` : String(cost);

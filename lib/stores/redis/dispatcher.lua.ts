@@ -24,7 +24,8 @@ const appended = Array.from({ length: REPLY_WIDTH }, (_, i) => i + 1);
 export const dispatcherSetup = `
 -- KEYS[i]          state key of item i: <prefix>{<policy>:<identity>}
 -- ARGV[1]          operation: 'consume' | 'check' (decides as consume would, writes nothing) | 'peek' |
---                  'refund' | 'reset' | 'batch' (several consumes, with ARGV of their own: requests.lua.ts)
+--                  'refund' | 'charge' (takes the costs without deciding, past the limit) | 'reset' |
+--                  'batch' (several consumes, with ARGV of their own: requests.lua.ts)
 -- ARGV[2]          current time in milliseconds since the epoch, or '' to read Redis TIME
 -- ARGV[3]          milliseconds added to every key's TTL (tolerance for clocks of several app instances)
 -- ARGV[4...]       then the fields of each item (POLICY_FIELD in protocol.ts), in the order of KEYS:
@@ -32,11 +33,11 @@ export const dispatcherSetup = `
 --                  (a quota's window and capacity fields carry the period's start and end, in ms);
 --                  ${BLOCK_FLAG} added for a policy with a block (its length follows the item's other fields);
 --                  negated for a shadow item, which never denies the others and is written only when
---                  it is allowed itself
+--                  it is allowed itself (a charge takes nothing of it)
 --   limit          units per window
 --   window         milliseconds
 --   capacity       burst for token bucket and gcra, else the limit
---   cost           units to consume, or to give back for 'refund'; '<cost>${UP_TO_SEPARATOR}<up to>' for a lease: at least
+--   cost           units to consume, to give back for 'refund', to take for 'charge'; '<cost>${UP_TO_SEPARATOR}<up to>' for a lease: at least
 --                  the cost and, when more fits, up to that many units
 --   next end       quotas only: the end of the period after the current one, in ms since the epoch
 --   block          items whose code has ${BLOCK_FLAG} added only: the block after a denial, in ms

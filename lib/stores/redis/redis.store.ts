@@ -1,5 +1,6 @@
 import { type Clock, systemClock } from '../../util/clock.js';
 import type { RateLimitDecision } from '../../policy/policy.types.js';
+import { checkChargeable } from '../consume-all.js';
 import { decisionsFromReply } from '../decisions.js';
 import type { NodeRedisClient, RedisClient, ValkeyGlideClient } from '../client-types.js';
 import type { RateLimitStore, RateLimitStoreChanges, RateLimitStoreItem, StoreCallItem } from '../rate-limit-store.js';
@@ -28,7 +29,7 @@ export interface RedisRateLimitStoreOptions extends IdentityOptions {
   ttlSlackMs?: number;
 }
 
-type Operation = 'consume' | 'check' | 'peek' | 'refund' | 'reset' | 'block' | 'unblock';
+type Operation = 'consume' | 'check' | 'peek' | 'refund' | 'charge' | 'reset' | 'block' | 'unblock';
 
 /**
  * The production store: state in Redis, shared by every process. Each operation is ONE call (FCALL, or
@@ -92,6 +93,12 @@ export class RedisRateLimitStore implements RateLimitStore {
     return this.decide('refund', items);
   }
 
+  /** Takes each item's cost without deciding, past the limit: the script's 'charge', one call per slot. */
+  async charge(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
+    checkChargeable(items);
+    return this.decide('charge', items);
+  }
+
   async reset(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<void> {
     await this.eachSlot('reset', items);
   }
@@ -111,7 +118,7 @@ export class RedisRateLimitStore implements RateLimitStore {
   }
 
   private async decide(
-    op: 'consume' | 'peek' | 'refund',
+    op: 'consume' | 'peek' | 'refund' | 'charge',
     items: readonly StoreCallItem[],
   ): Promise<RateLimitDecision[]> {
     if (items.length === 0) return [];

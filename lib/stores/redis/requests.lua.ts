@@ -6,7 +6,7 @@ const { allowed: ALLOWED } = REPLY;
  * The dispatcher's requests of several items, and its batch of requests (both defined once, with the helpers of
  * dispatcher.lua.ts).
  *
- * decide_items(op, items, now, slack, out): decides `items` (item_of) for 'peek', 'refund', 'block', 'unblock',
+ * decide_items(op, items, now, slack, out): decides `items` (item_of) for 'peek', 'refund', 'charge', 'block', 'unblock',
  * 'consume' or 'check', writes, and appends REPLY_WIDTH integers per item to `out` (nothing for block and unblock).
  *
  * batch(KEYS, ARGV): several consumes in one call. ARGV: 'batch', the time (or ''), the TTL slack, the number of
@@ -40,11 +40,20 @@ local function decide_items(op, items, now, slack, out)
     return
   end
 
-  if op == 'refund' then
+  -- refund: gives each item's cost back; charge: takes it without deciding, past the limit (a shadow item, or a
+  -- cost of 0, is not charged; a concurrency limit, whose twin has no charge, is refused). A block stays (the
+  -- units charged count once it ends).
+  if op == 'refund' or op == 'charge' then
     for i = 1, #items do
       local it = items[i]
       local old, untl = load(original, blocks, it)
-      local st = it.algo.refund(old, it.limit, it.window, it.cap, now, it.cost)
+      local st = old
+      if op == 'refund' then
+        st = it.algo.refund(old, it.limit, it.window, it.cap, now, it.cost)
+      elseif it.cost > 0 and not it.shadow then
+        if not it.algo.charge then error({ err = 'nest-rate-limit: a concurrency limit cannot be charged' }) end
+        st = it.algo.charge(old, it.limit, it.window, it.cap, now, it.cost)
+      end
       original[it.key] = st
       local r = peek(it, st, now)
       save(it.key, it.algo, st, r[3], slack, untl, now, it.window)
