@@ -89,6 +89,7 @@ export default defineConfig({
             { text: 'What clients see', link: '/responses' },
             { text: 'Failure: timeouts, breaker, fail modes', link: '/failure' },
             { text: 'RateLimitService and acquire()', link: '/service' },
+            { text: 'Limiting AI endpoints', link: '/ai-endpoints' },
             { text: 'Testing', link: '/testing' },
             { text: 'Operations', link: '/operations' },
             { text: 'Dashboard and alerts', link: '/operations-dashboard' },

@@ -2,6 +2,7 @@ import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 import type { RateLimitStoreItem } from '../stores/rate-limit-store.js';
 import type { EngineStore } from '../stores/engine-store.js';
+import { elementAt } from '../util/element-at.js';
 import type { DecisionEngine } from './decision-engine.js';
 import { withConcurrencyWaits } from './slot-wait.js';
 
@@ -56,6 +57,35 @@ export class ServiceCalls {
     } finally {
       if (this.engine.storeOf(policy) === this.engine.store) await this.engine.feed.changed(items);
     }
+  }
+
+  /**
+   * Runs `run` on the items of each store (`part`, with the policy of its first item, whose store it is), all
+   * stores at once; resolves with the replies in the items' order. The quotas' store is another beside Redis
+   * with the `postgres` option.
+   * @example await calls.eachStore(items, (part, policy) => calls.change(part, (s) => s.refund(part), policy));
+   */
+  async eachStore<T>(
+    items: readonly RateLimitStoreItem[],
+    run: (part: readonly RateLimitStoreItem[], policy: ResolvedPolicy) => Promise<readonly T[]>,
+  ): Promise<T[]> {
+    const byStore = new Map<EngineStore, number[]>();
+    items.forEach((item, i) => {
+      const store = this.engine.storeOf(item.policy);
+      const indexes = byStore.get(store);
+      if (indexes === undefined) byStore.set(store, [i]);
+      else indexes.push(i);
+    });
+    const replies: T[] = new Array<T>(items.length);
+    await Promise.all(
+      [...byStore.values()].map(async (indexes) => {
+        const part = indexes.map((i) => elementAt(items, i, 'the items of a change'));
+        const first = elementAt(part, 0, 'the items of a change');
+        const answer = await run(part, first.policy);
+        indexes.forEach((at, i) => (replies[at] = elementAt(answer, i, "the store's reply")));
+      }),
+    );
+    return replies;
   }
 
   /**

@@ -23,6 +23,8 @@ export const LIMITER = Symbol('nest-rate-limit:limiter');
 export const EARLY = Symbol('nest-rate-limit:early-decisions');
 /** The watch of an invocation charged under `count` policies, waiting for its outcome. */
 export const OUTCOME = Symbol('nest-rate-limit:outcome');
+/** The settlement of an invocation charged under `settle` policies, waiting for its handler's result. */
+export const SETTLEMENT = Symbol('nest-rate-limit:settlement');
 export const DECIDED = 1;
 export const DEFERRED = 2;
 
@@ -44,12 +46,23 @@ export interface OutcomeWatch {
   abandoned(): void;
 }
 
+/** What settles an invocation's charge (lib/limiter/settlement.ts): told what its handler's result did. */
+export interface SettlementWatch {
+  /** The result completed; `last` holds the last value it gave (none: an Observable that emitted nothing). */
+  completed(last: { readonly value: unknown } | undefined): void;
+  /** The handler threw, its promise rejected or its Observable errored. */
+  threw(): void;
+  /** The result was unsubscribed from before it settled (a stream whose client went away); `emitted`: any value. */
+  abandoned(emitted: boolean): void;
+}
+
 /** The limiter's marks on an invocation object. */
 export interface Invocation {
   [STATE]?: number;
   [LIMITER]?: Decider;
   [EARLY]?: Evaluation;
   [OUTCOME]?: OutcomeWatch;
+  [SETTLEMENT]?: SettlementWatch;
 }
 
 /**
@@ -88,6 +101,26 @@ const OUTCOME_OBSERVER: NestInterceptor = {
         error: (error: unknown) => invocation[OUTCOME]?.threw(error),
         complete: () => invocation[OUTCOME]?.completed(),
         unsubscribe: () => invocation[OUTCOME]?.abandoned(),
+      }),
+    );
+  },
+};
+
+/**
+ * The interceptor the limiter attaches to handlers with `settle` policies: gives the invocation's settlement,
+ * when it was charged, the last value of the handler's result (its value, or an Observable's last one) once
+ * it completes, or says that it threw or was abandoned. The settlement is looked up then, as the outcome's.
+ */
+const SETTLEMENT_OBSERVER: NestInterceptor = {
+  intercept(ctx, next) {
+    const invocation = invocationOf(ctx);
+    let last: { value: unknown } | undefined;
+    return next.handle().pipe(
+      tap({
+        next: (value: unknown) => (last = { value }),
+        error: () => invocation[SETTLEMENT]?.threw(),
+        complete: () => invocation[SETTLEMENT]?.completed(last),
+        unsubscribe: () => invocation[SETTLEMENT]?.abandoned(last !== undefined),
       }),
     );
   },
@@ -147,6 +180,8 @@ const withDeferredDecisions: HandlerDecorator = (owner, method, descriptor) =>
   UseInterceptors(DEFERRED_DECISIONS)(owner, method, descriptor);
 const withOutcomeObserver: HandlerDecorator = (owner, method, descriptor) =>
   UseInterceptors(OUTCOME_OBSERVER)(owner, method, descriptor);
+const withSettlement: HandlerDecorator = (owner, method, descriptor) =>
+  UseInterceptors(SETTLEMENT_OBSERVER)(owner, method, descriptor);
 const withRpcGuard: HandlerDecorator = (owner, method, descriptor) => {
   UseGuards(HANDLER_GUARD)(owner, method, descriptor);
   UseFilters(new DroppedEventFilter())(owner, method, descriptor);
@@ -179,4 +214,9 @@ export function attachEnhancers(
  */
 export function attachOutcomeObserver(counted: readonly { prototype: object; method: string }[]): void {
   for (const { prototype, method } of counted) decorateHandler(prototype, method, withOutcomeObserver);
+}
+
+/** Puts the settlement interceptor on the handlers with `settle` policies; others pay for nothing. */
+export function attachSettlement(settled: readonly { prototype: object; method: string }[]): void {
+  for (const { prototype, method } of settled) decorateHandler(prototype, method, withSettlement);
 }

@@ -19,6 +19,7 @@ import {
   STATE,
 } from './handler-enhancers.js';
 import type { OutcomeRefunds } from './outcome.js';
+import type { Settlements } from './settlement.js';
 import type { RequestResolver } from './request-items.js';
 import type { StepEvaluator } from './step-evaluation.js';
 
@@ -33,6 +34,8 @@ export interface RequestLimiterParts {
   /** Decides each step of an invocation: lists, items, one decision of the engine. */
   readonly steps: StepEvaluator;
   readonly outcomes: OutcomeRefunds;
+  /** Settles the charges of `settle` policies once the handler's result is known. */
+  readonly settlements: Settlements;
   readonly headers: RateLimitHeaders;
 }
 
@@ -46,6 +49,7 @@ export class RequestLimiter implements Decider {
   readonly planner: RoutePlanner;
   readonly events: DecisionEvents;
   protected readonly outcomes: OutcomeRefunds;
+  protected readonly settlements: Settlements;
   protected readonly adapters: AdapterRegistry;
   private readonly resolver: RequestResolver;
   private readonly steps: StepEvaluator;
@@ -56,15 +60,19 @@ export class RequestLimiter implements Decider {
     this.planner = parts.planner;
     this.events = parts.events;
     this.outcomes = parts.outcomes;
+    this.settlements = parts.settlements;
     this.adapters = parts.adapters;
     this.resolver = parts.resolver;
     this.steps = parts.steps;
     this.headers = parts.headers;
   }
 
-  /** Resolves once the refunds of invocations that have ended (counting by outcome) have reached the store. */
-  refundsSettled(): Promise<void> {
-    return this.outcomes.settled();
+  /**
+   * Resolves once the refunds of invocations that have ended (counting by outcome) and their settlements
+   * (`settle` policies) have reached the store.
+   */
+  async refundsSettled(): Promise<void> {
+    await Promise.all([this.outcomes.settled(), this.settlements.settled()]);
   }
 
   /** True when there is nothing left to decide for this invocation (the interceptor's fast path). */
@@ -112,6 +120,7 @@ export class RequestLimiter implements Decider {
     });
     conclude(ctx, adapter, this.headers, this.events, [evaluation]);
     if (plan.counted) this.outcomes.track(ctx, adapter, invocation, evaluation);
+    if (plan.settled) this.settlements.track(ctx, adapter, invocation, evaluation);
   }
 
   /**
@@ -134,6 +143,7 @@ export class RequestLimiter implements Decider {
     }
     // Watched from now on: a refusal of the route's own guards is an outcome too (HTTP sees its status).
     if (plan.counted) this.outcomes.track(ctx, adapter, invocation, early);
+    if (plan.settled && !denies(early)) this.settlements.track(ctx, adapter, invocation, early);
   }
 
   /**
@@ -152,5 +162,6 @@ export class RequestLimiter implements Decider {
     if (denies(late)) await this.engine.compensate(early);
     conclude(ctx, adapter, this.headers, this.events, [early, late]);
     if (plan.counted) this.outcomes.track(ctx, adapter, invocation, late);
+    if (plan.settled) this.settlements.track(ctx, adapter, invocation, late);
   }
 }

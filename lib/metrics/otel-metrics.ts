@@ -15,7 +15,7 @@ export type RateLimitMetricOutcome =
 
 /** One store call: which store and operation, and how long it took. */
 export type StoreName = 'memory' | 'redis' | 'postgres' | 'custom';
-export type StoreOperation = 'consume' | 'peek' | 'refund';
+export type StoreOperation = 'consume' | 'peek' | 'refund' | 'charge';
 
 /** Where the breaker state gauge reads from: each store's breaker, open or not, when collected. */
 export type BreakerStates = () => Iterable<readonly [StoreName, boolean]>;

@@ -7,8 +7,25 @@ import { ServiceCalls } from '../engine/service-calls.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import type { RateLimitDecision, RateLimitPolicy } from '../policy/policy.types.js';
 import { RateLimiter } from './rate-limiter.js';
-import { AcquireQueues, checkAcquireOptions } from '../service/acquire-queue.js';
-import { blockOn, ServiceArguments } from '../service/service-arguments.js';
+import { checkAcquireOptions } from '../service/acquire-options.js';
+import { AcquireQueues } from '../service/acquire-queue.js';
+import {
+  type RateLimitReservation,
+  Reservation,
+  type ReservationStore,
+  type ReservedItem,
+} from '../service/reservation.js';
+import { blockOn, checkActuals, ServiceArguments } from '../service/service-arguments.js';
+
+/** An item of consumeMany and reserve: a policy (or its name), the key, and the cost (default 1). */
+export interface RateLimitServiceItem {
+  policy: RateLimitPolicy | string;
+  key: string;
+  cost?: number;
+}
+
+/** Read through a function: TypeScript would keep `aborted` narrowed to false across an await. */
+const isAborted = (signal: AbortSignal | undefined): signal is AbortSignal => signal?.aborted === true;
 
 /** A quota limit no usage reaches, to read usage through peek: 2^52. */
 const USAGE_PROBE_LIMIT = 2 ** 52;
@@ -33,6 +50,14 @@ export class RateLimitService implements OnModuleDestroy {
     refund: (item) => this.calls.change([item], (store) => store.refund([item]), item.policy),
   });
 
+  /** What reservations settle and cancel through: refunds and charges on each item's store. */
+  private readonly stores: ReservationStore = {
+    refund: (items) =>
+      this.calls.eachStore(items, (part, policy) => this.calls.change(part, (store) => store.refund(part), policy)),
+    charge: (items) => this.calls.eachStore(items, (part, policy) => this.calls.charge(part, policy)),
+    now: () => this.limiter.engine.now(),
+  };
+
   private readonly args: ServiceArguments;
   private readonly calls: ServiceCalls;
 
@@ -54,14 +79,48 @@ export class RateLimitService implements OnModuleDestroy {
    * Consumes several policies at once, all-or-nothing: when one denies, none is consumed. A policy in mode
    * 'shadow' never denies the others: its decision says whether it would have (and then it consumed nothing).
    */
-  async consumeMany(
-    items: { policy: RateLimitPolicy | string; key: string; cost?: number }[],
-  ): Promise<RateLimitDecision[]> {
-    const resolved = items.map(({ policy, key, cost }) => {
+  async consumeMany(items: readonly RateLimitServiceItem[]): Promise<RateLimitDecision[]> {
+    return this.decide(this.resolve(items));
+  }
+
+  /**
+   * Charges an estimate now, to settle at the actual cost once it is known: consumes the items as consumeMany
+   * does (all-or-nothing) and returns a reservation with their decisions, `settle(actual)` and `cancel()`.
+   * Settling gives back what the estimate exceeded, or charges the overrun without deciding (the key may go
+   * into debt, which later requests wait out); cancelling gives everything back. Each is done once: a second
+   * call, from any path, does nothing. An aborted `signal` cancels it (before any store call if already
+   * aborted: then reserve rejects with `signal.reason`). docs/ai-endpoints.md shows it around a model call.
+   * @example const r = await rateLimits.reserve([{ policy: 'ai-tokens', key, cost: estimate }], { signal });
+   */
+  async reserve(
+    items: readonly RateLimitServiceItem[],
+    opts: { signal?: AbortSignal } = {},
+  ): Promise<RateLimitReservation> {
+    const { signal } = opts;
+    const resolved = this.resolve(items);
+    if (signal?.aborted === true) throw signal.reason;
+    const decisions = await this.decide(resolved);
+    const check = (actual: unknown) => checkActuals(this.args, actual, resolved);
+    const reservation = new Reservation(resolved, decisions, this.stores, check, signal);
+    // Aborted while the store call was on its way: what it took goes back.
+    if (reservation.allowed && isAborted(signal)) {
+      await reservation.cancel();
+      throw signal.reason;
+    }
+    return reservation;
+  }
+
+  /** Each item's policy, key and cost checked, and whether it is in shadow mode. */
+  private resolve(items: readonly RateLimitServiceItem[]): ReservedItem[] {
+    return items.map(({ policy, key, cost }) => {
       const p = this.args.policy(policy);
       const shadow = (p.mode ?? this.limiter.options.mode) === 'shadow';
       return { policy: p, key: this.args.key(key, p), cost: this.args.amount(cost ?? 1, p, 'cost'), shadow };
     });
+  }
+
+  /** One all-or-nothing decision of the items, reported to onDecision and the metrics. */
+  private async decide(resolved: readonly ReservedItem[]): Promise<RateLimitDecision[]> {
     const decisions = await this.calls.call(
       resolved.map((i) => i.policy.name),
       () => this.limiter.engine.consumeAcross(resolved),
@@ -80,23 +139,25 @@ export class RateLimitService implements OnModuleDestroy {
    * ends past it or is Infinity (a cost that can never fit); with `signal.reason` when aborted (before any
    * store call if already aborted); with the store's error, as `consume` does; with
    * RateLimitUnavailableException (503) when the module shuts down. The waiters of one policy and key in
-   * this process are served first come, first served: only the first of them asks the store, again after each
-   * `retryAfterMs` (so one call per key per retry-after from each process, and the store keeps the rate across
-   * processes). docs/service.md, "Waiting instead of denying", has every edge case.
-   * @example const d = await rateLimits.acquire('provider-rpm', 'openai', { maxWaitMs: 30_000, signal });
+   * this process take turns by `fairKey` (a tenant, say; `weight` its share, default 1), in units of cost:
+   * one fair key's burst does not starve the others, and within one fair key (or without any) they are served
+   * first come, first served. Only the first of them asks the store, again after each `retryAfterMs` (so one
+   * call per key per retry-after from each process, and the store keeps the rate across processes).
+   * docs/service.md, "Waiting instead of denying", has every edge case.
+   * @example const d = await rateLimits.acquire('provider-tpm', 'openai', { cost: tokens, maxWaitMs: 30_000, fairKey: tenantId, signal });
    */
   async acquire(
     policy: RateLimitPolicy | string,
     key: string,
-    opts: { cost?: number; maxWaitMs: number; signal?: AbortSignal },
+    opts: { cost?: number; maxWaitMs: number; signal?: AbortSignal; fairKey?: string; weight?: number },
   ): Promise<RateLimitDecision> {
     const p = this.args.policy(policy);
     const checked = this.args.key(key, p);
-    const { maxWaitMs, signal } = checkAcquireOptions(opts, (field, problem) => {
+    const terms = checkAcquireOptions(opts, (field, problem) => {
       throw new RateLimitPolicyError(problem, { policy: p.name, field, where: 'RateLimitService' });
     });
     const cost = this.args.amount(opts.cost ?? 1, p, 'cost');
-    return this.waiting.acquire({ policy: p, key: checked, cost, maxWaitMs, signal });
+    return this.waiting.acquire({ policy: p, key: checked, cost, ...terms });
   }
 
   /** Rejects the acquires still waiting (with RateLimitUnavailableException) rather than leave them hanging. */

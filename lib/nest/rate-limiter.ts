@@ -5,8 +5,9 @@ import { AdapterRegistry } from '../contexts/adapter-registry.js';
 import type { ContextType } from '../contexts/context-adapter.js';
 import { DecisionEngine } from '../engine/decision-engine.js';
 import { DecisionEvents } from '../limiter/decision-events.js';
-import { attachEnhancers, attachOutcomeObserver } from '../limiter/handler-enhancers.js';
+import { attachEnhancers, attachOutcomeObserver, attachSettlement } from '../limiter/handler-enhancers.js';
 import { OutcomeRefunds } from '../limiter/outcome.js';
+import { cannotCharge, Settlements } from '../limiter/settlement.js';
 import { RequestResolver } from '../limiter/request-items.js';
 import { RequestLimiter, type RequestLimiterParts } from '../limiter/request-limiter.js';
 import type { ModuleLists } from '../limiter/screening.js';
@@ -14,6 +15,7 @@ import { SkipWatch } from '../limiter/skip-watch.js';
 import { StepEvaluator } from '../limiter/step-evaluation.js';
 import { loadMetrics } from '../metrics/otel-metrics.js';
 import { coveredGlobally, refuseUnguarded } from '../planning/guard-coverage.js';
+import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import { type RoutePlan, RoutePlanner } from '../planning/route-planner.js';
 import type { RateLimitStores } from '../stores/rate-limit-stores.js';
 import type { Clock } from '../util/clock.js';
@@ -67,6 +69,7 @@ function assemble(
     resolver,
     steps: new StepEvaluator(engine, resolver, lists, events),
     outcomes: new OutcomeRefunds(engine),
+    settlements: new Settlements(engine),
     headers,
   };
   return { parts, logger, lists };
@@ -106,6 +109,7 @@ export class RateLimiter extends RequestLimiter implements OnModuleInit, OnModul
     // app's own may not reach them either (a hybrid app's microservice, gateways before Nest 12).
     attachEnhancers(this, options.global !== false ? application.deferred : [], application.guarded);
     attachOutcomeObserver(application.counted);
+    attachSettlement(application.settled);
     this.contexts = application.contexts;
     this.rpcPolicies = application.guarded.some(({ context }) => context === 'rpc');
     this.unguarded = application.unguarded;
@@ -121,6 +125,7 @@ export class RateLimiter extends RequestLimiter implements OnModuleInit, OnModul
     const metrics = await loadMetrics(() => this.engine.breakerStates());
     this.engine.metrics = metrics;
     this.events.metrics = metrics;
+    this.refuseUnsettleable();
     await this.engine.feed.start();
     warnAtStart(
       {
@@ -134,9 +139,26 @@ export class RateLimiter extends RequestLimiter implements OnModuleInit, OnModul
     );
   }
 
-  /** Lets the refunds of ended invocations reach the store before the module closes its connections. */
+  /** A `settle` policy's overrun is charged through its store's charge(): a store without one stops the start. */
+  private refuseUnsettleable(): void {
+    for (const { policy, where } of this.planner.declared()) {
+      const store = this.engine.storeOf(policy);
+      if (policy.source.settle !== undefined && store.charge === undefined) {
+        throw new RateLimitPolicyError(
+          cannotCharge(store).message.replace(/^nest-rate-limit: /, 'settles its charge, but '),
+          {
+            policy: policy.name,
+            field: 'settle',
+            where,
+          },
+        );
+      }
+    }
+  }
+
+  /** Lets the refunds and settlements of ended invocations reach the store before the module closes its connections. */
   async onModuleDestroy(): Promise<void> {
-    await this.outcomes.settled();
+    await this.refundsSettled();
     await this.engine.dispose();
   }
 }

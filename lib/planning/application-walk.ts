@@ -25,7 +25,7 @@ export interface ApplicationWalk {
 /**
  * Plans every handler of the application — controllers (HTTP routes and microservice handlers) and providers
  * (GraphQL resolvers, WebSocket gateways) — so that a bad declaration stops the start, and collects what the
- * limiter wires from the plans: the contexts present, the handlers deferred, counted, guarded by the limiter
+ * limiter wires from the plans: the contexts present, the handlers deferred, counted, settled, guarded by the limiter
  * itself (microservices, gateways), or unguarded.
  */
 export function walkApplication(walk: ApplicationWalk): PlannedApplication {
@@ -33,6 +33,7 @@ export function walkApplication(walk: ApplicationWalk): PlannedApplication {
   const deferred: { prototype: object; method: string }[] = [];
   const guarded: GuardedHandler[] = [];
   const counted: { prototype: object; method: string }[] = [];
+  const settled: { prototype: object; method: string }[] = [];
   const unguarded: RoutePlan[] = [];
   const seen = new Set<unknown>();
   const controllers = walk.discovery.getControllers();
@@ -57,6 +58,7 @@ export function walkApplication(walk: ApplicationWalk): PlannedApplication {
       if (kind === 'graphql-field' && plan.policies.length > 0) checkFieldEnhancers(plan, walk.moduleRef);
       if (plan.deferred) deferred.push({ prototype, method });
       if (plan.counted && needsResult(plan, kind)) counted.push({ prototype, method });
+      if (plan.settled) settled.push({ prototype, method });
       const context = contextOf(kind);
       if ((context === 'rpc' || context === 'ws') && plan.policies.length > 0) {
         guarded.push({ context, classRef: metatype, prototype, method });
@@ -68,7 +70,7 @@ export function walkApplication(walk: ApplicationWalk): PlannedApplication {
     if (handlers === 0 && !controller) refuseClassPolicies(walk.reflector, metatype);
   }
   if (controllers.length > 0) contexts.add('http');
-  return { contexts, deferred, guarded, counted, unguarded };
+  return { contexts, deferred, guarded, counted, settled, unguarded };
 }
 
 /** Policies on a class Nest calls no handler of (not a controller, resolver or gateway) would never apply. */

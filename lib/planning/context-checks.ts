@@ -52,6 +52,13 @@ export function checkFieldEnhancers(plan: RoutePlan, moduleRef: ModuleRef): void
       { policy: plan.policies[0]?.planned.policy.name, where: plan.where },
     );
   }
+  const settled = plan.policies.find((p) => p.planned.policy.source.settle !== undefined);
+  if (settled !== undefined && !has('interceptors')) {
+    throw new RateLimitPolicyError(
+      "settles its charge on a GraphQL field resolver, but Nest runs interceptors (which see the resolver's result) on field resolvers only with GraphQLModule's `fieldResolverEnhancers: ['guards', 'interceptors']`; without it the estimate would never be settled",
+      { policy: settled.planned.policy.name, field: 'settle', where: plan.where },
+    );
+  }
   const counted = plan.policies.find((p) => p.planned.count !== undefined);
   if (counted !== undefined && !has('interceptors')) {
     throw new RateLimitPolicyError(

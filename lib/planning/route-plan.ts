@@ -73,6 +73,8 @@ export interface RoutePlan {
   readonly lists: boolean;
   /** Some policy counts by outcome: allowed invocations are watched until they end. */
   readonly counted: boolean;
+  /** Some policy settles its charge at the actual cost (RateLimitPolicy.settle), from the handler's result. */
+  readonly settled: boolean;
 }
 
 export interface RoutePlannerOptions {
@@ -111,6 +113,8 @@ export interface PlannedApplication {
    * HTTP routes whose only counted policies are concurrency limits: their response's end is enough).
    */
   readonly counted: readonly { readonly prototype: object; readonly method: string }[];
+  /** Handlers with `settle` policies, whose results the settlement interceptor shows to the settlement. */
+  readonly settled: readonly { readonly prototype: object; readonly method: string }[];
   /**
    * With `global: false`, handlers with policies that no RateLimitGuard or RateLimitInterceptor of their own
    * covers: the start stops unless one is global (known only once the application's providers are applied).
@@ -127,4 +131,5 @@ export const NO_POLICIES: RoutePlan = Object.freeze({
   deferred: false,
   lists: false,
   counted: false,
+  settled: false,
 });

@@ -110,6 +110,7 @@ export class RoutePlanner {
         (this.options.moduleLists ||
           policies.some((p) => p.planned.allow !== undefined || p.planned.deny !== undefined)),
       counted: policies.some((p) => p.planned.count !== undefined),
+      settled: policies.some((p) => p.planned.policy.source.settle !== undefined),
     };
   }
 

@@ -23,6 +23,7 @@ export const COMMON_FIELDS = {
   allow: true,
   deny: true,
   count: true,
+  settle: true,
   scope: true,
   lease: true,
 } as const;
@@ -62,6 +63,25 @@ export function checkCommonFields(policy: RateLimitPolicy, fail: Fail): void {
   }
   if (count !== undefined && typeof count !== 'function' && !COUNTS.includes(count)) {
     fail('count', `must be 'all', 'failed', 'succeeded' or a function of the outcome, got ${describeValue(count)}`);
+  }
+  checkSettle(policy, fail);
+}
+
+/** `settle`: a function, on a policy whose charge can be settled (not a concurrency slot, a count, a lease). */
+function checkSettle(policy: RateLimitPolicy, fail: Fail): void {
+  const { settle } = policy;
+  if (settle === undefined) return;
+  if (typeof settle !== 'function') {
+    fail('settle', `must be a function (ctx, result) => the actual cost, got ${describeValue(settle)}`);
+  }
+  if (policy.algorithm === 'concurrency') {
+    fail('settle', 'does not apply to concurrency: a slot is given back at the end of every request, whatever it cost');
+  }
+  if (policy.count !== undefined && policy.count !== 'all') {
+    fail('settle', "does not combine with count: settling already gives back a failed invocation's whole charge");
+  }
+  if (policy.lease !== undefined) {
+    fail('settle', 'does not combine with lease: leased units are spent locally, where a settlement would not reach');
   }
 }
 

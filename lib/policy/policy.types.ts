@@ -1,7 +1,23 @@
 import type { ExecutionContext } from '@nestjs/common';
 import type { RateLimitListFunction } from '../lists/address-list.js';
+import type {
+  RateLimitCount,
+  RateLimitIdentities,
+  RateLimitKey,
+  RateLimitListEntry,
+  RateLimitOutcome,
+  RateLimitSettle,
+} from './request-functions.js';
 
-export type { RateLimitListFunction };
+export type {
+  RateLimitCount,
+  RateLimitIdentities,
+  RateLimitKey,
+  RateLimitListEntry,
+  RateLimitListFunction,
+  RateLimitOutcome,
+  RateLimitSettle,
+};
 
 /** A calendar period of a quota: 'day' or 'month', in an IANA time zone. */
 export type QuotaPeriod = 'day' | 'month';
@@ -47,53 +63,6 @@ export type RateLimitMode = 'enforce' | 'shadow';
  * decide it in this process's memory on the policy's `localLimit` ('local') until the store answers again.
  */
 export type FailMode = 'open' | 'closed' | 'local';
-
-/**
- * The identities the module computes for a request, for key functions to compose: `ip` is the client address
- * exactly as `'ip'` keys see it (trustProxy applied, IPv6 reduced to its prefix; undefined where there is none,
- * as for a microservice message), `user` the user as `'user'` keys see it (undefined when there is none). Each
- * is computed when read.
- * @example key: (ctx, id) => `${id.ip}:${ctx.getClass().name}.${ctx.getHandler().name}`
- */
-export interface RateLimitIdentities {
-  readonly ip: string | undefined;
-  readonly user: string | undefined;
-}
-
-/**
- * How a request is keyed: the client IP, the authenticated user (falling back to the IP), or a function of
- * the request and the identities the module computes for it.
- */
-export type RateLimitKey =
-  | 'ip'
-  | 'user'
-  | ((ctx: ExecutionContext, id: RateLimitIdentities) => string | undefined | Promise<string | undefined>);
-
-/**
- * An entry of an `allow` or `deny` list: a client address or CIDR range, IPv4 or IPv6, matched against the
- * client's full address as `'ip'` keys read it (trustProxy applied; not reduced to its /64), or a function.
- * @example ['10.0.0.0/8', '2001:db8::/32', '203.0.113.7', (ctx) => ctx.switchToHttp().getRequest().user?.role === 'admin']
- */
-export type RateLimitListEntry = string | RateLimitListFunction;
-/**
- * How an invocation ended, for a `count` function: `status` is the HTTP status sent (HTTP routes only),
- * `error` what the handler threw (present only when it threw), `context` the invocation's ExecutionContext.
- * @example (outcome) => outcome.status === 401
- */
-export interface RateLimitOutcome {
-  readonly status?: number;
-  readonly error?: unknown;
-  readonly context: ExecutionContext;
-}
-
-/**
- * Which invocations a policy counts. Every invocation is charged when it is decided, so concurrent ones cannot
- * slip through; when its outcome is known, the charge is refunded unless the invocation counts. `'all'` (the
- * default) counts every one; `'failed'` those that fail (HTTP: status >= 400 or an exception; other contexts:
- * an exception); `'succeeded'` the others; a function returns true to count, false to refund.
- * @example count: 'failed' // 5 failed logins per account: successful ones are given back
- */
-export type RateLimitCount = 'all' | 'failed' | 'succeeded' | ((outcome: RateLimitOutcome) => boolean);
 
 /**
  * Whose budget a policy is: `'shared'` (the default) is one budget per key for every route the policy applies
@@ -142,6 +111,13 @@ interface PolicyBase {
    * @example { name: 'login', algorithm: 'sliding-window-log', limit: 5, window: '15m', key: accountOf, count: 'failed' }
    */
   count?: RateLimitCount;
+  /**
+   * Reserve, then settle: `cost` is charged when the request is decided (an estimate), and once the handler has
+   * produced its result this gives the actual cost; the difference is given back, or the overrun charged
+   * (which may leave the key in debt). A handler that throws gets the whole charge back. See RateLimitSettle.
+   * @example { name: 'ai-tokens', algorithm: 'token-bucket', limit: 10_000, window: '1m', cost: estimateOf, settle: (ctx, r: Completion) => r.usage.totalTokens }
+   */
+  settle?: RateLimitSettle;
   /**
    * For a hot key (a tenant-wide or global limit): this instance takes up to `lease` units of a key from the
    * store in one call and admits from them locally until they are spent or lapse (at the end of their window

@@ -1,6 +1,7 @@
 import type { RateLimitDecision } from '../policy/policy.types.js';
 import { RateLimitExceededException, RateLimitUnavailableException } from '../responses/rate-limit-exceptions.js';
 import type { RateLimitStoreItem } from '../stores/rate-limit-store.js';
+import { FairOrder } from './fair-order.js';
 
 /** The longest delay setTimeout keeps (2^31 − 1 ms, about 24.8 days); a longer retry-after is slept in parts. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -23,47 +24,21 @@ export interface AcquireStore {
   refund(item: RateLimitStoreItem): Promise<unknown>;
 }
 
-/** One validated `acquire()`: what to consume, how long it may wait (ms) and what may abort it. */
+/**
+ * One validated `acquire()`: what to consume, how long it may wait (ms), what may abort it, and whose turn it
+ * takes among the waiters of its policy and key (`fairKey`, at `weight`; see FairOrder).
+ */
 export interface AcquireRequest extends RateLimitStoreItem {
   readonly maxWaitMs: number;
   readonly signal?: AbortSignal;
-}
-
-/**
- * Checks the options of `acquire()` other than `cost`, reporting a problem through `fail(field, problem)`.
- * `maxWaitMs` is required: a whole number of milliseconds >= 0.
- */
-export function checkAcquireOptions(
-  opts: unknown,
-  fail: (field: string, problem: string) => never,
-): { maxWaitMs: number; signal: AbortSignal | undefined } {
-  if (opts === null || typeof opts !== 'object') {
-    return fail('maxWaitMs', `acquire() needs options { maxWaitMs, cost?, signal? }, got ${show(opts)}`);
-  }
-  const { maxWaitMs, signal } = opts as { maxWaitMs?: unknown; signal?: unknown };
-  if (typeof maxWaitMs !== 'number' || !Number.isSafeInteger(maxWaitMs) || maxWaitMs < 0) {
-    return fail('maxWaitMs', `must be a whole number of milliseconds >= 0 (0 tries once), got ${show(maxWaitMs)}`);
-  }
-  if (signal !== undefined && !isAbortSignal(signal)) {
-    return fail('signal', `must be an AbortSignal, got ${show(signal)}`);
-  }
-  return { maxWaitMs, signal };
-}
-
-function show(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (typeof value === 'function') return 'a function';
-  return value !== null && typeof value === 'object' ? 'an object' : String(value);
-}
-
-function isAbortSignal(value: unknown): value is AbortSignal {
-  if (value === null || typeof value !== 'object') return false;
-  const signal = value as Partial<AbortSignal>;
-  return typeof signal.aborted === 'boolean' && typeof signal.addEventListener === 'function';
+  readonly fairKey?: string;
+  readonly weight?: number;
 }
 
 interface Waiter {
   readonly item: RateLimitStoreItem;
+  /** Its start tag in the queue's FairOrder: the smallest is the head. */
+  readonly start: number;
   /** The monotonic time past which the waiter may no longer wait for units. */
   readonly deadline: number;
   readonly signal: AbortSignal | undefined;
@@ -77,7 +52,8 @@ interface Waiter {
 const shutDown = (item: RateLimitStoreItem): Error => new RateLimitUnavailableException(item.policy.name, 1);
 
 /**
- * The waiters of `RateLimitService.acquire()`, one FIFO queue per policy and key in this process. Only the
+ * The waiters of `RateLimitService.acquire()`, one queue per policy and key in this process, in turn by fair
+ * key (FairOrder). Only the
  * head of a queue asks the store; when denied, it sleeps the store's `retryAfterMs` and asks again, and the
  * waiters behind it wait their turn without a store call: at most one store call per key per retry-after
  * from this process, and across processes one per waiting process. Queues exist only while they have waiters.
@@ -90,7 +66,7 @@ export class AcquireQueues {
 
   /** Queues one acquire; see `RateLimitService.acquire` for what it resolves and rejects with. */
   acquire(request: AcquireRequest): Promise<RateLimitDecision> {
-    const { policy, key, cost, maxWaitMs, signal } = request;
+    const { policy, key, cost, maxWaitMs, signal, fairKey = '', weight = 1 } = request;
     const item = { policy, key, cost };
     if (signal?.aborted === true) return Promise.reject(signal.reason);
     if (this.closed) return Promise.reject(shutDown(item));
@@ -103,7 +79,7 @@ export class AcquireQueues {
       });
       this.queues.set(id, (queue = created));
     }
-    return queue.enqueue(item, monotonicMs() + maxWaitMs, signal);
+    return queue.enqueue(item, { deadline: monotonicMs() + maxWaitMs, signal, fairKey, weight });
   }
 
   /** Rejects every pending waiter and every later acquire (module shutdown); cancels the sleeps. */
@@ -118,10 +94,19 @@ export class AcquireQueues {
   }
 }
 
-/** The waiters of one policy and key, served first come, first served. */
+/** When a waiter must be served by, what may abort it, and its turn (FairOrder). */
+interface WaitTerms {
+  readonly deadline: number;
+  readonly signal: AbortSignal | undefined;
+  readonly fairKey: string;
+  readonly weight: number;
+}
+
+/** The waiters of one policy and key, served in turn by fair key (first come, first served within one). */
 class KeyQueue {
-  /** In arrival order; the first is the head, the only one that calls the store. */
+  /** By start tag (FairOrder), then arrival; the first is the head, the only one that calls the store. */
   private readonly waiters: Waiter[] = [];
+  private readonly order = new FairOrder();
   /** The head's store call is on its way. */
   private calling = false;
   /** The head's sleep after a denial, when it wakes (monotonic ms) and the denial it sleeps on. */
@@ -134,10 +119,13 @@ class KeyQueue {
     private readonly onIdle: () => void,
   ) {}
 
-  enqueue(item: RateLimitStoreItem, deadline: number, signal: AbortSignal | undefined): Promise<RateLimitDecision> {
+  enqueue(item: RateLimitStoreItem, terms: WaitTerms): Promise<RateLimitDecision> {
+    const { deadline, signal } = terms;
+    const start = this.order.arrive(terms.fairKey, item.cost, terms.weight);
     return new Promise((resolve, reject) => {
       const waiter: Waiter = {
         item,
+        start,
         deadline,
         signal,
         resolve,
@@ -146,7 +134,9 @@ class KeyQueue {
         settled: false,
       };
       signal?.addEventListener('abort', waiter.onAbort, { once: true });
-      this.waiters.push(waiter);
+      // After every waiter that starts no later: the same fair key keeps its order, ties go to arrival.
+      const at = this.waiters.findIndex((other) => other.start > start);
+      this.waiters.splice(at < 0 ? this.waiters.length : at, 0, waiter);
       if (this.timer !== undefined) this.refuseIfHopeless(waiter);
       else this.next();
     });
@@ -184,6 +174,7 @@ class KeyQueue {
       // refund was reported; the units then stay taken until they expire (under-admission only).
       if (decision.allowed && head.item.cost > 0) this.store.refund(head.item).catch(() => undefined);
     } else if (decision.allowed) {
+      this.order.served(head.start);
       this.finish(head, () => head.resolve(decision));
     } else if (!(decision.retryAfterMs <= head.deadline - monotonicMs())) {
       // A cost that can never fit (Infinity), or a wait that would end past the deadline: no sleeping in vain.

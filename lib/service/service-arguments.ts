@@ -69,6 +69,24 @@ export class ServiceArguments {
   }
 }
 
+/**
+ * A reservation's actual costs (settle's argument): one number for every item, or an array of one per item,
+ * each a non-negative integer. A bad one is a RateLimitPolicyError naming the item's policy and `actual`.
+ */
+export function checkActuals(
+  args: ServiceArguments,
+  actual: unknown,
+  items: readonly { policy: ResolvedPolicy }[],
+): number[] {
+  if (Array.isArray(actual) && actual.length !== items.length) {
+    throw new RateLimitPolicyError(
+      `settle() takes one number, or an array of one per item (${items.length}), got an array of ${actual.length}`,
+      { policy: items[0]?.policy.name ?? '(none)', field: 'actual', where: 'RateLimitService' },
+    );
+  }
+  return items.map(({ policy }, i) => args.amount(Array.isArray(actual) ? actual[i] : actual, policy, 'actual'));
+}
+
 /** A policy of scope 'route' has one budget per route: the service must be told whose (by name). */
 function unscoped(policy: ResolvedPolicy): ResolvedPolicy {
   if (policy.source.scope !== 'route' || policy.route !== undefined) return policy;

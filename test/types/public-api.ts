@@ -21,6 +21,7 @@ import {
   type RateLimitModuleOptionsFactory,
   type RateLimitPolicy,
   type RateLimitProblem,
+  type RateLimitReservation,
   RateLimitService,
   RateLimitStore,
   type RateLimitStoreItem,
@@ -150,7 +151,14 @@ expectTypeOf(service.consume).parameters.toEqualTypeOf<
 expectTypeOf(service.consume).returns.toEqualTypeOf<Promise<RateLimitDecision>>();
 expectTypeOf(service.consumeMany)
   .parameter(0)
-  .toEqualTypeOf<{ policy: RateLimitPolicy | string; key: string; cost?: number }[]>();
+  .toEqualTypeOf<readonly { policy: RateLimitPolicy | string; key: string; cost?: number }[]>();
+expectTypeOf(service.reserve).parameters.toEqualTypeOf<
+  [items: readonly { policy: RateLimitPolicy | string; key: string; cost?: number }[], opts?: { signal?: AbortSignal }]
+>();
+expectTypeOf(service.reserve).returns.resolves.toEqualTypeOf<RateLimitReservation>();
+expectTypeOf<RateLimitReservation['settle']>().parameter(0).toEqualTypeOf<number | readonly number[]>();
+expectTypeOf<RateLimitReservation['settle']>().returns.toEqualTypeOf<Promise<readonly RateLimitDecision[]>>();
+expectTypeOf<RateLimitReservation['cancel']>().returns.toEqualTypeOf<Promise<void>>();
 expectTypeOf(service.consumeMany).returns.toEqualTypeOf<Promise<RateLimitDecision[]>>();
 expectTypeOf(service.peek).returns.toEqualTypeOf<Promise<RateLimitDecision>>();
 expectTypeOf(service.refund).parameters.toEqualTypeOf<
@@ -161,7 +169,13 @@ expectTypeOf(service.resetAll).returns.toEqualTypeOf<Promise<number>>();
 expectTypeOf(service.block).parameters.toEqualTypeOf<
   [policy: RateLimitPolicy | string, key: string, durationMs: number]
 >();
-expectTypeOf(service.acquire).parameter(2).toEqualTypeOf<{ cost?: number; maxWaitMs: number; signal?: AbortSignal }>();
+expectTypeOf(service.acquire).parameter(2).toEqualTypeOf<{
+  cost?: number;
+  maxWaitMs: number;
+  signal?: AbortSignal;
+  fairKey?: string;
+  weight?: number;
+}>();
 expectTypeOf(service.usage).returns.resolves.toEqualTypeOf<{
   used: number;
   limit: number | undefined;

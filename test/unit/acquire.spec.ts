@@ -117,6 +117,44 @@ describe('RateLimitService.acquire', () => {
     ]);
   });
 
+  /** Queues `count` acquires of `fairKey` on the provider's budget; each pushes its name to `order` when served. */
+  const queue = (order: string[], fairKey: string, count: number, opts: { cost?: number; weight?: number } = {}) =>
+    Array.from({ length: count }, (_, i) =>
+      service
+        .acquire(perTenth, 'openai', { maxWaitMs: 60_000, fairKey, ...opts })
+        .then(() => order.push(`${fairKey}${i + 1}`)),
+    );
+
+  it('serves two fair keys in turn: a tenant queued behind a burst of another waits for one of its requests, not all', async () => {
+    const order: string[] = [];
+    const a = queue(order, 'a', 6);
+    await advance(0); // a1 admitted; a2 asked once and sleeps
+    const b = queue(order, 'b', 2);
+    await advance(8 * WAKE);
+    await Promise.all([...a, ...b]);
+    expect(order).toEqual(['a1', 'b1', 'a2', 'b2', 'a3', 'a4', 'a5', 'a6']);
+    // still one store call per retry-after: only the head asks, whichever tenant it is
+    expect(store.calls.filter((c) => c.allowed)).toHaveLength(8);
+    expect(store.calls.filter((c) => !c.allowed)).toHaveLength(7);
+  });
+
+  it('gives fair keys turns in proportion to their weights', async () => {
+    const order: string[] = [];
+    const heavy = queue(order, 'h', 6, { weight: 2 });
+    const light = queue(order, 'l', 3);
+    await advance(9 * WAKE);
+    await Promise.all([...heavy, ...light]);
+    expect(order).toEqual(['h1', 'l1', 'h2', 'h3', 'l2', 'h4', 'h5', 'l3', 'h6']);
+  });
+
+  it('keeps first come, first served without fair keys, and within one', async () => {
+    const order: string[] = [];
+    const same = queue(order, 't', 4);
+    await advance(4 * WAKE);
+    await Promise.all(same);
+    expect(order).toEqual(['t1', 't2', 't3', 't4']);
+  });
+
   it('lets no later waiter overtake the head, even when its smaller cost would fit now', async () => {
     const bucket: RateLimitPolicy = { name: 'tokens', algorithm: 'token-bucket', limit: 10, window: 1000 };
     await service.consume(bucket, 'k', { cost: 8 }); // 2 left, one more every 100 ms
@@ -288,7 +326,7 @@ describe('RateLimitService.acquire', () => {
   it('rejects bad arguments with errors that say which field of which policy, before any store call', async () => {
     const acquire = (opts: unknown, key = 'k') => service.acquire(perTenth, key, opts as { maxWaitMs: number });
     await expect(acquire(undefined)).rejects.toThrow(
-      'Invalid rate-limit policy "provider" (declared on RateLimitService), field "maxWaitMs": acquire() needs options { maxWaitMs, cost?, signal? }, got undefined',
+      'Invalid rate-limit policy "provider" (declared on RateLimitService), field "maxWaitMs": acquire() needs options { maxWaitMs, cost?, signal?, fairKey?, weight? }, got undefined',
     );
     await expect(acquire({})).rejects.toThrow(
       'field "maxWaitMs": must be a whole number of milliseconds >= 0 (0 tries once), got undefined',
@@ -300,6 +338,19 @@ describe('RateLimitService.acquire', () => {
     }
     await expect(acquire({ maxWaitMs: 10, signal: {} })).rejects.toThrow(
       'field "signal": must be an AbortSignal, got an object',
+    );
+    for (const fairKey of ['', 7, {}]) {
+      await expect(acquire({ maxWaitMs: 10, fairKey })).rejects.toThrow(
+        /field "fairKey": must be a non-empty string \(whose turn the waiter takes\), got /,
+      );
+    }
+    for (const weight of [0, -1, Infinity, NaN, '2']) {
+      await expect(acquire({ maxWaitMs: 10, fairKey: 't', weight })).rejects.toThrow(
+        /field "weight": must be a finite number > 0, got /,
+      );
+    }
+    await expect(acquire({ maxWaitMs: 10, weight: 2 })).rejects.toThrow(
+      'field "weight": needs a fairKey: it weighs one fair key against the others',
     );
     await expect(acquire({ maxWaitMs: 10, cost: -1 })).rejects.toThrow(
       'field "cost": cost must be a non-negative integer, got -1',

@@ -30,7 +30,7 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
     'planning',
     'contexts',
   ],
-  service: ['util', 'policy', 'stores', 'responses', 'planning'],
+  service: ['util', 'policy', 'algorithms', 'stores', 'responses', 'planning'],
   nest: [
     'util',
     'policy',

@@ -1,7 +1,8 @@
 import type { ExecutionContext } from '@nestjs/common';
 
 import { RateLimitPolicyError, type RateLimitOutcome, type RateLimitPolicy, validatePolicy } from '../../lib/index.js';
-import { counts, stillHeld, succeeded } from '../../lib/limiter/outcome.js';
+import { stillHeld } from '../../lib/algorithms/still-held.js';
+import { counts, succeeded } from '../../lib/limiter/outcome.js';
 
 /** The outcomes' context is only handed to count functions; these tests never read it. */
 const context = {} as ExecutionContext;
