@@ -50,6 +50,18 @@ describe('RateLimitService.reserve', () => {
     expect(await remaining()).toBe(75);
   });
 
+  it('charges an overrun past the limit: a debt later requests wait out', async () => {
+    const reservation = await reserve(60);
+    const [after] = await reservation.settle(130);
+    expect(after?.remaining).toBe(0);
+    // 130 taken of 100: one more waits for 31 to drain at 100 a minute, 18.6 s
+    const denied = await service.consume(tokens, KEY);
+    expect(denied.allowed).toBe(false);
+    expect(denied.retryAfterMs).toBe(18_600);
+    clock.advance(18_600);
+    expect((await service.consume(tokens, KEY)).allowed).toBe(true);
+  });
+
   it('settles each item at its own actual cost when given one per item', async () => {
     const reservation = await service.reserve([
       { policy: tokens, key: KEY, cost: 60 },

@@ -16,7 +16,7 @@ const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
 };
 
 /** The budget, with room for about a tenth of growth: a jump past it is a file that should not ship. */
-const BUDGET = { packedBytes: 380_000, unpackedBytes: 2_000_000, files: 720 };
+const BUDGET = { packedBytes: 400_000, unpackedBytes: 2_300_000, files: 790 };
 
 interface Pack {
   size: number;
