@@ -58,9 +58,9 @@ export class AiController {
 
   /**
    * At most 2 completions of a user in flight at once (`ai-concurrent`, decided before the handler with the
-   * route's other policies, all-or-nothing): a third is refused with 429 while two run, and each lease goes back
+   * route's other policies, all-or-nothing): a third is refused with 429 while two run, and each slot goes back
    * when its response ends — also when the handler throws or the client goes away; the 5-minute window only
-   * bounds the lease of a request whose process crashed.
+   * bounds the slot of a request whose process crashed.
    * Charges model tokens, not requests: the guard cannot know the cost before the model has answered, so the
    * handler charges an estimate through RateLimitService — to the per-minute bucket and to the plan's monthly
    * quota at once, all-or-nothing — and refunds what the model did not use, or all of it when the model was

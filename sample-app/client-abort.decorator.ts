@@ -15,7 +15,7 @@ export class ClientClosedRequestException extends HttpException {
 /**
  * An AbortSignal that aborts (with ClientClosedRequestException) when the client goes away before its response
  * was sent, on Express and Fastify. Pass it to waits and outbound calls, so that work nobody will read stops:
- * the limiter gives a concurrency lease back when the client goes away, and the handler should not go on
+ * the limiter gives a concurrency slot back when the client goes away, and the handler should not go on
  * spending what the lease was limiting.
  * @example async complete(@ClientAbortSignal() signal: AbortSignal) { await provider.complete(request, signal); }
  */

@@ -8,7 +8,7 @@ export interface EngineItem extends EngineStoreItem {
   readonly order: number;
   /**
    * Which outcomes count, for the request path's refunds (lib/limiter/outcome.ts); every item is charged
-   * alike. 'release': a concurrency lease, given back at the end whatever the outcome.
+   * alike. 'release': a concurrency slot, given back at the end whatever the outcome.
    */
   readonly count?: Exclude<RateLimitCount, 'all'> | 'release';
 }

@@ -35,7 +35,7 @@ export interface PlannedPolicy {
   /** Mode 'shadow' (the policy's, else the module's): decided and reported, never denying. */
   readonly shadow: boolean;
   /**
-   * Which outcomes count; undefined for 'all' (nothing to watch). 'release' for a concurrency limit: its lease
+   * Which outcomes count; undefined for 'all' (nothing to watch). 'release' for a concurrency limit: its slot
    * is given back whatever the outcome, also when it is not seen (the client left).
    */
   readonly count: OutcomeRule | undefined;

@@ -59,7 +59,7 @@ export function checkCommonFields(policy: RateLimitPolicy, fail: Fail): void {
   compileList(policy.deny, (problem) => fail('deny', problem));
   const { count } = policy;
   if (count !== undefined && policy.algorithm === 'concurrency') {
-    fail('count', 'does not apply to concurrency: a lease is given back at the end of every request');
+    fail('count', 'does not apply to concurrency: a slot is given back at the end of every request');
   }
   if (count !== undefined && typeof count !== 'function' && !COUNTS.includes(count)) {
     fail('count', `must be 'all', 'failed', 'succeeded' or a function of the outcome, got ${describeValue(count)}`);

@@ -132,8 +132,8 @@ interface PolicyBase {
 
 /**
  * One rate limit: `limit` requests (or cost units) per `window`. With `algorithm: 'concurrency'`, `limit` is
- * the number of requests (or units) of a key in flight at once, and `window` the lease time after which the
- * lease of a request whose process never gave it back (a crash) expires; a lease is given back when the
+ * the number of requests (or units) of a key in flight at once, and `window` the slot time after which the
+ * slot of a request whose process never gave it back (a crash) expires; a slot is given back when the
  * response is finished, the handler throws or the client goes away.
  * @example { name: 'login-ip', algorithm: 'sliding-window-log', limit: 5, window: '1m', key: 'ip', failMode: 'closed' }
  * @example { name: 'ai-generations', algorithm: 'concurrency', limit: 2, window: '5m' }
