@@ -117,7 +117,8 @@ interface PolicyBase {
    * (which may leave the key in debt). A handler that throws gets the whole charge back. See RateLimitSettle.
    * @example { name: 'ai-tokens', algorithm: 'token-bucket', limit: 10_000, window: '1m', cost: estimateOf, settle: (ctx, r: Completion) => r.usage.totalTokens }
    */
-  settle?: RateLimitSettle;
+  // A method, so that a settle function may type its result as the handler's (methods' parameters are bivariant).
+  settle?(ctx: ExecutionContext, result: unknown): number | Promise<number>;
   /**
    * For a hot key (a tenant-wide or global limit): this instance takes up to `lease` units of a key from the
    * store in one call and admits from them locally until they are spent or lapse (at the end of their window

@@ -55,5 +55,4 @@ export type RateLimitCount = 'all' | 'failed' | 'succeeded' | ((outcome: RateLim
  * non-negative integer; the policy's `cost` was the estimate charged when the request was decided.
  * @example settle: (ctx, result: { usage: { totalTokens: number } }) => result.usage.totalTokens
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the result's type is the handler's, written by the user
-export type RateLimitSettle = (ctx: ExecutionContext, result: any) => number | Promise<number>;
+export type RateLimitSettle = (ctx: ExecutionContext, result: unknown) => number | Promise<number>;
