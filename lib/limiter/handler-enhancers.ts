@@ -52,7 +52,10 @@ export interface SettlementWatch {
   completed(last: { readonly value: unknown } | undefined): void;
   /** The handler threw, its promise rejected or its Observable errored. */
   threw(): void;
-  /** The result was unsubscribed from before it settled (a stream whose client went away); `emitted`: any value. */
+  /**
+   * The result was unsubscribed from before it settled (a stream whose client went away); `emitted`: whether
+   * it gave a value.
+   */
   abandoned(emitted: boolean): void;
 }
 

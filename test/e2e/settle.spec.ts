@@ -1,5 +1,6 @@
 import {
   Body,
+  type CanActivate,
   Controller,
   type ExecutionContext,
   HttpCode,
@@ -9,6 +10,7 @@ import {
   Post,
   Query,
   Sse,
+  UseGuards,
 } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { Observable } from 'rxjs';
@@ -55,6 +57,24 @@ const tokens: RateLimitPolicy = {
   settle: (_ctx, result: Completion) => result.usage.totalTokens,
 };
 
+/** A route's own guard that refuses every request: it runs after the global guard has charged the estimate. */
+class RefuseAll implements CanActivate {
+  canActivate(): boolean {
+    return false;
+  }
+}
+
+@Controller('guarded')
+class GuardedController {
+  /** `tokens` is decided by the global guard; the user-keyed policy waits for the route's guard, which refuses. */
+  @Post()
+  @UseGuards(RefuseAll)
+  @RateLimit([tokens, { name: 'per-user', algorithm: 'fixed-window', limit: 100, window: '1m', key: 'user' }])
+  guarded(): string {
+    return 'never';
+  }
+}
+
 @Controller('ai')
 class AiController {
   constructor(private readonly model: FakeModel) {}
@@ -99,7 +119,7 @@ describe.each(ADAPTERS)('settle: a charge settled at the actual cost (%s)', (ada
       adapter,
       {
         imports: [RateLimitModule.forRoot({ store: new MemoryRateLimitStore({ clock }) })],
-        controllers: [AiController],
+        controllers: [AiController, GuardedController],
         providers: [FakeModel],
       },
       clock,
@@ -144,6 +164,12 @@ describe.each(ADAPTERS)('settle: a charge settled at the actual cost (%s)', (ada
   it('charges a failed call nothing: a handler that throws gets the whole estimate back', async () => {
     model.fails = true;
     expect((await complete(500)).status).toBe(500);
+    expect(await left()).toBe(1000);
+  });
+
+  it("gives the estimate back when the route's own guard refuses after the global guard charged it", async () => {
+    const res = await request(server()).post('/guarded?maxTokens=400').send({});
+    expect(res.status).toBe(403);
     expect(await left()).toBe(1000);
   });
 
