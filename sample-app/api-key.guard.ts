@@ -6,10 +6,14 @@ import {
   UnauthorizedException,
 } from '@nestjs/common';
 
-/** Who is calling: set on `req.user` by ApiKeyGuard. The rate limiter keys `key: 'user'` policies by `id`. */
+/**
+ * Who is calling: set on `req.user` by ApiKeyGuard. The rate limiter keys `key: 'user'` policies by `id`; the
+ * `tenant` is the customer (a company) the user belongs to, whose waiters take turns for the AI provider's budget.
+ */
 export interface AuthUser {
   id: string;
   plan: 'free' | 'pro';
+  tenant: string;
 }
 
 /**
@@ -17,8 +21,9 @@ export interface AuthUser {
  * The keys are public on purpose: the README's curl walkthrough uses them.
  */
 export const API_KEYS: ReadonlyMap<string, AuthUser> = new Map([
-  ['demo-key-alice', { id: 'alice', plan: 'free' }],
-  ['demo-key-bob', { id: 'bob', plan: 'pro' }],
+  ['demo-key-alice', { id: 'alice', plan: 'free', tenant: 'acme' }],
+  ['demo-key-carol', { id: 'carol', plan: 'free', tenant: 'acme' }],
+  ['demo-key-bob', { id: 'bob', plan: 'pro', tenant: 'globex' }],
 ]);
 
 interface Request {

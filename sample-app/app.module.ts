@@ -3,7 +3,7 @@ import { Module } from '@nestjs/common';
 import { GraphQLModule } from '@nestjs/graphql';
 
 import { RateLimitModule, type RateLimitModuleOptions } from '../lib/index.js';
-import { AiProviderService, ModelNetwork, SIMULATED_NETWORK } from './ai-provider.service.js';
+import { AiProviderService, ModelApi, SIMULATED_MODEL } from './ai-provider.service.js';
 import { AiController } from './ai.controller.js';
 import { AuthController } from './auth.controller.js';
 import { ChatGateway } from './chat.gateway.js';
@@ -46,8 +46,8 @@ export function rateLimitOptions(env: NodeJS.ProcessEnv = process.env): RateLimi
     GreetingResolver,
     ChatGateway,
     AiProviderService,
-    // The model provider's API, simulated: a round trip of MODEL_LATENCY_MS. Tests replace it.
-    { provide: ModelNetwork, useValue: SIMULATED_NETWORK },
+    // The model provider's API, simulated: a completion streamed over MODEL_LATENCY_MS. Tests replace it.
+    { provide: ModelApi, useValue: SIMULATED_MODEL },
   ],
 })
 export class AppModule {}

@@ -17,8 +17,13 @@ const routesAt = (base: string): readonly Route[] => [
   {
     route: 'POST /ai/complete',
     shows:
-      'a concurrency limit (2 in flight per user), AI tokens charged as a cost, a monthly quota per plan, and an outbound call that waits for a shared provider budget',
+      'AI tokens charged an estimate, then settled at what the model used; a monthly quota per plan; 2 calls in flight per user; a provider budget the tenants take turns on',
     try: `curl -i -X POST ${base}/ai/complete -H 'x-api-key: demo-key-alice' -H 'content-type: application/json' -d '{"prompt":"hi","maxTokens":200}'`,
+  },
+  {
+    route: 'GET /ai/stream?prompt=P&maxTokens=N',
+    shows: 'a streamed completion (server-sent events), settled at the usage its last event reports',
+    try: `curl -N '${base}/ai/stream?prompt=hi&maxTokens=200' -H 'x-api-key: demo-key-alice'`,
   },
   {
     route: 'GET /ai/usage',

@@ -15,12 +15,13 @@ import {
 } from '../../lib/index.js';
 import { RateLimiter } from '../../lib/nest/rate-limiter.js';
 import { FakeClock } from '../../lib/testing/index.js';
-import { ModelNetwork, PROVIDER_KEY, PROVIDER_RPM } from '../../sample-app/ai-provider.service.js';
+import { ModelApi, PROVIDER_KEY, PROVIDER_RPM } from '../../sample-app/ai-provider.service.js';
 import { AppModule, rateLimitOptions } from '../../sample-app/app.module.js';
 import { ADAPTERS } from '../support/nest-app.js';
+import { openSse } from '../support/sse-client.js';
 import { waitFor } from '../support/wait.js';
 import { alignedStart } from '../support/time.js';
-import { startSampleApp, TestNetwork } from './harness.js';
+import { startSampleApp, TestModel } from './harness.js';
 
 const RATE_LIMIT_FIELDS = ['ratelimit', 'ratelimit-policy', 'retry-after', 'x-ratelimit-limit'];
 
@@ -44,7 +45,7 @@ describe('rateLimitOptions', () => {
 describe.each(ADAPTERS)('the sample app on %s (the README walkthrough)', (adapter) => {
   let app: INestApplication;
   let clock: FakeClock;
-  let network: TestNetwork;
+  let model: TestModel;
   const savedRedisUrl = process.env.REDIS_URL;
   const http = () => request(app.getHttpServer());
   /** Once the refunds of the responses already sent (count: 'failed', concurrency leases) are in the store. */
@@ -61,6 +62,16 @@ describe.each(ADAPTERS)('the sample app on %s (the README walkthrough)', (adapte
     const req = http().post('/ai/complete').send(body);
     return apiKey === undefined ? req : req.set('x-api-key', apiKey);
   };
+  /** This month's model tokens used by a user, once the settlements under way have reached the store. */
+  const monthUsed = async (apiKey: string): Promise<number> => {
+    await refundsSettled();
+    return (await http().get('/ai/usage').set('x-api-key', apiKey)).body.used as number;
+  };
+  /** Listens on a free loopback port, for tests that hold a connection open or close it mid-request. */
+  const listen = async (): Promise<number> => {
+    await app.listen(0, '127.0.0.1');
+    return ((app.getHttpServer() as Server).address() as AddressInfo).port;
+  };
   const exportRows = (rows: string | undefined, apiKey = 'demo-key-bob') =>
     http()
       .get('/reports/export')
@@ -70,11 +81,11 @@ describe.each(ADAPTERS)('the sample app on %s (the README walkthrough)', (adapte
   beforeEach(async () => {
     delete process.env.REDIS_URL; // the in-memory store, whatever the environment
     clock = new FakeClock(alignedStart(60_000)); // a minute's start: the sliding-window-counter's `t` is exact
-    network = new TestNetwork();
-    app = await startSampleApp(adapter, clock, network);
+    model = new TestModel();
+    app = await startSampleApp(adapter, clock, model);
   });
   afterEach(async () => {
-    network.release();
+    model.release();
     await app.close();
     if (savedRedisUrl !== undefined) process.env.REDIS_URL = savedRedisUrl;
   });
@@ -202,36 +213,94 @@ describe.each(ADAPTERS)('the sample app on %s (the README walkthrough)', (adapte
       '"per-user";q=100;w=60, "ai-concurrent";q=2;qu="concurrent-requests", "ai-tokens";q=20000;w=120, "ai-monthly";q=50000;w=2678400',
     );
     // per-user is keyed by alice (not the IP) because ApiKeyGuard ran first; this call holds one of alice's 2
-    // leases; the token policies as they stood before the handler's charge.
-    expect(res.headers['ratelimit']).toBe(
-      '"per-user";r=99;t=120, "ai-concurrent";r=1;t=300, "ai-tokens";r=20000;t=0, "ai-monthly";r=50000;t=0',
-    );
+    // slots; the token policies as they stood once the estimate (2 + 16) was charged, before the model ran.
+    expect(item(res, 'per-user')).toBe('"per-user";r=99;t=120');
+    expect(item(res, 'ai-concurrent')).toBe('"ai-concurrent";r=1;t=300');
+    expect(item(res, 'ai-tokens')).toBe('"ai-tokens";r=19982;t=1');
+    expect(item(res, 'ai-monthly')).toMatch(/^"ai-monthly";r=49982;t=\d+$/);
     expect(res.body).toEqual({
-      completion: '(fake completion: 8 tokens for a 2-token prompt)',
+      completion: 'Hello',
       usage: { promptTokens: 2, completionTokens: 8, totalTokens: 10 },
-      tokensRemaining: 19990, // charged 2 + 16, refunded the 8 unused
-      monthlyRemaining: 49990, // the free plan's 50 000 this month, less the 10 used
     });
     const next = await complete('demo-key-alice', { prompt: 'Hello', maxTokens: 16 });
-    expect(item(next, 'ai-tokens')).toBe('"ai-tokens";r=19990;t=1');
+    expect(item(next, 'ai-tokens')).toBe('"ai-tokens";r=19972;t=1'); // 10 used, then this call's 18
   });
 
-  it('POST /ai/complete: the monthly quota of the plan, and GET /ai/usage for billing', async () => {
-    // each call is charged its estimate (16 002) up front, and keeps 8 002 once the unused 8 000 is refunded
-    const huge = { prompt: 'Hello', maxTokens: 16_000 };
-    for (let i = 0; i < 5; i++) {
-      expect((await complete('demo-key-alice', huge)).status).toBe(200);
-      clock.advance(120_000); // let the per-minute bucket refill: only the month counts here
-    }
-    const over = await complete('demo-key-alice', huge); // 40 010 used: 16 002 more do not fit in 50 000
-    expect(over.status).toBe(429);
-    expect(over.body.policy).toBe('ai-monthly');
-    expect(Number(over.headers['retry-after'])).toBeGreaterThan(86_400); // the end of the month
-    const usage = await http().get('/ai/usage').set('x-api-key', 'demo-key-alice');
-    expect(usage.body).toMatchObject({ used: 5 * 8002, limit: 50_000 });
-    expect(new Date(usage.body.periodStart).getUTCDate()).toBe(1);
-    // bob's pro plan has a million
-    expect((await complete('demo-key-bob', huge)).body.monthlyRemaining).toBe(1_000_000 - 8002);
+  it('POST /ai/complete: a completion is charged the tokens the model used, not its estimate (peek after it)', async () => {
+    model.usage = { promptTokens: 3, completionTokens: 2 }; // the provider's count, not the estimate's 2 + 16
+    const res = await complete('demo-key-alice', { prompt: 'Hello', maxTokens: 16 });
+    expect(res.status).toBe(200);
+    expect(res.body.usage).toEqual({ promptTokens: 3, completionTokens: 2, totalTokens: 5 });
+    expect(item(res, 'ai-tokens')).toBe('"ai-tokens";r=19982;t=1'); // the estimate, charged before the model ran
+    expect(await remaining('ai-tokens', 'user:alice')).toBe(20_000 - 5);
+    expect(await monthUsed('demo-key-alice')).toBe(5);
+  });
+
+  it('POST /ai/complete: an overrun is charged in full, and later requests pay the debt back by waiting', async () => {
+    // The estimate, 2 + 16 000, fits; the provider counts a prompt of 30 000 tokens (a long attachment, say).
+    model.usage = { promptTokens: 30_000 };
+    const res = await complete('demo-key-alice', { prompt: 'Hello', maxTokens: 16_000 });
+    expect(res.status).toBe(200); // the response already sent is never failed by the overrun
+    expect(res.body.usage.totalTokens).toBe(38_000);
+    expect(await monthUsed('demo-key-alice')).toBe(38_000);
+    // 20 000 in the bucket, 38 000 charged: 18 000 in debt. The next call's 18 wait for 18 018 to refill at
+    // 10 000 a minute: 108.108 s.
+    model.usage = {};
+    const hello = { prompt: 'Hello', maxTokens: 16 };
+    const refused = await complete('demo-key-alice', hello);
+    expect(refused.status).toBe(429);
+    expect(refused.body.policy).toBe('ai-tokens');
+    expect(refused.headers['retry-after']).toBe('109');
+    clock.advance(108_107);
+    expect((await complete('demo-key-alice', hello)).status).toBe(429);
+    clock.advance(1);
+    expect((await complete('demo-key-alice', hello)).status).toBe(200);
+    expect(await remaining('ai-tokens', 'user:alice')).toBe(0 + 18 - 10); // the call's estimate less its use
+    // Per user: bob owes nothing.
+    expect((await complete('demo-key-bob', hello)).status).toBe(200);
+  });
+
+  it('POST /ai/complete: a call the provider fails is charged nothing', async () => {
+    model.failing = true;
+    const res = await complete('demo-key-alice', { prompt: 'Hello', maxTokens: 16 });
+    expect(res.status).toBe(502);
+    expect(res.body.message).toBe('The AI provider answered 500');
+    expect(model.roundTrips).toBe(1);
+    expect(await remaining('ai-tokens', 'user:alice')).toBe(20_000);
+    expect(await monthUsed('demo-key-alice')).toBe(0);
+    expect(await remaining('ai-concurrent', 'user:alice')).toBe(2);
+  });
+
+  it('GET /ai/stream: the estimate is charged while it streams, and settled at the usage of its last event', async () => {
+    const port = await listen();
+    model.holding = true; // the model sends its first chunk, then waits
+    const stream = openSse(port, '/ai/stream?prompt=Hello&maxTokens=16', { 'x-api-key': 'demo-key-alice' });
+    expect(await stream.next()).toEqual({ data: '{"text":"Hello"}' });
+    expect((await stream.response).headers['ratelimit']).toContain('"ai-tokens";r=19982;t=1');
+    expect(await remaining('ai-tokens', 'user:alice')).toBe(20_000 - 18); // the estimate, until the end
+    expect(await remaining('ai-concurrent', 'user:alice')).toBe(1);
+
+    model.usage = { completionTokens: 40 }; // more than maxTokens: an overrun of 24 is charged
+    model.release();
+    expect(await stream.next()).toEqual({
+      event: 'usage',
+      data: '{"usage":{"promptTokens":2,"completionTokens":40,"totalTokens":42}}',
+    });
+    await stream.ended;
+    expect(await remaining('ai-tokens', 'user:alice')).toBe(20_000 - 42);
+    expect(await monthUsed('demo-key-alice')).toBe(42);
+    expect(await remaining('ai-concurrent', 'user:alice')).toBe(2);
+  });
+
+  it('GET /ai/stream: 400 for a bad query, charged nothing; the stream shares its limits with /ai/complete', async () => {
+    const bad = await http().get('/ai/stream?prompt=Hello&maxTokens=1e3').set('x-api-key', 'demo-key-alice');
+    expect(bad.status).toBe(400);
+    expect(bad.body.message).toBe('maxTokens must be an integer from 1 to 16000');
+    expect(await remaining('ai-tokens', 'user:alice')).toBe(20_000);
+    await complete('demo-key-alice', { prompt: 'Hello', maxTokens: 16 });
+    const streamed = await http().get('/ai/stream?prompt=Hello&maxTokens=16').set('x-api-key', 'demo-key-alice');
+    expect(streamed.status).toBe(200);
+    expect(item(streamed, 'ai-tokens')).toBe('"ai-tokens";r=19972;t=1');
   });
 
   it('POST /ai/complete: rejects bad bodies with 400 and charges nothing', async () => {
@@ -243,8 +312,10 @@ describe.each(ADAPTERS)('the sample app on %s (the README walkthrough)', (adapte
     ]) {
       expect((await complete('demo-key-alice', body)).status).toBe(400);
     }
+    expect(await remaining('ai-tokens', 'user:alice')).toBe(20_000);
+    expect(model.roundTrips).toBe(0);
     expect(item(await complete('demo-key-alice', { prompt: 'x', maxTokens: 1 }), 'ai-tokens')).toBe(
-      '"ai-tokens";r=20000;t=0',
+      '"ai-tokens";r=19998;t=1',
     );
   });
 
@@ -252,7 +323,7 @@ describe.each(ADAPTERS)('the sample app on %s (the README walkthrough)', (adapte
     const huge = { prompt: 'Hello', maxTokens: 16_000 };
     const first = await complete('demo-key-alice', huge);
     expect(first.status).toBe(200);
-    expect(first.body.tokensRemaining).toBe(11_998); // 20 000 - 16 002 charged + 8 000 refunded
+    expect(await remaining('ai-tokens', 'user:alice')).toBe(11_998); // 20 000 - 16 002 charged + 8 000 given back
 
     const second = await complete('demo-key-alice', huge);
     expect(second.status).toBe(429);
@@ -276,21 +347,21 @@ describe.each(ADAPTERS)('the sample app on %s (the README walkthrough)', (adapte
 
   it('POST /ai/complete: 2 completions of a user run at once; a third is refused while they run; the leases come back', async () => {
     const hello = { prompt: 'Hello', maxTokens: 16 };
-    network.holding = true;
+    model.holding = true;
     const running = Promise.all([complete('demo-key-alice', hello), complete('demo-key-alice', hello)]);
-    await waitFor(() => network.inFlight === 2);
+    await waitFor(() => model.inFlight === 2);
     expect(await remaining('ai-concurrent', 'user:alice')).toBe(0);
 
     const third = await complete('demo-key-alice', hello);
     expect(third.status).toBe(429);
     expect(third.body).toMatchObject({ statusCode: 429, code: 'RATE_LIMITED', policy: 'ai-concurrent' });
     expect(item(third, 'ai-concurrent')).toBe('"ai-concurrent";r=0;t=1');
-    expect(network.roundTrips).toBe(2); // refused before the handler: no model call, no tokens charged
+    expect(model.roundTrips).toBe(2); // refused before the handler: no model call, no tokens charged
     // Per user: bob's completion runs beside alice's two.
     const bobs = complete('demo-key-bob', hello).then((res) => res);
-    await waitFor(() => network.inFlight === 3);
+    await waitFor(() => model.inFlight === 3);
 
-    network.release();
+    model.release();
     expect((await running).map((res) => res.status)).toEqual([200, 200]);
     expect((await bobs).status).toBe(200);
     expect(await remaining('ai-concurrent', 'user:alice')).toBe(2);
@@ -315,7 +386,7 @@ describe.each(ADAPTERS)('the sample app on %s (the README walkthrough)', (adapte
       policy: 'provider-rpm',
       retryAfter: 60,
     });
-    expect(network.roundTrips).toBe(0);
+    expect(model.roundTrips).toBe(0);
     // The estimate went back to alice's bucket and month, and her lease came back with the response.
     expect(await remaining('ai-tokens', 'user:alice')).toBe(20_000);
     expect((await http().get('/ai/usage').set('x-api-key', 'demo-key-alice')).body.used).toBe(0);
@@ -323,13 +394,13 @@ describe.each(ADAPTERS)('the sample app on %s (the README walkthrough)', (adapte
 
     clock.advance(60_000);
     expect((await complete('demo-key-alice', { prompt: 'Hello', maxTokens: 16 })).status).toBe(200);
-    expect(network.roundTrips).toBe(1);
+    expect(model.roundTrips).toBe(1);
   });
 
   it('POST /ai/complete: a client that goes away stops its model call and is charged nothing', async () => {
     await app.listen(0, '127.0.0.1');
     const { port } = (app.getHttpServer() as Server).address() as AddressInfo;
-    network.holding = true;
+    model.holding = true;
     const req = httpRequest({
       host: '127.0.0.1',
       port,
@@ -340,15 +411,15 @@ describe.each(ADAPTERS)('the sample app on %s (the README walkthrough)', (adapte
     const closed = new Promise((resolve) => req.once('close', resolve));
     req.on('error', () => undefined); // the socket is destroyed on purpose
     req.end(JSON.stringify({ prompt: 'Hello', maxTokens: 16 }));
-    await waitFor(() => network.inFlight === 1);
+    await waitFor(() => model.inFlight === 1);
     req.destroy();
     await closed;
 
-    await waitFor(() => network.aborted === 1); // the provider's round trip was aborted, not awaited to its end
+    await waitFor(() => model.aborted === 1); // the provider's round trip was aborted, not awaited to its end
     await waitFor(async () => (await remaining('ai-tokens', 'user:alice')) === 20_000);
     expect((await http().get('/ai/usage').set('x-api-key', 'demo-key-alice')).body.used).toBe(0);
     expect(await remaining('ai-concurrent', 'user:alice')).toBe(2);
-    expect(network.roundTrips).toBe(1);
+    expect(model.roundTrips).toBe(1);
   });
 
   it('GET /reports/export: rows=40000 twice, the second gets 429 with Retry-After', async () => {
@@ -394,7 +465,7 @@ describe('the sample app with its store down', () => {
     const down = () => Promise.reject(new Error('store down'));
     const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
       .overrideProvider(RateLimitStore)
-      .useValue({ consume: down, peek: down, refund: down, reset: down })
+      .useValue({ consume: down, peek: down, refund: down, reset: down, charge: down })
       .compile();
     app = moduleRef.createNestApplication({ logger: false });
     await app.init();
@@ -413,7 +484,7 @@ describe('the sample app with its store down', () => {
     expect(res.body.policy).toBe('login-account');
   });
 
-  it('AI completions fail closed in the handler (503); exports fail open (200)', async () => {
+  it('AI completions fail closed (503: their token policies are failMode closed); exports fail open (200)', async () => {
     const ai = await request(app.getHttpServer())
       .post('/ai/complete')
       .set('x-api-key', 'demo-key-alice')
@@ -438,18 +509,18 @@ class ProviderBudgetDown extends MemoryRateLimitStore {
 
 describe("the sample app when the provider's budget cannot be read", () => {
   let app: INestApplication;
-  let network: TestNetwork;
+  let model: TestModel;
   beforeAll(async () => {
     delete process.env.REDIS_URL;
-    network = new TestNetwork();
+    model = new TestModel();
     const clock = new FakeClock(alignedStart(60_000)); // no refill between the charge and the check
     const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
       .overrideProvider(RATE_LIMIT_CLOCK)
       .useValue(clock)
       .overrideProvider(RateLimitStore)
       .useValue(new ProviderBudgetDown({ clock }))
-      .overrideProvider(ModelNetwork)
-      .useValue(network)
+      .overrideProvider(ModelApi)
+      .useValue(model)
       .compile();
     app = moduleRef.createNestApplication({ logger: false });
     await app.init();
@@ -464,7 +535,7 @@ describe("the sample app when the provider's budget cannot be read", () => {
     expect(res.status).toBe(503);
     expect(res.headers['retry-after']).toBe('1');
     expect(res.body).toMatchObject({ statusCode: 503, code: 'RATE_LIMIT_UNAVAILABLE', policy: 'provider-rpm' });
-    expect(network.roundTrips).toBe(0);
+    expect(model.roundTrips).toBe(0);
     expect((await app.get(RateLimitService).peek('ai-tokens', 'user:alice')).remaining).toBe(20_000);
   });
 });
