@@ -63,15 +63,18 @@ export const ModelApi = Symbol('ModelApi');
 /** How the simulated model counts a prompt: about 4 characters per token. */
 export const promptTokensOf = (prompt: string): number => Math.ceil(prompt.length / 4);
 
-/** A fake model: 4 chunks of text over MODEL_LATENCY_MS, generating half of `maxTokens`, then the usage. */
+/** The text of every simulated completion, in the chunks it streams them in. */
+const SIMULATED_TEXT = ['This ', 'is ', 'a fake ', 'completion.'];
+
+/** A fake model: its text in 4 chunks over MODEL_LATENCY_MS, generating half of `maxTokens`, then the usage. */
 export const SIMULATED_MODEL: ModelApi = {
   async *generate({ prompt, maxTokens }, signal) {
-    const completionTokens = Math.ceil(maxTokens / 2);
-    for (let part = 1; part <= 4; part++) {
-      await sleep(MODEL_LATENCY_MS / 4, undefined, { signal });
-      yield { text: `(part ${part} of a fake ${completionTokens}-token completion) ` };
+    for (const text of SIMULATED_TEXT) {
+      await sleep(MODEL_LATENCY_MS / SIMULATED_TEXT.length, undefined, { signal });
+      yield { text };
     }
     const promptTokens = promptTokensOf(prompt);
+    const completionTokens = Math.ceil(maxTokens / 2);
     yield { usage: { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens } };
   },
 };
