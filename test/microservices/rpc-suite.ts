@@ -56,26 +56,34 @@ class UserRpcController {
 
 /** Every behaviour of the RPC context on one transport; the Redis transport uses a redis-server of its own. */
 export function rpcSuite(transport: TransportName): void {
+  /**
+   * The Redis transport's redis-server: one per app. Nest's ServerRedis does not wait for its subscriber to quit
+   * on close, so on a shared server an app of the previous test could still take this test's messages (and log
+   * into this test's logger, as Nest's logger is global): the 200 sends with no answer and the drop logged twice
+   * of a loaded CI run.
+   */
   let transportRedis: TestRedis | undefined;
   /** The limiter's store, another redis-server than the transport's (so killing it leaves the transport up). */
   let storeRedis: TestRedis;
   let rpc: RpcApp | undefined;
   let tenants = 0;
   const tenant = () => `${transport}-${++tenants}`;
-  const start = async (options: RateLimitModuleOptions, controllers?: StartControllers) =>
-    (rpc = await startRpcApp({ transport, options, redisPort: transportRedis?.port, controllers }));
+  const start = async (options: RateLimitModuleOptions, controllers?: StartControllers) => {
+    if (transport === 'redis') transportRedis = await startRedis();
+    return (rpc = await startRpcApp({ transport, options, redisPort: transportRedis?.port, controllers }));
+  };
 
   beforeAll(async () => {
-    if (transport === 'redis') transportRedis = await startRedis();
     storeRedis = await startRedis();
   });
   afterEach(async () => {
     await rpc?.close();
     rpc = undefined;
+    await transportRedis?.stop();
+    transportRedis = undefined;
   });
   afterAll(async () => {
     await storeRedis?.stop();
-    await transportRedis?.stop();
   });
 
   describe.each(['memory', 'redis'] as const)('on the %s store', (store) => {
