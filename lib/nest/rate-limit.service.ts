@@ -107,6 +107,7 @@ export class RateLimitService implements OnModuleDestroy {
       await reservation.cancel();
       throw signal.reason;
     }
+    this.limiter.scopes.track(reservation);
     return reservation;
   }
 

@@ -1,0 +1,123 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { ServerResponse } from 'node:http';
+
+import type { ExecutionContext } from '@nestjs/common';
+
+import { handlerLabel } from '../util/handler-label.js';
+import type { Logger } from '../util/logger.js';
+import { ThrottledLog } from '../util/throttled-log.js';
+import type { Reservation } from './reservation.js';
+
+/** How long one handler's leaked reservations of the same policies stay quiet in the log after a report. */
+const QUIET_MS = 60_000;
+/** Handler and policy sets whose held-back estimates are summed at once (as ThrottledLog remembers them). */
+const MAX_REASONS = 1000;
+
+/** The request's scope, kept on its request object: every guard of one request enters the same scope. */
+const SCOPE = Symbol('nest-rate-limit:reservation-scope');
+
+/** The reservations made while one HTTP request was being handled, until its response closes. */
+interface Scope {
+  /** `Class.method` of the request's handler, for the log. */
+  readonly label: string;
+  readonly reservations: Set<Reservation>;
+  /** Its response has closed: code that still runs in it (a timer the handler left) reserves untracked. */
+  ended: boolean;
+}
+
+/**
+ * Settles at its estimate, and reports once in the log, each reservation (RateLimitService.reserve) that its
+ * HTTP request left neither settled nor cancelled when its response closed. Free until used: nothing is
+ * tracked, and the guards do nothing per request, until the first reserve() turns tracking on (that first
+ * reservation is not tracked). The guards then enter the request's scope (AsyncLocalStorage.enterWith),
+ * synchronously at the start of canActivate, which reaches the handler only while no guard before them has
+ * awaited; a reservation made where no open scope is seen is not tracked.
+ */
+export class ReservationScopes {
+  private storage: AsyncLocalStorage<Scope> | undefined;
+  private readonly log = new ThrottledLog(QUIET_MS, undefined, MAX_REASONS);
+  /** Per reason, the estimates of the reports the log held back, summed by policy, for its next line. */
+  private readonly held = new Map<string, Map<string, number>>();
+
+  constructor(private readonly logger: Logger) {}
+
+  /** A reservation just made: the first one turns tracking on; later ones join the open scope they run in. */
+  track(reservation: Reservation): void {
+    if (this.storage === undefined) {
+      this.storage = new AsyncLocalStorage();
+      return;
+    }
+    const scope = this.storage.getStore();
+    if (scope !== undefined && !scope.ended && !reservation.done) scope.reservations.add(reservation);
+  }
+
+  /**
+   * Enters the scope of the request of `ctx` (HTTP only), once tracking is on. Call it synchronously, before
+   * any await of the caller: the store is set on the current execution, which Nest's router continues to
+   * the handler.
+   */
+  enter(ctx: ExecutionContext): void {
+    if (this.storage === undefined || ctx.getType() !== 'http') return;
+    const req = ctx.getArgByIndex<{ [SCOPE]?: Scope } | undefined>(0);
+    if (req === undefined || req === null) return;
+    let scope = req[SCOPE];
+    if (scope === undefined) {
+      const reply = ctx.getArgByIndex<ServerResponse | { raw: ServerResponse }>(1);
+      const res = 'raw' in reply ? reply.raw : reply; // a Fastify reply wraps Node's response; Express's is one
+      // Closed already (the client left before the guards): 'close' will not come again to end a scope.
+      if (res.destroyed) return;
+      const opened: Scope = {
+        label: handlerLabel(ctx.getClass(), ctx.getHandler()),
+        reservations: new Set(),
+        ended: false,
+      };
+      req[SCOPE] = scope = opened;
+      res.once('close', () => this.end(opened));
+    }
+    this.storage.enterWith(scope);
+  }
+
+  /** The request's response has closed: what is still open is settled at its estimate and reported. */
+  private end(scope: Scope): void {
+    scope.ended = true;
+    const left = [...scope.reservations].filter((reservation) => reservation.settleAtEstimate());
+    scope.reservations.clear();
+    for (const reservation of left) this.report(scope.label, reservation.estimates);
+  }
+
+  /** One warning per reservation, throttled per handler and policies; keys are never logged (they may be secret). */
+  private report(label: string, estimates: readonly { policy: string; cost: number }[]): void {
+    if (estimates.length === 0) return; // only shadow items: nothing was charged
+    const perPolicy = summed(new Map(), estimates);
+    const reason = `${label} ${[...perPolicy.keys()].join(',')}`;
+    let written = false;
+    this.log.note(reason, (heldCount) => {
+      written = true;
+      const sums = this.held.get(reason);
+      this.held.delete(reason);
+      const more =
+        heldCount > 0 && sums !== undefined ? ` (and ${heldCount} more since the last report, ${listed(sums)})` : '';
+      this.logger.warn(
+        `A reservation of ${label} was neither settled nor cancelled when its request ended: it is settled at ` +
+          `its estimate (${listed(perPolicy)})${more}. Settle or cancel ` +
+          `each reservation of RateLimitService.reserve().`,
+      );
+    });
+    if (written) return;
+    if (!this.held.has(reason) && this.held.size >= MAX_REASONS) this.held.clear();
+    this.held.set(reason, summed(this.held.get(reason) ?? new Map(), estimates));
+  }
+}
+
+/** `sums` with each estimate's cost added to its policy's. */
+function summed(
+  sums: Map<string, number>,
+  estimates: readonly { policy: string; cost: number }[],
+): Map<string, number> {
+  for (const { policy, cost } of estimates) sums.set(policy, (sums.get(policy) ?? 0) + cost);
+  return sums;
+}
+
+/** `policy: units` pairs, comma-separated. */
+const listed = (pairs: Iterable<readonly [string, number]>): string =>
+  [...pairs].map(([policy, cost]) => `${policy}: ${cost}`).join(', ');
