@@ -5,7 +5,7 @@ import type { ExecutionContext } from '@nestjs/common';
 
 import { handlerLabel } from '../util/handler-label.js';
 import type { Logger } from '../util/logger.js';
-import { ThrottledLog } from '../util/throttled-log.js';
+import { monotonicNow, ThrottledLog } from '../util/throttled-log.js';
 import type { Reservation } from './reservation.js';
 
 /** How long one handler's leaked reservations of the same policies stay quiet in the log after a report. */
@@ -35,11 +35,17 @@ interface Scope {
  */
 export class ReservationScopes {
   private storage: AsyncLocalStorage<Scope> | undefined;
-  private readonly log = new ThrottledLog(QUIET_MS, undefined, MAX_REASONS);
+  private readonly log: ThrottledLog;
   /** Per reason, the estimates of the reports the log held back, summed by policy, for its next line. */
   private readonly held = new Map<string, Map<string, number>>();
 
-  constructor(private readonly logger: Logger) {}
+  /** `now`: the monotonic time the log is throttled by (a test drives it). */
+  constructor(
+    private readonly logger: Logger,
+    now: () => number = monotonicNow,
+  ) {
+    this.log = new ThrottledLog(QUIET_MS, now, MAX_REASONS);
+  }
 
   /** A reservation just made: the first one turns tracking on; later ones join the open scope they run in. */
   track(reservation: Reservation): void {
@@ -95,12 +101,12 @@ export class ReservationScopes {
       written = true;
       const sums = this.held.get(reason);
       this.held.delete(reason);
-      const more =
-        heldCount > 0 && sums !== undefined ? ` (and ${heldCount} more since the last report, ${listed(sums)})` : '';
+      const sum = sums === undefined ? '' : ` (${listed(sums)})`;
+      const more = heldCount > 0 ? `; so were ${heldCount} more since the last report${sum}` : '';
       this.logger.warn(
-        `A reservation of ${label} was neither settled nor cancelled when its request ended: it is settled at ` +
-          `its estimate (${listed(perPolicy)})${more}. Settle or cancel ` +
-          `each reservation of RateLimitService.reserve().`,
+        `A reservation made in ${label} (RateLimitService.reserve) was neither settled nor cancelled when its ` +
+          `request ended, so it stays charged at its estimate (${listed(perPolicy)})${more}: settle or cancel ` +
+          `every reservation`,
       );
     });
     if (written) return;

@@ -11,13 +11,16 @@ import {
   Post,
   Query,
   Res,
+  UseInterceptors,
 } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import request from 'supertest';
 
 import {
   MemoryRateLimitStore,
+  RateLimitInterceptor,
   RateLimitModule,
+  type RateLimitModuleOptions,
   type RateLimitPolicy,
   type RateLimitReservation,
   RateLimitService,
@@ -64,6 +67,14 @@ class AiController {
     return 'left open';
   }
 
+  /** As `leak`, behind RateLimitInterceptor, which enters the scope again after every guard. */
+  @Post('leak-intercepted')
+  @HttpCode(200)
+  @UseInterceptors(RateLimitInterceptor)
+  leakIntercepted(@Query('cost') cost: string, @Res({ passthrough: true }) reply: Reply): Promise<string> {
+    return this.leak(cost, reply);
+  }
+
   @Post('settle')
   @HttpCode(200)
   async settle(@Query('cost') cost: string, @Res({ passthrough: true }) reply: Reply): Promise<string> {
@@ -99,13 +110,16 @@ class AwaitingAuthModule {}
 
 const LEAK = /neither settled nor cancelled/;
 
-async function start(adapter: AdapterName, imports: unknown[] = []) {
+async function start(adapter: AdapterName, imports: unknown[] = [], options: RateLimitModuleOptions = {}) {
   const logs = new CapturingLogger();
   const clock = new FakeClock(TEST_START_MS);
   const { app, server } = await createApp(
     adapter,
     {
-      imports: [...(imports as []), RateLimitModule.forRoot({ store: new MemoryRateLimitStore({ clock }) })],
+      imports: [
+        ...(imports as []),
+        RateLimitModule.forRoot({ store: new MemoryRateLimitStore({ clock }), ...options }),
+      ],
       controllers: [AiController],
       providers: [LastRequest],
     },
@@ -186,5 +200,33 @@ describe.each(ADAPTERS)('reserve(): a reservation its request left open (%s)', (
     // Not tracked: it is still open, and settling it gives back what the estimate exceeded.
     await t.last.reservation?.settle(100);
     expect(await t.left()).toBe(900);
+  });
+
+  it('tracks it behind such a guard when the route has RateLimitInterceptor', async () => {
+    const t = await start(adapter, [AwaitingAuthModule]);
+    app = t.app;
+    await t.post('/ai/leak-intercepted?cost=300');
+    expect(t.leaks()).toHaveLength(1);
+    expect(t.leaks()[0]?.message).toContain('AiController.leakIntercepted');
+    await t.last.reservation?.settle(100);
+    expect(await t.left()).toBe(700);
+  });
+
+  it("tracks it with `global: false` too (the module's APP_GUARD decides nothing, but enters the scope)", async () => {
+    const t = await start(adapter, [], { global: false });
+    app = t.app;
+    await t.post('/ai/leak?cost=300');
+    expect(t.leaks()).toHaveLength(1);
+    expect(await t.left()).toBe(700);
+  });
+
+  it('leaves alone a reservation made outside any request, after tracking is on', async () => {
+    const t = await start(adapter);
+    app = t.app;
+    const outside = await t.app.get(RateLimitService).reserve([{ policy: tokens, key: KEY, cost: 300 }]);
+    await t.post('/ai/settle?cost=100');
+    expect(t.leaks()).toHaveLength(0);
+    await outside.settle(50);
+    expect(await t.left()).toBe(850);
   });
 });
