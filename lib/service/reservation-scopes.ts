@@ -18,9 +18,11 @@ const SCOPE = Symbol('nest-rate-limit:reservation-scope');
 
 /** The reservations made while one HTTP request was being handled, until its response closes. */
 interface Scope {
-  /** `Class.method` of the request's handler, for the log. */
-  readonly label: string;
-  readonly reservations: Set<Reservation>;
+  /** The request's handler, named `Class.method` in the log (only when something leaked: labels cost). */
+  readonly classRef: unknown;
+  readonly handler: unknown;
+  /** Made on the first reservation: most requests make none. */
+  reservations: Set<Reservation> | undefined;
   /** Its response has closed: code that still runs in it (a timer the handler left) reserves untracked. */
   ended: boolean;
 }
@@ -31,7 +33,10 @@ interface Scope {
  * tracked, and the guards do nothing per request, until the first reserve() turns tracking on (that first
  * reservation is not tracked). The guards then enter the request's scope (AsyncLocalStorage.enterWith),
  * synchronously at the start of canActivate, which reaches the handler only while no guard before them has
- * awaited; a reservation made where no open scope is seen is not tracked.
+ * awaited; a reservation made where no open scope is seen is not tracked. enterWith sets the store on what
+ * runs the request, which Node shares between the requests of one keep-alive connection: the next request
+ * sees this scope until a guard enters its own, so a scope that ended takes no more reservations (and with
+ * pipelining a middleware's reservation may join the previous request's scope while it is still open).
  */
 export class ReservationScopes {
   private storage: AsyncLocalStorage<Scope> | undefined;
@@ -54,7 +59,8 @@ export class ReservationScopes {
       return;
     }
     const scope = this.storage.getStore();
-    if (scope !== undefined && !scope.ended && !reservation.done) scope.reservations.add(reservation);
+    if (scope === undefined || scope.ended || reservation.done) return;
+    (scope.reservations ??= new Set()).add(reservation);
   }
 
   /**
@@ -73,8 +79,9 @@ export class ReservationScopes {
       // Closed already (the client left before the guards): 'close' will not come again to end a scope.
       if (res.destroyed) return;
       const opened: Scope = {
-        label: handlerLabel(ctx.getClass(), ctx.getHandler()),
-        reservations: new Set(),
+        classRef: ctx.getClass(),
+        handler: ctx.getHandler(),
+        reservations: undefined,
         ended: false,
       };
       req[SCOPE] = scope = opened;
@@ -86,9 +93,12 @@ export class ReservationScopes {
   /** The request's response has closed: what is still open is settled at its estimate and reported. */
   private end(scope: Scope): void {
     scope.ended = true;
+    if (scope.reservations === undefined) return;
     const left = [...scope.reservations].filter((reservation) => reservation.settleAtEstimate());
-    scope.reservations.clear();
-    for (const reservation of left) this.report(scope.label, reservation.estimates);
+    scope.reservations = undefined;
+    if (left.length === 0) return;
+    const label = handlerLabel(scope.classRef, scope.handler);
+    for (const reservation of left) this.report(label, reservation.estimates);
   }
 
   /** One warning per reservation, throttled per handler and policies; keys are never logged (they may be secret). */

@@ -43,6 +43,8 @@ type Reply = ServerResponse | { raw: ServerResponse };
 class LastRequest {
   reservation: RateLimitReservation | undefined;
   closed: Promise<void> = Promise.resolve();
+  /** Makes the reservation the handler of /ai/later left to make, in its request's context. */
+  later: () => Promise<void> = () => Promise.resolve();
 
   watch(reply: Reply): void {
     const res = 'raw' in reply ? reply.raw : reply;
@@ -73,6 +75,22 @@ class AiController {
   @UseInterceptors(RateLimitInterceptor)
   leakIntercepted(@Query('cost') cost: string, @Res({ passthrough: true }) reply: Reply): Promise<string> {
     return this.leak(cost, reply);
+  }
+
+  /** Leaves behind a reservation to make in the request's async context once it has ended (`LastRequest.later`). */
+  @Post('later')
+  @HttpCode(200)
+  later(@Res({ passthrough: true }) reply: Reply): string {
+    this.last.watch(reply);
+    let release: () => void = () => undefined;
+    const made = new Promise<void>((resolve) => (release = resolve)).then(() =>
+      this.rateLimits.reserve([{ policy: tokens, key: KEY, cost: 300 }]),
+    );
+    this.last.later = async () => {
+      release();
+      this.last.reservation = await made;
+    };
+    return 'later';
   }
 
   @Post('settle')
@@ -218,6 +236,17 @@ describe.each(ADAPTERS)('reserve(): a reservation its request left open (%s)', (
     await t.post('/ai/leak?cost=300');
     expect(t.leaks()).toHaveLength(1);
     expect(await t.left()).toBe(700);
+  });
+
+  it('leaves alone a reservation made in a request after it ended (a continuation the handler left)', async () => {
+    const t = await start(adapter);
+    app = t.app;
+    await t.post('/ai/later');
+    await t.last.later();
+    expect(t.leaks()).toHaveLength(0);
+    // Still open: settling it gives back what the estimate exceeded.
+    await t.last.reservation?.settle(50);
+    expect(await t.left()).toBe(950);
   });
 
   it('leaves alone a reservation made outside any request, after tracking is on', async () => {
