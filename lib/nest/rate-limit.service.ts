@@ -93,8 +93,8 @@ export class RateLimitService implements OnModuleDestroy {
    * nor cancelled when its response closes is settled at the estimate (the charge stays; a later call does
    * nothing) and reported once in the log. That is tracked from the second reserve() of the module on (the
    * first turns it on), for reservations made from the module's guard to the handler's end; not when a global
-   * guard of the app's awaited before the module's (unless the route has RateLimitInterceptor), nor outside
-   * an HTTP request (middleware, jobs, GraphQL, WebSockets, microservices). docs/ai-endpoints.md has it all.
+   * guard of the app's awaited before the module's (unless the route has RateLimitInterceptor), nor from a
+   * middleware, nor outside HTTP handlers (jobs, GraphQL, WebSockets, microservices). See docs/ai-endpoints.md.
    * @example const r = await rateLimits.reserve([{ policy: 'ai-tokens', key, cost: estimate }], { signal });
    */
   async reserve(
