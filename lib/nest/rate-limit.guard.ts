@@ -16,6 +16,7 @@ export class RateLimitGuard implements CanActivate {
   constructor(protected readonly limiter: RateLimiter) {}
 
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
+    this.limiter.scopes.enter(ctx); // before any await: the handler runs in the execution it is entered on
     await this.limiter.handle(ctx, 'guard');
     return true;
   }
@@ -35,6 +36,8 @@ export class GlobalRateLimitGuard extends RateLimitGuard {
   }
 
   override async canActivate(ctx: ExecutionContext): Promise<boolean> {
+    // With `global: false` too: the first guard a request meets is where its reservations are best tracked from.
+    this.limiter.scopes.enter(ctx);
     if (this.options.global !== false) await this.limiter.handle(ctx, 'global-guard');
     return true;
   }

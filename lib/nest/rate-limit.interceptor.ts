@@ -15,6 +15,8 @@ export class RateLimitInterceptor implements NestInterceptor {
   constructor(protected readonly limiter: RateLimiter) {}
 
   intercept(ctx: ExecutionContext, next: CallHandler): Observable<unknown> {
+    // Again after the guards: one of the app's that awaited before ours kept their scope from the handler.
+    this.limiter.scopes.enter(ctx);
     if (this.limiter.isDecided(ctx)) return next.handle();
     return from(this.limiter.handle(ctx, 'interceptor')).pipe(switchMap(() => next.handle()));
   }

@@ -89,7 +89,12 @@ export class RateLimitService implements OnModuleDestroy {
    * Settling gives back what the estimate exceeded, or charges the overrun without deciding (the key may go
    * into debt, which later requests wait out); cancelling gives everything back. Each is done once: a second
    * call, from any path, does nothing. An aborted `signal` cancels it (before any store call if already
-   * aborted: then reserve rejects with `signal.reason`). docs/ai-endpoints.md shows it around a model call.
+   * aborted: then reserve rejects with `signal.reason`). A reservation an HTTP request leaves neither settled
+   * nor cancelled when its response closes is settled at the estimate (the charge stays; a later call does
+   * nothing) and reported once in the log. That is tracked from the second reserve() of the module on (the
+   * first turns it on), for reservations made from the module's guard to the handler's end; not when a global
+   * guard of the app's awaited before the module's (unless the route has RateLimitInterceptor), nor from a
+   * middleware, nor outside HTTP handlers (jobs, GraphQL, WebSockets, microservices). See docs/ai-endpoints.md.
    * @example const r = await rateLimits.reserve([{ policy: 'ai-tokens', key, cost: estimate }], { signal });
    */
   async reserve(
@@ -107,6 +112,7 @@ export class RateLimitService implements OnModuleDestroy {
       await reservation.cancel();
       throw signal.reason;
     }
+    this.limiter.scopes.track(reservation);
     return reservation;
   }
 

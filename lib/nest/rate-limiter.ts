@@ -16,6 +16,7 @@ import { StepEvaluator } from '../limiter/step-evaluation.js';
 import { loadMetrics } from '../metrics/otel-metrics.js';
 import { coveredGlobally, refuseUnguarded } from '../planning/guard-coverage.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
+import { ReservationScopes } from '../service/reservation-scopes.js';
 import { type RoutePlan, RoutePlanner } from '../planning/route-planner.js';
 import type { RateLimitStores } from '../stores/rate-limit-stores.js';
 import type { Clock } from '../util/clock.js';
@@ -89,6 +90,8 @@ export class RateLimiter extends RequestLimiter implements OnModuleInit, OnModul
   private readonly rpcPolicies: boolean;
   /** With `global: false`, the handlers with policies that no guard of their own covers (checked at init). */
   private readonly unguarded: readonly RoutePlan[];
+  /** The reservations of RateLimitService.reserve() each HTTP request makes: the guards enter its scope. */
+  readonly scopes: ReservationScopes;
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) readonly options: RateLimitModuleOptions,
@@ -104,6 +107,7 @@ export class RateLimiter extends RequestLimiter implements OnModuleInit, OnModul
     super(parts);
     this.logger = logger;
     this.lists = lists;
+    this.scopes = new ReservationScopes(logger);
     const application = this.planner.walk(discovery, scanner, moduleRef);
     // The guard on microservice and gateway handlers whatever `global` says: a global RateLimitGuard of the
     // app's own may not reach them either (a hybrid app's microservice, gateways before Nest 12).

@@ -84,6 +84,22 @@ export class Reservation implements RateLimitReservation {
     return (this.finished ?? this.finish(this.items.map(() => 0))).then(() => undefined);
   }
 
+  /**
+   * Keeps the charge as it stands, with no store call, and makes the reservation done: for one its request
+   * left open (ReservationScopes). Returns whether it was still open, so that it is reported once.
+   */
+  settleAtEstimate(): boolean {
+    if (this.finished !== undefined) return false;
+    this.signal?.removeEventListener('abort', this.onAbort);
+    this.finished = Promise.resolve(this.decisions);
+    return true;
+  }
+
+  /** What each item charged, by policy name: shadow items charged nothing and are left out. */
+  get estimates(): readonly { policy: string; cost: number }[] {
+    return this.items.filter((item) => item.shadow !== true).map(({ policy, cost }) => ({ policy: policy.name, cost }));
+  }
+
   /** Gives back what each item's actual cost leaves of its charge, and charges what it goes past. */
   private finish(actuals: readonly number[]): Promise<readonly RateLimitDecision[]> {
     this.signal?.removeEventListener('abort', this.onAbort);
