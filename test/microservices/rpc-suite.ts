@@ -69,7 +69,7 @@ export function rpcSuite(transport: TransportName): void {
   let tenants = 0;
   const tenant = () => `${transport}-${++tenants}`;
   const start = async (options: RateLimitModuleOptions, controllers?: StartControllers) => {
-    if (transport === 'redis') transportRedis = await startRedis();
+    if (transport === 'redis') transportRedis ??= await startRedis(); // one per test, whose starts may fail
     return (rpc = await startRpcApp({ transport, options, redisPort: transportRedis?.port, controllers }));
   };
 
