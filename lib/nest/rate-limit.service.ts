@@ -92,9 +92,8 @@ export class RateLimitService implements OnModuleDestroy {
    * aborted: then reserve rejects with `signal.reason`). A reservation an HTTP request leaves neither settled
    * nor cancelled when its response closes is settled at the estimate (the charge stays; a later call does
    * nothing) and reported once in the log. That is tracked from the second reserve() of the module on (the
-   * first turns it on), for reservations made from the module's guard to the handler's end; not when a global
-   * guard of the app's awaited before the module's (unless the route has RateLimitInterceptor), nor from a
-   * middleware, nor outside HTTP handlers (jobs, GraphQL, WebSockets, microservices). See docs/ai-endpoints.md.
+   * first turns it on), for reservations made while an HTTP request is handled, from its middleware to its
+   * response; not outside requests (jobs), nor in WebSockets or microservices. See docs/ai-endpoints.md.
    * @example const r = await rateLimits.reserve([{ policy: 'ai-tokens', key, cost: estimate }], { signal });
    */
   async reserve(

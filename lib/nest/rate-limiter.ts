@@ -107,7 +107,7 @@ export class RateLimiter extends RequestLimiter implements OnModuleInit, OnModul
     super(parts);
     this.logger = logger;
     this.lists = lists;
-    this.scopes = new ReservationScopes(logger);
+    this.scopes = new ReservationScopes(logger, () => httpAdapterHost.httpAdapter?.getHttpServer());
     const application = this.planner.walk(discovery, scanner, moduleRef);
     // The guard on microservice and gateway handlers whatever `global` says: a global RateLimitGuard of the
     // app's own may not reach them either (a hybrid app's microservice, gateways before Nest 12).
@@ -162,6 +162,7 @@ export class RateLimiter extends RequestLimiter implements OnModuleInit, OnModul
 
   /** Lets the refunds and settlements of ended invocations reach the store before the module closes its connections. */
   async onModuleDestroy(): Promise<void> {
+    this.scopes.close();
     await this.refundsSettled();
     await this.engine.dispose();
   }

@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 
 import type { ExecutionContext } from '@nestjs/common';
@@ -16,11 +17,24 @@ const MAX_REASONS = 1000;
 /** The request's scope, kept on its request object: every guard of one request enters the same scope. */
 const SCOPE = Symbol('nest-rate-limit:reservation-scope');
 
+/** A request object that may carry a scope: Node's, or a Fastify request wrapping Node's as `raw`. */
+interface ScopedRequest {
+  [SCOPE]?: Scope;
+  raw?: ScopedRequest;
+}
+
+/** The HTTP server's 'request' listener, as the scopes put it first. */
+type RequestListener = (req: ScopedRequest, res: ServerResponse) => void;
+
 /** The reservations made while one HTTP request was being handled, until its response closes. */
 interface Scope {
-  /** The request's handler, named `Class.method` in the log (only when something leaked: labels cost). */
-  readonly classRef: unknown;
-  readonly handler: unknown;
+  /**
+   * The request's handler, named `Class.method` in the log (only when something leaked: labels cost); set by
+   * the first of the module's guards the request meets, for what its middleware reserved too (none: a request
+   * no guard of the module saw, such as GraphQL's, whose guards run in another context).
+   */
+  classRef: unknown;
+  handler: unknown;
   /** Made on the first reservation: most requests make none. */
   reservations: Set<Reservation> | undefined;
   /** Its response has closed: code that still runs in it (a timer the handler left) reserves untracked. */
@@ -30,13 +44,14 @@ interface Scope {
 /**
  * Settles at its estimate, and reports once in the log, each reservation (RateLimitService.reserve) that its
  * HTTP request left neither settled nor cancelled when its response closed. Free until used: nothing is
- * tracked, and the guards do nothing per request, until the first reserve() turns tracking on (that first
- * reservation is not tracked). The guards then enter the request's scope (AsyncLocalStorage.enterWith),
- * synchronously at the start of canActivate, which reaches the handler only while no guard before them has
- * awaited; a reservation made where no open scope is seen is not tracked. enterWith sets the store on what
- * runs the request, which Node shares between the requests of one keep-alive connection: the next request
- * sees this scope until a guard enters its own, so a scope that ended takes no more reservations (and with
- * pipelining a middleware's reservation may join the previous request's scope while it is still open).
+ * tracked, and nothing is done per request, until the first reserve() turns tracking on (that first
+ * reservation is not tracked). From then on each request the application's HTTP server receives gets a scope
+ * (AsyncLocalStorage.enterWith, in a 'request' listener put before the app's own), which everything the app
+ * runs for it inherits: middleware, every guard (awaiting or not), pipes, interceptors, the handler and a
+ * GraphQL resolver. The module's guards and interceptor name the scope's handler, and enter it themselves
+ * where no listener could be put (no HTTP server at hand: a server the app made itself); there, entered
+ * synchronously at the start of canActivate, it reaches the handler only while no guard before them has
+ * awaited. A reservation made where no open scope is seen is not tracked.
  */
 export class ReservationScopes {
   private storage: AsyncLocalStorage<Scope> | undefined;
@@ -44,9 +59,16 @@ export class ReservationScopes {
   /** Per reason, the estimates of the reports the log held back, summed by policy, for its next line. */
   private readonly held = new Map<string, Map<string, number>>();
 
-  /** `now`: the monotonic time the log is throttled by (a test drives it). */
+  /** The HTTP server the scopes listen to, and their listener, once tracking is on. */
+  private listening: { server: EventEmitter; listener: RequestListener } | undefined;
+
+  /**
+   * @param httpServer the application's HTTP server (Node's, or an HTTP/2 one), or undefined when it has none.
+   * @param now the monotonic time the log is throttled by (a test drives it).
+   */
   constructor(
     private readonly logger: Logger,
+    private readonly httpServer: () => unknown = () => undefined,
     now: () => number = monotonicNow,
   ) {
     this.log = new ThrottledLog(QUIET_MS, now, MAX_REASONS);
@@ -56,6 +78,7 @@ export class ReservationScopes {
   track(reservation: Reservation): void {
     if (this.storage === undefined) {
       this.storage = new AsyncLocalStorage();
+      this.listen();
       return;
     }
     const scope = this.storage.getStore();
@@ -64,30 +87,54 @@ export class ReservationScopes {
   }
 
   /**
-   * Enters the scope of the request of `ctx` (HTTP only), once tracking is on. Call it synchronously, before
-   * any await of the caller: the store is set on the current execution, which Nest's router continues to
-   * the handler.
+   * Names the handler of the request of `ctx` (HTTP only) on its scope, and enters the scope, once tracking is
+   * on. Call it synchronously, before any await of the caller: where the server's listener made no scope, the
+   * store is set on the current execution, which Nest's router continues to the handler.
    */
   enter(ctx: ExecutionContext): void {
     if (this.storage === undefined || ctx.getType() !== 'http') return;
-    const req = ctx.getArgByIndex<{ [SCOPE]?: Scope } | undefined>(0);
+    const req = ctx.getArgByIndex<ScopedRequest | undefined>(0);
     if (req === undefined || req === null) return;
-    let scope = req[SCOPE];
+    let scope = req[SCOPE] ?? req.raw?.[SCOPE];
     if (scope === undefined) {
       const reply = ctx.getArgByIndex<ServerResponse | { raw: ServerResponse }>(1);
       const res = 'raw' in reply ? reply.raw : reply; // a Fastify reply wraps Node's response; Express's is one
-      // Closed already (the client left before the guards): 'close' will not come again to end a scope.
-      if (res.destroyed) return;
-      const opened: Scope = {
-        classRef: ctx.getClass(),
-        handler: ctx.getHandler(),
-        reservations: undefined,
-        ended: false,
-      };
-      req[SCOPE] = scope = opened;
-      res.once('close', () => this.end(opened));
+      scope = this.open(req, res);
+      if (scope === undefined) return;
+    }
+    if (scope.classRef === undefined) {
+      scope.classRef = ctx.getClass();
+      scope.handler = ctx.getHandler();
     }
     this.storage.enterWith(scope);
+  }
+
+  /** Stops listening to the HTTP server (the module is shutting down). */
+  close(): void {
+    this.listening?.server.removeListener('request', this.listening.listener);
+    this.listening = undefined;
+  }
+
+  /** Puts the listener that gives each request a scope before the app's own, on the app's HTTP server. */
+  private listen(): void {
+    const server = this.httpServer() as Partial<EventEmitter> | undefined;
+    if (typeof server?.prependListener !== 'function') return;
+    const listener: RequestListener = (req, res) => {
+      const scope = this.open(req, res);
+      if (scope !== undefined) this.storage?.enterWith(scope);
+    };
+    server.prependListener('request', listener);
+    this.listening = { server: server as EventEmitter, listener };
+  }
+
+  /** A new scope for the request, ended when its response closes; none when it has closed already. */
+  private open(req: ScopedRequest, res: ServerResponse): Scope | undefined {
+    // Closed already (the client left before the guards): 'close' will not come again to end a scope.
+    if (res.destroyed) return undefined;
+    const scope: Scope = { classRef: undefined, handler: undefined, reservations: undefined, ended: false };
+    req[SCOPE] = scope;
+    res.once('close', () => this.end(scope));
+    return scope;
   }
 
   /** The request's response has closed: what is still open is settled at its estimate and reported. */
@@ -97,7 +144,10 @@ export class ReservationScopes {
     const left = [...scope.reservations].filter((reservation) => reservation.settleAtEstimate());
     scope.reservations = undefined;
     if (left.length === 0) return;
-    const label = handlerLabel(scope.classRef, scope.handler);
+    const label =
+      scope.classRef === undefined
+        ? 'an HTTP request that no guard of the module named (a middleware, a GraphQL resolver)'
+        : handlerLabel(scope.classRef, scope.handler);
     for (const reservation of left) this.report(label, reservation.estimates);
   }
 

@@ -4,10 +4,14 @@ import {
   type CanActivate,
   Controller,
   type ExecutionContext,
+  Global,
   HttpCode,
   type INestApplication,
   Injectable,
+  type MiddlewareConsumer,
   Module,
+  type NestMiddleware,
+  type NestModule,
   Post,
   Query,
   Res,
@@ -52,6 +56,11 @@ class LastRequest {
     this.closed = new Promise((resolve) => res.once('close', () => resolve()));
   }
 }
+
+/** LastRequest for the controller and for a middleware's module alike. */
+@Global()
+@Module({ providers: [LastRequest], exports: [LastRequest] })
+class LastRequestModule {}
 
 @Controller('ai')
 class AiController {
@@ -114,7 +123,7 @@ class AiController {
   }
 }
 
-/** An app's global guard that awaits, registered before the module's: the scope then cannot reach the handler. */
+/** An app's global guard that awaits, registered before the module's: a scope the module's guard entered would not reach the handler. */
 @Injectable()
 class AwaitingGuard implements CanActivate {
   async canActivate(_ctx: ExecutionContext): Promise<boolean> {
@@ -126,6 +135,28 @@ class AwaitingGuard implements CanActivate {
 @Module({ providers: [{ provide: APP_GUARD, useClass: AwaitingGuard }] })
 class AwaitingAuthModule {}
 
+/** A middleware that reserves for the requests to /ai/settle and leaves it open: before any guard runs. */
+@Injectable()
+class ReservingMiddleware implements NestMiddleware {
+  constructor(
+    private readonly rateLimits: RateLimitService,
+    private readonly last: LastRequest,
+  ) {}
+
+  async use(_req: unknown, reply: Reply, next: () => void): Promise<void> {
+    this.last.watch(reply);
+    this.last.reservation = await this.rateLimits.reserve([{ policy: tokens, key: KEY, cost: 200 }]);
+    next();
+  }
+}
+
+@Module({ providers: [ReservingMiddleware] })
+class ReservingMiddlewareModule implements NestModule {
+  configure(consumer: MiddlewareConsumer): void {
+    consumer.apply(ReservingMiddleware).forRoutes(AiController);
+  }
+}
+
 const LEAK = /neither settled nor cancelled/;
 
 async function start(adapter: AdapterName, imports: unknown[] = [], options: RateLimitModuleOptions = {}) {
@@ -135,11 +166,11 @@ async function start(adapter: AdapterName, imports: unknown[] = [], options: Rat
     adapter,
     {
       imports: [
+        LastRequestModule,
         ...(imports as []),
         RateLimitModule.forRoot({ store: new MemoryRateLimitStore({ clock }), ...options }),
       ],
       controllers: [AiController],
-      providers: [LastRequest],
     },
     clock,
     { logger: logs },
@@ -210,14 +241,24 @@ describe.each(ADAPTERS)('reserve(): a reservation its request left open (%s)', (
     expect(t.leaks()).toHaveLength(0);
   });
 
-  it('leaves a reservation alone when a global guard of the app awaited before the module enters its scope', async () => {
+  it("tracks it behind a global guard of the app that awaited before the module's (the scope is entered as the server receives the request)", async () => {
     const t = await start(adapter, [AwaitingAuthModule]);
     app = t.app;
     await t.post('/ai/leak?cost=300');
-    expect(t.leaks()).toHaveLength(0);
-    // Not tracked: it is still open, and settling it gives back what the estimate exceeded.
-    await t.last.reservation?.settle(100);
-    expect(await t.left()).toBe(900);
+    expect(t.leaks()).toHaveLength(1);
+    expect(t.leaks()[0]?.message).toContain('AiController.leak');
+    await t.last.reservation?.settle(100); // settled at its estimate: a no-op
+    expect(await t.left()).toBe(700);
+  });
+
+  it("tracks a middleware's reservation, named by the handler of its request", async () => {
+    const t = await start(adapter, [ReservingMiddlewareModule]);
+    app = t.app;
+    await t.post('/ai/settle?cost=300'); // the middleware's 200 left open; the handler's 300 settled at 100
+    expect(await t.left()).toBe(1000 - 200 - 100);
+    expect(t.leaks()).toHaveLength(1);
+    expect(t.leaks()[0]?.message).toContain('made in AiController.settle');
+    expect(t.leaks()[0]?.message).toContain('(ai-tokens: 200)');
   });
 
   it('tracks it behind such a guard when the route has RateLimitInterceptor', async () => {

@@ -35,7 +35,7 @@ describe('ReservationScopes: the log of reservations left open', () => {
     service = moduleRef.get(RateLimitService);
     logs = new CapturingLogger();
     nowMs = 0;
-    scopes = new ReservationScopes(logs, () => nowMs);
+    scopes = new ReservationScopes(logs, undefined, () => nowMs);
     scopes.track((await service.reserve([{ policy: tokens, key: 'warm-up', cost: 1 }])) as Reservation);
   });
   afterEach(() => moduleRef.close());
