@@ -1,21 +1,15 @@
 import { Injectable, type OnModuleDestroy } from '@nestjs/common';
 
-import { quotaPeriodAt } from '../algorithms/quota/quota-period.js';
-import { elementAt } from '../util/element-at.js';
-import { ServiceCalls } from '../engine/service-calls.js';
-
+import type { ServiceCalls } from '../engine/service-calls.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import type { RateLimitDecision, RateLimitPolicy } from '../policy/policy.types.js';
-import { RateLimiter } from './rate-limiter.js';
 import { checkAcquireOptions } from '../service/acquire-options.js';
-import { AcquireQueues } from '../service/acquire-queue.js';
-import {
-  type RateLimitReservation,
-  Reservation,
-  type ReservationStore,
-  type ReservedItem,
-} from '../service/reservation.js';
-import { blockOn, checkActuals, ServiceArguments } from '../service/service-arguments.js';
+import type { RateLimitReservation } from '../service/reservation.js';
+import { blockOn, type ServiceArguments } from '../service/service-arguments.js';
+import { elementAt } from '../util/element-at.js';
+import { quotaUsage } from './quota-usage.js';
+import { RateLimiter } from './rate-limiter.js';
+import { ServiceDecisions } from './service-decisions.js';
 
 /** An item of consumeMany and reserve: a policy (or its name), the key, and the cost (default 1). */
 export interface RateLimitServiceItem {
@@ -23,12 +17,6 @@ export interface RateLimitServiceItem {
   key: string;
   cost?: number;
 }
-
-/** Read through a function: TypeScript would keep `aborted` narrowed to false across an await. */
-const isAborted = (signal: AbortSignal | undefined): signal is AbortSignal => signal?.aborted === true;
-
-/** A quota limit no usage reaches, to read usage through peek: 2^52. */
-const USAGE_PROBE_LIMIT = 2 ** 52;
 
 /**
  * Rate limiting from your own code, on the module's store: for checks a decorator cannot express, such as
@@ -39,31 +27,13 @@ const USAGE_PROBE_LIMIT = 2 ** 52;
  */
 @Injectable()
 export class RateLimitService implements OnModuleDestroy {
-  /** The waiters of acquire(): they consume and give back on the same path as consume() and refund(). */
-  private readonly waiting = new AcquireQueues({
-    consume: async (item) => {
-      const decisions = await this.calls.call([item.policy.name], () => this.limiter.engine.consumeAcross([item]));
-      const decision = elementAt(decisions, 0, 'the decisions of a consume');
-      this.limiter.events.report([[item, decision]], undefined);
-      return decision;
-    },
-    refund: (item) => this.calls.change([item], (store) => store.refund([item]), item.policy),
-  });
-
-  /** What reservations settle and cancel through: refunds and charges on each item's store. */
-  private readonly stores: ReservationStore = {
-    refund: (items) =>
-      this.calls.eachStore(items, (part, policy) => this.calls.change(part, (store) => store.refund(part), policy)),
-    charge: (items) => this.calls.eachStore(items, (part, policy) => this.calls.charge(part, policy)),
-    now: () => this.limiter.engine.now(),
-  };
-
+  private readonly decisions: ServiceDecisions;
   private readonly args: ServiceArguments;
   private readonly calls: ServiceCalls;
 
   constructor(private readonly limiter: RateLimiter) {
-    this.args = new ServiceArguments(limiter.planner);
-    this.calls = new ServiceCalls(limiter.engine);
+    this.decisions = new ServiceDecisions(limiter);
+    ({ args: this.args, calls: this.calls } = this.decisions);
   }
 
   /** Consumes `cost` (default 1) units of `policy` for `key`. */
@@ -80,7 +50,7 @@ export class RateLimitService implements OnModuleDestroy {
    * 'shadow' never denies the others: its decision says whether it would have (and then it consumed nothing).
    */
   async consumeMany(items: readonly RateLimitServiceItem[]): Promise<RateLimitDecision[]> {
-    return this.decide(this.resolve(items));
+    return this.decisions.decide(this.decisions.resolve(items));
   }
 
   /**
@@ -100,41 +70,7 @@ export class RateLimitService implements OnModuleDestroy {
     items: readonly RateLimitServiceItem[],
     opts: { signal?: AbortSignal } = {},
   ): Promise<RateLimitReservation> {
-    const { signal } = opts;
-    const resolved = this.resolve(items);
-    if (signal?.aborted === true) throw signal.reason;
-    const decisions = await this.decide(resolved);
-    const check = (actual: unknown) => checkActuals(this.args, actual, resolved);
-    const reservation = new Reservation(resolved, decisions, this.stores, check, signal);
-    // Aborted while the store call was on its way: what it took goes back.
-    if (reservation.allowed && isAborted(signal)) {
-      await reservation.cancel();
-      throw signal.reason;
-    }
-    this.limiter.scopes.track(reservation);
-    return reservation;
-  }
-
-  /** Each item's policy, key and cost checked, and whether it is in shadow mode. */
-  private resolve(items: readonly RateLimitServiceItem[]): ReservedItem[] {
-    return items.map(({ policy, key, cost }) => {
-      const p = this.args.policy(policy);
-      const shadow = (p.mode ?? this.limiter.options.mode) === 'shadow';
-      return { policy: p, key: this.args.key(key, p), cost: this.args.amount(cost ?? 1, p, 'cost'), shadow };
-    });
-  }
-
-  /** One all-or-nothing decision of the items, reported to onDecision and the metrics. */
-  private async decide(resolved: readonly ReservedItem[]): Promise<RateLimitDecision[]> {
-    const decisions = await this.calls.call(
-      resolved.map((i) => i.policy.name),
-      () => this.limiter.engine.consumeAcross(resolved),
-    );
-    this.limiter.events.report(
-      resolved.map((item, i) => [item, elementAt(decisions, i, 'the decisions of a consume')] as const),
-      undefined,
-    );
-    return decisions;
+    return this.decisions.reserve(items, opts.signal);
   }
 
   /**
@@ -162,12 +98,12 @@ export class RateLimitService implements OnModuleDestroy {
       throw new RateLimitPolicyError(problem, { policy: p.name, field, where: 'RateLimitService' });
     });
     const cost = this.args.amount(opts.cost ?? 1, p, 'cost');
-    return this.waiting.acquire({ policy: p, key: checked, cost, ...terms });
+    return this.decisions.waiting.acquire({ policy: p, key: checked, cost, ...terms });
   }
 
   /** Rejects the acquires still waiting (with RateLimitUnavailableException) rather than leave them hanging. */
   onModuleDestroy(): void {
-    this.waiting.close();
+    this.decisions.waiting.close();
   }
 
   /** How `key` stands under `policy`, consuming nothing. */
@@ -240,43 +176,6 @@ export class RateLimitService implements OnModuleDestroy {
     key: string,
     at?: Date,
   ): Promise<{ used: number; limit: number | undefined; periodStart: Date; periodEnd: Date }> {
-    const p = this.args.policy(policy, true);
-    if (p.quota === undefined) {
-      throw new RateLimitPolicyError('usage() is for quota policies (algorithm: "quota")', {
-        policy: p.name,
-        field: 'algorithm',
-        where: 'RateLimitService',
-      });
-    }
-    const checked = this.args.key(key, p);
-    const nowMs = this.limiter.engine.now();
-    const atMs = at?.getTime() ?? nowMs;
-    if (!Number.isFinite(atMs)) {
-      throw new RateLimitPolicyError(`at must be a valid Date, got ${String(at)}`, {
-        policy: p.name,
-        where: 'RateLimitService',
-      });
-    }
-    const { startMs, endMs } = quotaPeriodAt(p.quota.period, p.quota.timeZone, atMs);
-    const period = { periodStart: new Date(startMs), periodEnd: new Date(endMs) };
-    // A per-request limit resolves to NaN: no number to report unless the store kept the last one applied.
-    const declared = Number.isNaN(p.limit) ? undefined : p.limit;
-    const store = this.limiter.engine.quotaStore;
-    if (store.quotaUsage !== undefined) {
-      const usage = await this.calls.call(
-        [p.name],
-        () => (store.quotaUsage as NonNullable<typeof store.quotaUsage>).call(store, p, checked, startMs),
-        p,
-      );
-      const stored = usage.limit === undefined || Number.isNaN(usage.limit) ? undefined : usage.limit;
-      return { used: usage.used, limit: stored ?? declared, ...period };
-    }
-    if (quotaPeriodAt(p.quota.period, p.quota.timeZone, nowMs).startMs !== startMs)
-      return { used: 0, limit: declared, ...period };
-    // Peek under a limit nothing reaches: what is used is that limit minus what remains.
-    const probe = this.limiter.engine.withLimit(p, USAGE_PROBE_LIMIT);
-    const decisions = await this.calls.call([p.name], (s) => s.peek([{ policy: probe, key: checked }]), p);
-    const decision = elementAt(decisions, 0, "the store's reply to peek");
-    return { used: USAGE_PROBE_LIMIT - decision.remaining, limit: declared, ...period };
+    return quotaUsage(this.limiter.engine, this.decisions, this.args.policy(policy, true), key, at);
   }
 }
