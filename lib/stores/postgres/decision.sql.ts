@@ -54,7 +54,7 @@ LANGUAGE sql IMMUTABLE AS $fn$
   UNION ALL SELECT * FROM ${S}.rl_fwf_refunded(st, w, now_ms, amount) WHERE ${algoIs('fixed-window-first-request')}
 $fn$;
 
--- a charge (rate_limit_charge_v1): no branch for concurrency, which cannot be charged and is refused before
+-- a charge (rate_limit_charge_v4): no branch for concurrency, which cannot be charged and is refused before
 CREATE OR REPLACE FUNCTION ${S}.rl_algo_charged_v4(algo int, st text, lim bigint, w bigint, cap bigint, now_ms bigint,
   amount bigint) RETURNS TABLE (new_st text)
 LANGUAGE sql IMMUTABLE AS $fn$
