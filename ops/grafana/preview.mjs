@@ -31,9 +31,9 @@ function seriesNames(target) {
   const labels = [...target.legendFormat.matchAll(/\{\{(\w+)\}\}/g)].map(([, l]) => l);
   let names = [target.legendFormat];
   for (const label of labels) {
-    // An outcome matcher in the query names the outcomes the panel shows.
-    const matched = /rate_limit_outcome=~?"([^"]+)"/.exec(target.expr)?.[1]?.split('|');
-    const values = (label === 'rate_limit_outcome' ? matched : undefined) ?? SAMPLE[label] ?? ['x'];
+    // A matcher of the label in the query (an outcome, a source) names the values the panel shows.
+    const matched = new RegExp(`${label}=~?"([^"$]+)"`).exec(target.expr)?.[1]?.split('|');
+    const values = matched ?? SAMPLE[label] ?? ['x'];
     names = names.flatMap((n) => values.map((v) => n.replace(`{{${label}}}`, v)));
   }
   return names.slice(0, 4);
