@@ -146,7 +146,7 @@ export class ReservationScopes {
     if (left.length === 0) return;
     const label =
       scope.classRef === undefined
-        ? 'an HTTP request that no guard of the module named (a middleware, a GraphQL resolver)'
+        ? 'an HTTP request that reached no guard of the module (a GraphQL query, a route with no handler)'
         : handlerLabel(scope.classRef, scope.handler);
     for (const reservation of left) this.report(label, reservation.estimates);
   }
