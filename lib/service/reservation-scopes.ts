@@ -39,6 +39,8 @@ interface Scope {
   reservations: Set<Reservation> | undefined;
   /** Its response has closed: code that still runs in it (a timer the handler left) reserves untracked. */
   ended: boolean;
+  /** Entered by the server's listener, so everything the request runs has it: the guards need not enter it. */
+  entered: boolean;
 }
 
 /**
@@ -106,7 +108,7 @@ export class ReservationScopes {
       scope.classRef = ctx.getClass();
       scope.handler = ctx.getHandler();
     }
-    this.storage.enterWith(scope);
+    if (!scope.entered) this.storage.enterWith(scope);
   }
 
   /** Stops listening to the HTTP server (the module is shutting down). */
@@ -121,7 +123,9 @@ export class ReservationScopes {
     if (typeof server?.prependListener !== 'function') return;
     const listener: RequestListener = (req, res) => {
       const scope = this.open(req, res);
-      if (scope !== undefined) this.storage?.enterWith(scope);
+      if (scope === undefined || this.storage === undefined) return;
+      this.storage.enterWith(scope);
+      scope.entered = true;
     };
     server.prependListener('request', listener);
     this.listening = { server: server as EventEmitter, listener };
@@ -131,7 +135,13 @@ export class ReservationScopes {
   private open(req: ScopedRequest, res: ServerResponse): Scope | undefined {
     // Closed already (the client left before the guards): 'close' will not come again to end a scope.
     if (res.destroyed) return undefined;
-    const scope: Scope = { classRef: undefined, handler: undefined, reservations: undefined, ended: false };
+    const scope: Scope = {
+      classRef: undefined,
+      handler: undefined,
+      reservations: undefined,
+      ended: false,
+      entered: false,
+    };
     req[SCOPE] = scope;
     res.once('close', () => this.end(scope));
     return scope;
