@@ -6,6 +6,7 @@ import request from 'supertest';
 
 import { RATE_LIMIT_CLOCK } from '../../lib/index.js';
 import { FakeClock } from '../../lib/testing/index.js';
+import { closedAtTheEnd } from './leftovers.js';
 import { TEST_START_MS } from './time.js';
 
 export type AdapterName = 'express' | 'fastify';
@@ -13,7 +14,8 @@ export const ADAPTERS: AdapterName[] = ['express', 'fastify'];
 
 /**
  * A Nest app on the given HTTP adapter, with the rate limiter's clock replaced by a FakeClock; silent, or
- * logging to `logger` (a CapturingLogger) from its compilation on.
+ * logging to `logger` (a CapturingLogger) from its compilation on. One the test leaves open, because it failed
+ * first, is closed after the file's last test.
  */
 export async function createApp(
   adapter: AdapterName,
@@ -23,9 +25,11 @@ export async function createApp(
 ): Promise<{ app: INestApplication; clock: FakeClock; server: () => unknown }> {
   const builder = Test.createTestingModule(metadata).overrideProvider(RATE_LIMIT_CLOCK).useValue(clock);
   const moduleRef = await (logger === undefined ? builder : builder.setLogger(logger)).compile();
-  const app = moduleRef.createNestApplication(adapter === 'express' ? new ExpressAdapter() : new FastifyAdapter(), {
-    logger: logger ?? false,
-  });
+  const app = closedAtTheEnd(
+    moduleRef.createNestApplication(adapter === 'express' ? new ExpressAdapter() : new FastifyAdapter(), {
+      logger: logger ?? false,
+    }),
+  );
   await app.init();
   if (adapter === 'fastify') await app.getHttpAdapter().getInstance().ready();
   return { app, clock, server: () => app.getHttpServer() };
