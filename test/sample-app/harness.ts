@@ -13,6 +13,7 @@ import {
 } from '../../sample-app/ai-provider.service.js';
 import { AppModule } from '../../sample-app/app.module.js';
 import type { AdapterName } from '../support/nest-app.js';
+import { closedAtTheEnd } from '../support/leftovers.js';
 
 /**
  * The model provider's API for tests: answers at once with the usage the test sets (by default the prompt's
@@ -81,9 +82,11 @@ export async function startSampleApp(
     .overrideProvider(ModelApi)
     .useValue(model)
     .compile();
-  const app = moduleRef.createNestApplication(adapter === 'express' ? new ExpressAdapter() : new FastifyAdapter(), {
-    logger: false,
-  });
+  const app = closedAtTheEnd(
+    moduleRef.createNestApplication(adapter === 'express' ? new ExpressAdapter() : new FastifyAdapter(), {
+      logger: false,
+    }),
+  );
   await app.init();
   if (adapter === 'fastify') await app.getHttpAdapter().getInstance().ready();
   return app;

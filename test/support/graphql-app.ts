@@ -15,6 +15,7 @@ import { RATE_LIMIT_CLOCK, RateLimitModule, type RateLimitModuleOptions, RateLim
 import { FakeClock } from '../../lib/testing/index.js';
 import { nth } from './harness.js';
 import { TEST_START_MS } from './time.js';
+import { closedAtTheEnd } from './leftovers.js';
 
 /** Apollo Server on Express (@nestjs/apollo) and Mercurius on Fastify (@nestjs/mercurius). */
 export type GraphQLDriverName = 'apollo' | 'mercurius';
@@ -114,9 +115,11 @@ export async function startGraphQLApp(driver: GraphQLDriverName, options: GraphQ
     .overrideProvider(RATE_LIMIT_CLOCK)
     .useValue(clock)
     .compile();
-  const app = moduleRef.createNestApplication(driver === 'apollo' ? new ExpressAdapter() : new FastifyAdapter(), {
-    logger: false,
-  });
+  const app = closedAtTheEnd(
+    moduleRef.createNestApplication(driver === 'apollo' ? new ExpressAdapter() : new FastifyAdapter(), {
+      logger: false,
+    }),
+  );
   if (options.authenticate === true) {
     if (driver === 'apollo') {
       app.use((req: Authenticated, _res: unknown, next: () => void) => {

@@ -6,6 +6,7 @@ import { ExpressAdapter } from '@nestjs/platform-express';
 import { Test } from '@nestjs/testing';
 
 import { RateLimit, RateLimitModule, type RateLimitModuleOptions } from '../../lib/index.js';
+import { closedAtTheEnd } from './leftovers.js';
 
 /**
  * GCRA, 5 per hour per key: the policy the overload tests flood. An hour, so that what refills during a flood
@@ -73,7 +74,7 @@ export async function startOverloadApp(
     imports: [RateLimitModule.forRoot(options)],
     controllers: [OverloadController],
   }).compile();
-  const app = moduleRef.createNestApplication(new ExpressAdapter(), { logger: false });
+  const app = closedAtTheEnd(moduleRef.createNestApplication(new ExpressAdapter(), { logger: false }));
   // Server-side time of every answer, from the request's arrival to its last byte.
   app.use((req: unknown, res: ServerResponse, next: () => void) => {
     const at = performance.now();

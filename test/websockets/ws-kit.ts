@@ -12,6 +12,7 @@ import { FakeClock } from '../../lib/testing/index.js';
 import { nth } from '../support/harness.js';
 import { alignedStart } from '../support/time.js';
 import { ChatGateway, type Message } from './gateways.js';
+import { closedAtTheEnd } from '../support/leftovers.js';
 
 /** socket.io (IoAdapter, Nest's default) with socket.io-client, or `ws` (WsAdapter) with the `ws` client. */
 export type Platform = 'socket.io' | 'ws';
@@ -39,7 +40,7 @@ export async function createWsApp(
     .overrideProvider(RATE_LIMIT_CLOCK)
     .useValue(clock)
     .compile();
-  const app = moduleRef.createNestApplication(new ExpressAdapter(), { logger: logger ?? false });
+  const app = closedAtTheEnd(moduleRef.createNestApplication(new ExpressAdapter(), { logger: logger ?? false }));
   if (platform === 'ws') app.useWebSocketAdapter(new WsAdapter(app));
   try {
     await app.listen(0, '127.0.0.1');
