@@ -1,3 +1,5 @@
+import { types } from 'node:util';
+
 import type { Logger } from '../util/logger.js';
 
 import type { FailMode } from '../policy/policy.types.js';
@@ -44,7 +46,9 @@ export class FailureReporter {
 
   /** `doing`: what the fail modes do about it, for the log line (store failures of requests). */
   report(error: unknown, policies: readonly string[], doing?: string): void {
-    const err = error instanceof Error ? error : new Error(String(error));
+    // isNativeError: an error of another realm (Node's own, under Jest's VM modules) is not `instanceof Error`
+    // here, and onError gets it as it is, with its `code`.
+    const err = error instanceof Error || types.isNativeError(error) ? error : new Error(String(error));
     for (const policy of policies) {
       try {
         this.onError?.(err, policy);

@@ -2,6 +2,7 @@ import { Controller, Get, type INestApplication } from '@nestjs/common';
 import request from 'supertest';
 
 import { RateLimit, RateLimitModule } from '../../lib/index.js';
+import { RateLimitStoreTimeoutError } from '../../lib/stores/store-timeout.js';
 import { ALGORITHMS, type RateLimitAlgorithm } from '../../lib/policy/policy.types.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { FailModeController } from '../support/fail-mode.controller.js';
@@ -78,6 +79,7 @@ describe.each(ADAPTERS)('with the limiter down, on %s', (adapter) => {
   let redis: TestRedis;
   let app: INestApplication;
   const errors: string[] = [];
+  const reasons: unknown[] = [];
   beforeAll(async () => {
     redis = await startRedis();
     ({ app } = await createApp(adapter, {
@@ -85,7 +87,10 @@ describe.each(ADAPTERS)('with the limiter down, on %s', (adapter) => {
         RateLimitModule.forRoot({
           redis: { url: redis.url },
           timeout: 100,
-          onError: (_e, policy) => errors.push(policy),
+          onError: (error, policy) => {
+            errors.push(policy);
+            reasons.push(error);
+          },
         }),
       ],
       controllers: [FailModeController],
@@ -96,24 +101,19 @@ describe.each(ADAPTERS)('with the limiter down, on %s', (adapter) => {
     await redis.stop();
   });
 
-  async function timed(path: string): Promise<[number, number]> {
-    const started = performance.now();
-    const res = await request(app.getHttpServer()).get(path);
-    return [res.status, performance.now() - started];
-  }
+  const statusOf = async (path: string): Promise<number> => (await request(app.getHttpServer()).get(path)).status;
 
-  it('a fail-open route answers 200 and a fail-closed route 503, each without waiting past the timeout', async () => {
-    expect((await timed('/open'))[0]).toBe(200);
-    expect((await timed('/closed'))[0]).toBe(200);
+  it('a fail-open route answers 200 and a fail-closed route 503, none waiting for the dead Redis', async () => {
+    expect(await statusOf('/open')).toBe(200);
+    expect(await statusOf('/closed')).toBe(200);
     redis.process.kill('SIGKILL');
     await new Promise((resolve) => redis.process.once('exit', resolve));
     for (let i = 0; i < 5; i++) {
-      const [open, openMs] = await timed('/open');
-      const [closed, closedMs] = await timed('/closed');
-      expect([open, closed]).toEqual([200, 503]);
-      // a generous bound: the point is that no request waits for Redis beyond the 100 ms timeout
-      expect(Math.max(openMs, closedMs)).toBeLessThan(1000);
+      expect([await statusOf('/open'), await statusOf('/closed')]).toEqual([200, 503]);
     }
     expect(errors).toEqual(expect.arrayContaining(['open', 'closed']));
+    // Nothing waited for Redis: every call failed at once (the connection refused, then the open breaker),
+    // none by its timeout (counted, not timed: a loaded machine slows the round trip, not this).
+    expect(reasons.filter((error) => error instanceof RateLimitStoreTimeoutError)).toEqual([]);
   });
 });

@@ -31,10 +31,8 @@ describe.each(GRAPHQL_DRIVERS)('exact admission under concurrency on %s', (drive
         store === 'redis' ? { redis: { url: redis.url }, keyPrefix: `${driver}:`, timeout: 2000 } : {};
       const t = await startGraphQLApp(driver, { resolvers: [FloodResolver], rateLimit });
       try {
-        const started = performance.now();
         const responses = await Promise.all(Array.from({ length: 200 }, () => t.gql('{ flood }')));
         expect(tally(responses)).toEqual({ admitted: 100, denied: 100, other: 0 });
-        expect(performance.now() - started).toBeLessThan(20_000);
         const after = await t.service().peek('flood', 'ip:127.0.0.1');
         expect(after.remaining).toBe(0);
         if (store === 'redis')

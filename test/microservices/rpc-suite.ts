@@ -2,6 +2,7 @@ import { Controller } from '@nestjs/common';
 import { MessagePattern } from '@nestjs/microservices';
 
 import { RateLimit, RateLimitService, type RateLimitModuleOptions } from '../../lib/index.js';
+import { RateLimitStoreTimeoutError } from '../../lib/stores/store-timeout.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import {
   emit,
@@ -15,8 +16,6 @@ import {
 } from './fixtures.js';
 
 const TIMEOUT_MS = 100;
-/** Slack for the event loop and the transport's round trip: the point is that nothing waits for Redis. */
-const MARGIN_MS = 400;
 
 /** A denial as the client's observable receives it. */
 const rateLimited = (policy: string, retryAfter: number) => ({
@@ -176,19 +175,22 @@ export function rpcSuite(transport: TransportName): void {
 
   it("the store's Redis killed (SIGKILL): fail open answers, fail closed refuses, events likewise; nothing waits", async () => {
     const failures: string[] = [];
+    const reasons: unknown[] = [];
     const doomed = await startRedis();
     try {
       const svc = await start({
         redis: { url: doomed.url },
         timeout: TIMEOUT_MS,
-        onError: (_e, policy) => failures.push(policy),
+        onError: (error, policy) => {
+          failures.push(policy);
+          reasons.push(error);
+        },
       });
       const t = tenant();
       await expect(send(svc.client, 'closed', { tenant: t })).resolves.toBe('closed ok');
       doomed.process.kill('SIGKILL');
       await new Promise((resolve) => doomed.process.once('exit', resolve));
       for (let i = 0; i < 5; i++) {
-        const started = performance.now();
         await expect(send(svc.client, 'open', { tenant: t })).resolves.toBe('open ok');
         await expect(send(svc.client, 'closed', { tenant: t })).rejects.toStrictEqual({
           status: 'error',
@@ -197,7 +199,6 @@ export function rpcSuite(transport: TransportName): void {
           policy: 'closed',
           retryAfter: 1,
         });
-        expect(performance.now() - started).toBeLessThan(2 * (TIMEOUT_MS + MARGIN_MS));
       }
       const before = svc.processed();
       for (let i = 0; i < 3; i++) {
@@ -213,6 +214,9 @@ export function rpcSuite(transport: TransportName): void {
         }),
       ]);
       expect(failures).toEqual(expect.arrayContaining(['open', 'closed', 'ticks-open', 'ticks-closed']));
+      // Nothing waited for Redis: every call failed at once (the connection refused, then the open breaker),
+      // none by its timeout (counted, not timed: a loaded machine slows the round trip, not this).
+      expect(reasons.filter((error) => error instanceof RateLimitStoreTimeoutError)).toEqual([]);
     } finally {
       await doomed.stop();
     }

@@ -1,6 +1,7 @@
 import type { ExecutionContext } from '@nestjs/common';
 
 import { RateLimitService, type RateLimitModuleOptions } from '../../lib/index.js';
+import { RateLimitStoreTimeoutError } from '../../lib/stores/store-timeout.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { waitFor } from '../support/wait.js';
 import { CapturingLogger } from '../support/log-lines.js';
@@ -21,8 +22,6 @@ import { ask, createWsApp, denied, type Platform, unavailable, type WsApp } from
 
 /** Bound of the flood test: 4 connections × 50 messages, all answered within this. */
 const FLOOD_TIMEOUT_MS = 10_000;
-/** Slack for the event loop and the round trip: the point is that no message waits for a dead Redis. */
-const MARGIN_MS = 400;
 
 const remaining = async (ws: WsApp, policy: keyof typeof POLICIES, key: string): Promise<number> =>
   (await ws.app.get(RateLimitService).peek(POLICIES[policy], key)).remaining;
@@ -222,25 +221,30 @@ export function redisSuite(platform: Platform): void {
 
     it('Redis killed: fail open handles, fail closed answers RATE_LIMIT_UNAVAILABLE, nothing waits; restarted: decided again', async () => {
       const failures: string[] = [];
+      const reasons: unknown[] = [];
       ws = await createWsApp(platform, {
         redis: { url: redis.url },
         timeout: 100,
-        onError: (_error, policy) => failures.push(policy),
+        onError: (error, policy) => {
+          failures.push(policy);
+          reasons.push(error);
+        },
       });
       const client = await ws.connect();
       expect(await ask(client, 'closed', 'before')).toEqual(handled('closed', 'before'));
       redis.process.kill('SIGKILL');
       await new Promise((resolve) => redis.process.once('exit', resolve));
       for (let i = 0; i < 5; i++) {
-        const started = performance.now();
         expect(await ask(client, 'open', i)).toEqual(handled('open', i));
         expect(await ask(client, 'closed', i)).toStrictEqual({ event: 'exception', data: unavailable('closed', 1) });
-        expect(performance.now() - started).toBeLessThan(2 * (100 + MARGIN_MS));
       }
       expect(client.isOpen()).toBe(true);
       expect(ws.app.get(ChatGateway).handled.get('closed')).toBe(1);
       expect(ws.app.get(ChatGateway).handled.get('open')).toBe(5);
       expect(failures).toEqual(expect.arrayContaining(['open', 'closed']));
+      // Nothing waited for Redis: every call failed at once (the connection refused, then the open breaker),
+      // none by its timeout (counted, not timed: a loaded machine slows the round trip, not this).
+      expect(reasons.filter((error) => error instanceof RateLimitStoreTimeoutError)).toEqual([]);
 
       // The same connection is decided again once Redis is back (empty: it had no persistence).
       const port = redis.port;

@@ -68,8 +68,8 @@ describe('ws handshakes', () => {
 
   it("with every gateway on its own port, an upgrade to the app's port is refused, not left open", async () => {
     ws = await createWsApp('ws', {}, { gateways: [ownPortGateway(await freePort())] });
-    const started = performance.now();
-    await expect(connect('ws', ws.port)).rejects.toThrow(/ws client/);
-    expect(performance.now() - started).toBeLessThan(2000);
+    // Closed by the server ('socket hang up'), not left to the client's handshake timeout ('Opening handshake
+    // has timed out', after 5 s).
+    await expect(connect('ws', ws.port)).rejects.toThrow(/^ws client to port \d+: socket hang up$/);
   });
 });
