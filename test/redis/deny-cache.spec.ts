@@ -114,7 +114,7 @@ describe('DenyCache', () => {
   });
 
   it('keeps nothing for allowed or never-fitting decisions, forgets on request, and stays within its bound', () => {
-    const cache = new DenyCache(100);
+    const cache = new DenyCache({ maxKeys: 100 });
     cache.remember(policy, 'a', 1, { ...denied, allowed: true, retryAfterMs: 0 }, 0, cache.begin());
     cache.remember(policy, 'b', 11, { ...denied, retryAfterMs: Infinity }, 0, cache.begin());
     expect(cache.size).toBe(0);
