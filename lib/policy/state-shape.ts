@@ -6,13 +6,17 @@ import type { QuotaPeriod, RateLimitAlgorithm } from './policy.types.js';
  */
 export const SHAPE_SEPARATOR = '|';
 
-/** Short names of the algorithms in shape tags: an operator reads them in the keyspace. */
+/**
+ * Short names of the algorithms in shape tags: an operator reads them in the keyspace. A token bucket and a GCRA
+ * share one, `b` (bucket): they decide alike on one state, the TAT, and each reads the other's exactly
+ * (test/redis/gcra-state.spec.ts), so a policy switched between them keeps its state.
+ */
 const CODES: Readonly<Record<RateLimitAlgorithm, string>> = {
   'fixed-window': 'fw',
   'sliding-window-log': 'swl',
   'sliding-window-counter': 'swc',
-  'token-bucket': 'tb',
-  gcra: 'gcra',
+  'token-bucket': 'b',
+  gcra: 'b',
   concurrency: 'cc',
   quota: 'q',
 };
@@ -41,7 +45,7 @@ export interface StateShape {
 /**
  * The tag of the shape of a policy's stored state: its algorithm and what gives its stored values their meaning
  * (a window index under its window length, a bucket's units of 1/window, a quota's calendar): `fw1m`, `fwf10s`
- * (a fixed window from the first request), `gcra1s`, `qd` (a quota per UTC day), `qm-Europe/Paris`. A policy
+ * (a fixed window from the first request), `b1s` (a token bucket or GCRA), `qd` (a quota per UTC day), `qm-Europe/Paris`. A policy
  * whose shape changes under the same name (a deploy) reads none of the old state: it starts from empty. The
  * limit and the burst are not in it: a count, a bucket's units and a TAT mean the same under another limit (a
  * TAT beyond the new burst is bounded where it is read: max-wait.ts).
@@ -58,6 +62,6 @@ export function shapeTag(shape: StateShape): string {
 
 /**
  * The id of a policy's stored state: its name and the tag of its shape.
- * @example stateId('per-user', { algorithm: 'gcra', windowMs: 1000 }) // 'per-user|gcra1s'
+ * @example stateId('per-user', { algorithm: 'gcra', windowMs: 1000 }) // 'per-user|b1s'
  */
 export const stateId = (name: string, shape: StateShape): string => `${name}${SHAPE_SEPARATOR}${shapeTag(shape)}`;
