@@ -33,7 +33,10 @@ export interface RateLimitModuleOptions {
    * sentinels) stops the start.
    */
   redis?: {
-    /** A Redis URL. */
+    /**
+     * A Redis URL: redis:// or rediss://, a bare host:port, or a Unix socket (unix:///path/to/redis.sock or
+     * /path/to/redis.sock). Another scheme (http://, reddis://) stops the start.
+     */
     url?: string;
     /**
      * An ioredis or iovalkey Redis or Cluster, a node-redis client, Cluster or Sentinel (createClient(),
