@@ -182,7 +182,7 @@ describe('RedisRateLimitStore', () => {
     const keys = await redis.shared.keys(`${keyPrefix}*`);
     expect(keys).toHaveLength(3 * ALGORITHMS.length);
     // A quota's key lives until its calendar day ends (UTC here), not a window: it is what stays behind.
-    const quotaKey = (key: string) => key.startsWith(`${keyPrefix}{p${ALGORITHMS.indexOf('quota')}:`);
+    const quotaKey = (key: string) => key.startsWith(`${keyPrefix}{p${ALGORITHMS.indexOf('quota')}|`);
     const dayLeftMs = 86_400_000 - (clock.now() % 86_400_000);
     for (const key of keys) {
       const ttl = await redis.shared.pttl(key);
