@@ -90,6 +90,13 @@ export class AcquireQueues {
   get size(): number {
     return this.queues.size;
   }
+
+  /** Fair keys the queues keep, for tests and diagnostics. */
+  get fairKeys(): number {
+    let count = 0;
+    for (const queue of this.queues.values()) count += queue.fairKeys;
+    return count;
+  }
 }
 
 /** When a waiter must be served by, what may abort it, and its turn (FairOrder). */
@@ -133,6 +140,10 @@ class KeyQueue {
       if (this.timer !== undefined) this.refuseIfHopeless(waiter);
       else this.next();
     });
+  }
+
+  get fairKeys(): number {
+    return this.order.size;
   }
 
   close(): void {

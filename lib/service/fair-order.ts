@@ -1,5 +1,14 @@
 import { type HeapEntry, IndexedHeap } from './indexed-heap.js';
 
+/**
+ * How many fair keys without a waiter an order remembers at most. A key is remembered only while its last turn
+ * ends ahead of the order's virtual time, so that coming straight back does not put it before the keys still
+ * waiting (a client that sends one request at a time would otherwise be served every time). Past this many, the
+ * oldest is forgotten and may come back one turn early, no more. So an order's memory is bounded however many
+ * fair keys pass through, and a thousand tenants served within one turn is more than a shared budget meets.
+ */
+export const REMEMBERED_FAIR_KEYS = 1000;
+
 /** One waiter's place: its fair key, its share of a turn (cost / weight) and its arrival, which breaks ties. */
 interface Turn<T> {
   readonly value: T;
@@ -30,7 +39,7 @@ const before = <T>(a: WaitingKey<T>, b: WaitingKey<T>): boolean =>
  *
  * A start tag is given only to a fair key's first waiter, when it becomes first: a waiter that leaves unserved
  * (aborted, refused) never ends a turn, so it pushes no later turn of its key forward. Fair keys are kept while
- * they have waiters, and after it only while their last turn is still ahead.
+ * they have waiters, and after it only while their last turn is still ahead (at most REMEMBERED_FAIR_KEYS).
  */
 export class FairOrder<T> {
   /**
@@ -115,13 +124,16 @@ export class FairOrder<T> {
     this.remember(turn.fairKey, end);
   }
 
-  /** Remembers where an idle fair key's last turn ends, while that is ahead;  */
+  /** Remembers where an idle fair key's last turn ends, while that is ahead; forgets the oldest past the bound. */
   private remember(fairKey: string, end: number): void {
     // Those whose turn virtual time has passed go first, from the oldest (each once: O(1) for each remembered).
     for (const [oldest, oldestEnd] of this.remembered) {
       if (oldestEnd > this.virtualNow) break;
       this.remembered.delete(oldest);
     }
-    if (end > this.virtualNow) this.remembered.set(fairKey, end);
+    if (end <= this.virtualNow) return;
+    const oldest = this.remembered.keys().next();
+    if (this.remembered.size >= REMEMBERED_FAIR_KEYS && oldest.done !== true) this.remembered.delete(oldest.value);
+    this.remembered.set(fairKey, end);
   }
 }
