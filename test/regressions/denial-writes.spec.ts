@@ -1,4 +1,4 @@
-import { RedisRateLimitStore, validatePolicy, type ResolvedPolicy } from '../../lib/index.js';
+import { type RateLimitDuration, RedisRateLimitStore, validatePolicy, type ResolvedPolicy } from '../../lib/index.js';
 import { ALGORITHMS, type RateLimitAlgorithm } from '../../lib/policy/policy.types.js';
 import type { EngineStoreItem } from '../../lib/stores/engine-store.js';
 import { FakeClock } from '../../lib/testing/index.js';
@@ -17,8 +17,15 @@ const KEYS = Array.from({ length: 300 }, (_, i) => `client-${i}`);
 let prefixes = 0;
 
 /** The policy of `algorithm` that denies once 2 units are taken, and one that never denies here. */
-const tight = (algorithm: RateLimitAlgorithm, extra: { block?: string } = {}): ResolvedPolicy =>
-  validatePolicy({ ...policyOf(algorithm, { name: `tight-${algorithm}`, limit: 2, window: '1h' }), ...extra });
+const tight = (algorithm: RateLimitAlgorithm, block?: RateLimitDuration): ResolvedPolicy =>
+  validatePolicy(
+    policyOf(algorithm, {
+      name: `tight-${algorithm}`,
+      limit: 2,
+      window: '1h',
+      ...(block === undefined ? {} : { block }),
+    }),
+  );
 const loose = (algorithm: RateLimitAlgorithm, name: string): ResolvedPolicy =>
   validatePolicy(policyOf(algorithm, { name, limit: 10_000, window: '1h' }));
 
@@ -58,7 +65,7 @@ const SHAPES: Record<string, Shape> = {
     writesPerKey: 0,
   },
   'a policy with a block, after one that allows': {
-    request: (a, key) => [item(loose(a, 'a'), key), item(tight(a, { block: '10m' }), key)],
+    request: (a, key) => [item(loose(a, 'a'), key), item(tight(a, '10m'), key)],
     writesPerKey: 1,
   },
 };
