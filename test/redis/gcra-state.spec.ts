@@ -124,6 +124,19 @@ describe('a GCRA key in Redis', () => {
     expect(await redis.shared.get(key)).toBe(tat);
   });
 
+  it('leaves a value that is not an integer as Redis writes one to the twin, which reads it as no state', async () => {
+    const clock = new FakeClock(NOW);
+    const { store, prefix } = storeAt(clock);
+    const reference = new ReferenceStore(clock);
+    const policy = validatePolicy({ name: 'odd', algorithm: 'gcra', limit: 2, window: '1m' });
+    const key = storageKey(prefix, 'odd', 'k');
+    // ahead of now, as a TAT would be, but with a fraction: INCRBY refuses it, having written nothing
+    await redis.shared.set(key, `${NOW * 1000 + 5_000_000}.5`, 'PX', 60_000);
+    const [decision] = await store.consume([{ policy, key: 'k', cost: 1 }]);
+    expect(decision).toEqual(nth(await reference.consume([{ policy, key: 'k', cost: 1 }]), 0));
+    expect(await redis.shared.get(key)).toBe(String(NOW * 1000 + 30_000_000));
+  });
+
   it('keeps a per-plan state as its TAT and limit in 12 bytes', async () => {
     const clock = new FakeClock(NOW);
     const { store, prefix } = storeAt(clock);

@@ -133,10 +133,14 @@ local function gcra_one(key, p, cost, now, slack, out)
   if units * t < nxt then units = units + 1 end
   if reset * 1000 < nxt then reset = reset + 1 end
   local tat = now_us + nxt
-  if lead == 0 or type(redis.pcall('INCRBY', key, fmt(share))) ~= 'number' then
+  if lead == 0 then
     redis.call('SET', key, fmt(tat), 'PX', max(gcra_keep(tat, now, p.window) + slack, 1))
-  elseif floor((now_us + lead) / p.epoch) ~= floor(tat / p.epoch) then
-    redis.call('PEXPIRE', key, max(gcra_keep(tat, now, p.window) + slack, 1))
+  else
+    -- refused: not an integer as Redis writes one (the twin reads it otherwise); nothing was written
+    if type(redis.pcall('INCRBY', key, fmt(share))) ~= 'number' then return false end
+    if floor((now_us + lead) / p.epoch) ~= floor(tat / p.epoch) then
+      redis.call('PEXPIRE', key, max(gcra_keep(tat, now, p.window) + slack, 1))
+    end
   end
   ${appendedAt('at', `${ALLOWED}, burst - units, reset, 0`)}
   return true
