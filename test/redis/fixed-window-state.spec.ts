@@ -47,7 +47,7 @@ describe('a fixed-window key in Redis', () => {
     expect(await redis.shared.pttl(key)).toBeGreaterThan(ttl - 5000);
   });
 
-  it('undoes the counts of every fixed window of a request that one of them denies: values, TTLs and absent keys as they were', async () => {
+  it('writes none of the fixed windows of a request that one of them denies: values, TTLs and absent keys as they were', async () => {
     const clock = new FakeClock(NOW);
     const { store } = storeAt(clock);
     const prefix = `f${prefixes}:`;

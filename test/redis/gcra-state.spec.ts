@@ -8,7 +8,7 @@ import { stateCodecLua } from '../../lib/stores/redis/state-codec.lua.js';
 import { storageKey } from '../../lib/stores/storage-key.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { nth } from '../support/harness.js';
-import { callsOf } from '../support/redis-commands.js';
+import { callsOf, writesRun } from '../support/redis-commands.js';
 import { ReferenceStore } from '../support/reference-store.js';
 import { redisForSpec } from '../support/redis-server.js';
 
@@ -69,9 +69,10 @@ describe('a GCRA key in Redis', () => {
       const [decision] = await store.consume([{ policy, key: 'k', cost: 1 }]);
       expect(decision).toMatchObject({ allowed: true, remaining: 60 - n, resetMs: n * 1000 });
       const after = await written();
-      // the first makes the key (SET); the 10th moves the TAT into the next epoch (PEXPIRE); the rest INCRBY alone
+      // the first makes the key (SET alone); the 10th moves the TAT into the next epoch (PEXPIRE); the rest
+      // INCRBY alone
       expect([after.incrby - before.incrby, after.set - before.set, after.pexpire - before.pexpire]).toEqual([
-        1,
+        n === 1 ? 0 : 1,
         n === 1 ? 1 : 0,
         n === 10 ? 1 : 0,
       ]);
@@ -109,18 +110,31 @@ describe('a GCRA key in Redis', () => {
     expect(await redis.shared.pttl(key)).toBeGreaterThan(9_000 - 1000);
   });
 
-  it('takes a denied consume back (DECRBY), leaving the TAT and its TTL as they were', async () => {
+  it('reads a denied consume and writes nothing, leaving the TAT and its TTL as they were', async () => {
     const clock = new FakeClock(NOW);
     const { store, prefix } = storeAt(clock);
     const policy = validatePolicy({ name: 'den', algorithm: 'gcra', limit: 2, window: '1m' });
     const key = storageKey(prefix, policy, 'k');
     await store.consume([{ policy, key: 'k', cost: 2 }]);
     const tat = await redis.shared.get(key);
-    const decrby = await callsOf(redis.shared, 'decrby');
+    const writes = await writesRun(redis.shared);
     const [denied] = await store.consume([{ policy, key: 'k', cost: 1 }]);
     expect(denied).toMatchObject({ allowed: false, remaining: 0, retryAfterMs: 30_000 });
-    expect(await callsOf(redis.shared, 'decrby')).toBe(decrby + 1);
+    expect(await writesRun(redis.shared)).toBe(writes);
     expect(await redis.shared.get(key)).toBe(tat);
+  });
+
+  it('leaves a value that is not an integer as Redis writes one to the twin, which reads it as no state', async () => {
+    const clock = new FakeClock(NOW);
+    const { store, prefix } = storeAt(clock);
+    const reference = new ReferenceStore(clock);
+    const policy = validatePolicy({ name: 'odd', algorithm: 'gcra', limit: 2, window: '1m' });
+    const key = storageKey(prefix, 'odd', 'k');
+    // ahead of now, as a TAT would be, but with a fraction: INCRBY refuses it, having written nothing
+    await redis.shared.set(key, `${NOW * 1000 + 5_000_000}.5`, 'PX', 60_000);
+    const [decision] = await store.consume([{ policy, key: 'k', cost: 1 }]);
+    expect(decision).toEqual(nth(await reference.consume([{ policy, key: 'k', cost: 1 }]), 0));
+    expect(await redis.shared.get(key)).toBe(String(NOW * 1000 + 30_000_000));
   });
 
   it('keeps a per-plan state as its TAT and limit in 12 bytes', async () => {
