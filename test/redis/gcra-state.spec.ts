@@ -129,7 +129,7 @@ describe('a GCRA key in Redis', () => {
     const { store, prefix } = storeAt(clock);
     const reference = new ReferenceStore(clock);
     const policy = validatePolicy({ name: 'odd', algorithm: 'gcra', limit: 2, window: '1m' });
-    const key = storageKey(prefix, 'odd', 'k');
+    const key = storageKey(prefix, policy, 'k');
     // ahead of now, as a TAT would be, but with a fraction: INCRBY refuses it, having written nothing
     await redis.shared.set(key, `${NOW * 1000 + 5_000_000}.5`, 'PX', 60_000);
     const [decision] = await store.consume([{ policy, key: 'k', cost: 1 }]);
