@@ -105,7 +105,8 @@ describe('a fixed-window key in Redis', () => {
     ],
   ])('keeps %s as a packed pair, decided as the reference decides', async (_, policy, cost, now) => {
     const clock = new FakeClock(now);
-    const { store, key } = storeAt(clock);
+    const { store } = storeAt(clock);
+    const key = storageKey(`f${prefixes}:`, policy, 'k');
     const reference = new ReferenceStore(clock);
     for (const c of [cost, 1, 1]) {
       expect(await store.consume([{ policy, key: 'k', cost: c }])).toEqual(
