@@ -3,6 +3,7 @@ import type { ExecutionContext } from '@nestjs/common';
 import { unitsStillHeld } from '../algorithms/still-held.js';
 import type { ContextAdapter } from '../contexts/context-adapter.js';
 import { type DecisionEngine, type EngineItem, type Evaluation, sourceAt } from '../engine/decision-engine.js';
+import type { ActualCostCap } from '../policy/debt-cap.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import type { RateLimitSettle } from '../policy/policy.types.js';
 import { checkCost } from '../policy/value-checks.js';
@@ -42,7 +43,10 @@ interface StoreChanges {
 export class Settlements {
   private readonly inFlight = new Set<Promise<void>>();
 
-  constructor(private readonly engine: DecisionEngine) {}
+  constructor(
+    private readonly engine: DecisionEngine,
+    private readonly cap: ActualCostCap,
+  ) {}
 
   /** Resolves once the settlements under way are done (each store call is bounded by the store's timeout). */
   async settled(): Promise<void> {
@@ -137,14 +141,15 @@ export class Settlements {
   /** The actual cost `settle` gives for `result`, checked; a failure keeps the estimate and is reported. */
   async actual(ctx: ExecutionContext, estimate: Estimate, result: unknown): Promise<number | undefined> {
     const policy = estimate.item.policy.name;
+    const where = handlerLabel(ctx.getClass(), ctx.getHandler());
     try {
       const actual: unknown = await estimate.settle(ctx, result);
-      return checkCost(actual, (problem) => {
+      const checked = checkCost(actual, (problem) => {
         throw new TypeError(problem.replace(/^cost/, 'the actual cost'));
       });
+      return this.cap.clamp(estimate.item.policy, estimate.item.cost, checked, where);
     } catch (error) {
       const problem = error instanceof Error ? error.message : String(error);
-      const where = handlerLabel(ctx.getClass(), ctx.getHandler());
       this.engine.reporter.report(
         new RateLimitPolicyError(`the settle function failed, so the estimate is kept: ${problem}`, {
           policy,

@@ -166,7 +166,11 @@ describe('charge: bounded where the count would leave the exact integers', () =>
     expect(step.retryAfterMs).toBeLessThanOrEqual(maxWaitMs(policy));
     // a capacity lowered since: what the key owes stays, a charge adds nothing
     const lowered = validatePolicy({ algorithm: 'token-bucket', limit: 5, window: '1s' });
-    expect(ALGORITHM_STEPS['token-bucket'].charge(clamped, lowered, now, 1)).toEqual({ ...clamped, limit: 5 });
+    expect(ALGORITHM_STEPS['token-bucket'].charge(clamped, lowered, now, 1)).toEqual({
+      taken: 20_000,
+      atMs: now,
+      limit: 5,
+    });
   });
 
   it('the token bucket never takes past MAX_TAKEN: the largest capacity owes at most that', () => {
