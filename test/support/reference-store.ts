@@ -44,7 +44,8 @@ function decisionOf(policy: ResolvedPolicy, outcome: Outcome, cost: number): Rat
 
 /** A key under a block: denied with nothing left until the block ends, whatever its state. */
 function blockedDecision(policy: ResolvedPolicy, untilMs: number, nowMs: number): RateLimitDecision {
-  const waitMs = untilMs - nowMs;
+  // a policy's own block waits at most the policy's longest wait; RateLimitService.block's what it set
+  const waitMs = policy.blockMs === undefined ? untilMs - nowMs : Math.min(untilMs - nowMs, maxWaitMs(policy));
   return {
     allowed: false,
     blocked: true,
