@@ -7,16 +7,16 @@ import type { QuotaPeriod, RateLimitAlgorithm } from './policy.types.js';
 export const SHAPE_SEPARATOR = '|';
 
 /**
- * Short names of the algorithms in shape tags: an operator reads them in the keyspace. A token bucket and a GCRA
- * share one, `b` (bucket): they decide alike on one state, the TAT, and each reads the other's exactly
- * (test/redis/gcra-state.spec.ts), so a policy switched between them keeps its state.
+ * Short names of the algorithms in shape tags (readableKeys shows them in the keyspace). A token bucket and a
+ * GCRA decide alike, but each store keeps them in states of their own (the memory store's steps read only their
+ * own), so they are two shapes: a policy switched between them starts afresh, as after any change of shape.
  */
 const CODES: Readonly<Record<RateLimitAlgorithm, string>> = {
   'fixed-window': 'fw',
   'sliding-window-log': 'swl',
   'sliding-window-counter': 'swc',
-  'token-bucket': 'b',
-  gcra: 'b',
+  'token-bucket': 'tb',
+  gcra: 'gcra',
   concurrency: 'cc',
   quota: 'q',
 };
@@ -45,7 +45,7 @@ export interface StateShape {
 /**
  * The tag of the shape of a policy's stored state: its algorithm and what gives its stored values their meaning
  * (a window index under its window length, a bucket's units of 1/window, a quota's calendar): `fw1m`, `fwf10s`
- * (a fixed window from the first request), `b1s` (a token bucket or GCRA), `qd` (a quota per UTC day), `qm-Europe/Paris`. The
+ * (a fixed window from the first request), `tb1s`, `gcra1m`, `qd` (a quota per UTC day), `qm-Europe/Paris`. The
  * stores key a policy's state by its shape as well as its id (storage-key.ts: the identity's keyed hash covers
  * it), so a policy whose shape changes under the same name (a deploy) reads none of the old state. The
  * limit and the burst are not in it: a count, a bucket's units and a TAT mean the same under another limit (a

@@ -171,7 +171,7 @@ describe('a GCRA key in Redis', () => {
 
 describe("a GCRA key written by the previous twin (the token bucket's state) during a rolling deploy", () => {
   // The previous version decided GCRA with the token bucket's twin: its state is what a token-bucket policy
-  // of the same name writes. With a limit that divides 1000 × window, GCRA and the bucket decide alike, so the
+  // of the same name writes (under the same key: the tests give the GCRA policy the bucket's shape). With a limit that divides 1000 × window, GCRA and the bucket decide alike, so the
   // key must go on deciding exactly as the bucket would have, first from the old state, then from its own.
   it('is read as the TAT it stands for, packed or as text', async () => {
     await fc.assert(
@@ -191,7 +191,8 @@ describe("a GCRA key written by the previous twin (the token bucket's state) dur
           const reference = new ReferenceStore(clock);
           const source = { name: 'same', limit, window: seconds * 1000, burst };
           const bucket = validatePolicy({ ...source, algorithm: 'token-bucket' });
-          const gcra = validatePolicy({ ...source, algorithm: 'gcra' });
+          // the same key: a key of the previous layout (shapes now keep the two algorithms' keys apart)
+          const gcra = { ...validatePolicy({ ...source, algorithm: 'gcra' }), shape: bucket.shape };
           const switchAt = 1 + (cut % (ops.length - 1));
           for (const [i, { dt, cost }] of ops.entries()) {
             clock.advance(dt);
@@ -214,7 +215,7 @@ describe("a GCRA key written by the previous twin (the token bucket's state) dur
     clock.advance(200);
     // the same state as the new twin would have written it: 6 units of 100 000 µs ahead
     const converted = { tatUs: NOW * 1000 + 800_000, limit: 10 };
-    const policy = plan('old', 4);
+    const policy = { ...plan('old', 4), shape: declared.shape }; // the same key, of the previous layout
     const step = ALGORITHM_STEPS['gcra-per-plan'].step(converted, policy, clock.now(), 1);
     const [decision] = await store.consume([{ policy, key: 'k', cost: 1 }]);
     expect(decision).toMatchObject({ allowed: false, remaining: step.remaining, retryAfterMs: step.retryAfterMs });

@@ -33,7 +33,7 @@ const SECRET = 'the-tests-own-identity-secret-0123456789';
 const PER_KEY = 'short@ItemsController.list';
 /** What the two policies' keys are made of: the id (with the route for `scope: 'route'`) and the shape. */
 const PER_KEY_POLICY = { id: PER_KEY, shape: 'fw1m' };
-const PER_IP_POLICY = { id: 'per-ip', shape: 'b1m' };
+const PER_IP_POLICY = { id: 'per-ip', shape: 'gcra1m' };
 
 type Req = { headers: Record<string, string | undefined> };
 
@@ -153,7 +153,7 @@ describe('regression: secrets in the keyspace', () => {
       const { app, keyPrefix, held } = await afterRequests(store, { readableKeys: true });
       try {
         expect(held.join('\n')).toContain(API_KEY);
-        const readable = [`${keyPrefix}{${PER_KEY}|fw1m:${API_KEY}}`, `${keyPrefix}{per-ip|b1m:ip:${ADDRESS}}`];
+        const readable = [`${keyPrefix}{${PER_KEY}|fw1m:${API_KEY}}`, `${keyPrefix}{per-ip|gcra1m:ip:${ADDRESS}}`];
         expect(readable).toEqual([
           storageKey(keyPrefix, PER_KEY_POLICY, API_KEY, { readableKeys: true }),
           storageKey(keyPrefix, PER_IP_POLICY, `ip:${ADDRESS}`, { readableKeys: true }),
@@ -161,7 +161,7 @@ describe('regression: secrets in the keyspace', () => {
         if (store === 'redis') expect(held).toEqual([...readable].sort());
         if (store === 'postgres') for (const key of readable) expect(held.some((row) => row.includes(key))).toBe(true);
         if (store === 'memory')
-          expect(held.sort()).toEqual([`${PER_KEY}\nfw1m\n${API_KEY}`, `per-ip\nb1m\nip:${ADDRESS}`].sort());
+          expect(held.sort()).toEqual([`${PER_KEY}\nfw1m\n${API_KEY}`, `per-ip\ngcra1m\nip:${ADDRESS}`].sort());
       } finally {
         await app.close();
       }
