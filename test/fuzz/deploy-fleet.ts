@@ -3,14 +3,15 @@ import { jest } from '@jest/globals';
 import type { RateLimitDecision, RateLimitReservation, ResolvedPolicy } from '../../lib/index.js';
 import { maxWaitMs } from '../../lib/policy/max-wait.js';
 import { DeployInstance } from './deploy-instance.js';
-import { type Asker, DeployLedger } from './deploy-ledger.js';
-import type { Actual, Cost, Op, TimedOp } from './deploy-ops.js';
+import { type Asker, DeployLedger, describe } from './deploy-ledger.js';
+import { type Actual, type Cost, KEYS, type Op, type TimedOp } from './deploy-ops.js';
 import { playWaiters, unfairTurns, type WaitersOp } from './fair-waiters.js';
 import type { FuzzRun } from './fuzz-stores.js';
 
 /** A reservation still open, and the admission it counts (at its estimate until settled). */
 interface Open {
   readonly instance: DeployInstance;
+  readonly key: string;
   readonly reservation: RateLimitReservation;
   readonly estimate: number;
   readonly counted: { cost: number };
@@ -92,6 +93,12 @@ export class DeployFleet {
     switch (op.kind) {
       case 'request':
         return this.request(this.on(op.instance), op.key, op.cost);
+      case 'burst': {
+        const instance = this.on(op.instance);
+        const count = op.count === 'capacity' ? instance.policy.capacity : op.count;
+        for (let i = 0; i < count; i++) await this.request(instance, op.key, 1);
+        return;
+      }
       case 'peek': {
         const instance = this.on(op.instance);
         this.check(instance, 0, 'peek', await instance.service.peek(instance.policy.source, op.key));
@@ -106,11 +113,13 @@ export class DeployFleet {
       case 'reset':
         await this.on(op.instance).service.reset(this.on(op.instance).policy.source, op.key);
         this.ledger.reset();
+        this.forget((open) => open.key === op.key);
         return;
       case 'operator':
         if (this.operator === undefined) return;
         await this.operator(op.action, op.pick);
         this.ledger.operator();
+        this.forget(() => true);
         return;
       case 'deploy':
         return this.deploy(this.on(op.instance), op.version % this.versions.length);
@@ -140,18 +149,29 @@ export class DeployFleet {
   }
 
   /**
-   * Nobody locked out: once the policy's longest wait (and the skew) has passed, a request of one unit is
-   * admitted, whatever the key owed, whatever state a version of another shape or a clock ahead left.
+   * Nobody locked out: once the longest wait of every version (and the skew) has passed, every key has a unit
+   * left on every instance, and a request of one is admitted, whatever the key owed, whatever state a version of
+   * another shape or a clock ahead left.
    */
   private async idle(instance: DeployInstance, key: string): Promise<void> {
-    await this.play({ kind: 'clock', instance: instance.index, offsetMs: instance.offsetMs, dt: this.longestWaitMs() });
+    const waitedMs = this.longestWaitMs();
+    await this.play({ kind: 'clock', instance: instance.index, offsetMs: instance.offsetMs, dt: waitedMs });
+    const locked = (at: DeployInstance, k: string, d: RateLimitDecision) =>
+      this.ledger.problem(
+        `key ${k} is locked out on instance ${at.index} (version ${at.version}: ${describe(at.policy)}) after ` +
+          `the longest wait of every version and the skew (${waitedMs} ms): ${JSON.stringify(d)}`,
+      );
+    for (const at of this.instances) {
+      for (const k of KEYS) {
+        const peeked = await at.service.peek(at.policy.source, k);
+        this.check(at, 0, `a peek of key ${k} after the longest wait`, peeked);
+        if (peeked.remaining < 1 || peeked.blocked === true) locked(at, k, peeked);
+      }
+    }
     const decision = await instance.service.consume(instance.policy.source, key);
     this.check(instance, 1, `a request of key ${key} after the longest wait`, decision);
     if (decision.allowed) this.ledger.admit(instance.version, key, instance.clock.now(), 1);
-    else
-      this.ledger.problem(
-        `a request of key ${key} on instance ${instance.index} was denied after the longest wait of every version (${this.longestWaitMs()} ms): ${JSON.stringify(decision)}`,
-      );
+    else locked(instance, key, decision);
   }
 
   /** The longest wait any version may ask, and the skew: after it, every key is free again. */
@@ -165,10 +185,13 @@ export class DeployFleet {
     this.check(instance, estimate, `a reservation of key ${key}`, reservation.decisions[0] as RateLimitDecision);
     if (!reservation.allowed) return;
     const counted = this.ledger.admit(instance.version, key, instance.clock.now(), estimate);
-    this.open.push({ instance, reservation, estimate, counted });
+    this.open.push({ instance, key, reservation, estimate, counted });
   }
 
-  /** Settles an open reservation: it counts at its actual cost where that is less than its estimate. */
+  /**
+   * Settles an open reservation: it counts at its actual cost where that is less than its estimate. Then the
+   * key's next requests take what the settlement gave back (too much, where others took what had refilled).
+   */
   private async settle(pick: number, actualCost: Actual): Promise<void> {
     if (this.open.length === 0) return;
     const [open] = this.open.splice(pick % this.open.length, 1) as [Open];
@@ -183,14 +206,25 @@ export class DeployFleet {
       after as RateLimitDecision,
     );
     counted.cost = Math.min(actual, estimate);
+    // what the settlement gave back is taken at once, as a busy key's next requests would
+    for (let i = 0; i < instance.policy.capacity; i++) await this.request(instance, open.key, 1);
   }
 
   /** A rolling deploy: one instance stops and starts again on another version, beside the other. */
   private async deploy(instance: DeployInstance, version: number): Promise<void> {
     await instance.stop();
     // its open reservations stay charged at their estimates, as the module leaves them when it stops
-    this.open = this.open.filter((open) => open.instance !== instance);
+    this.forget((open) => open.instance === instance);
     await instance.start(version);
+  }
+
+  /**
+   * Leaves reservations open for good (they stay charged at their estimates): those of an instance stopped, and
+   * those whose key was reset or flushed since they were charged. A settlement cannot know that its charge was
+   * removed meanwhile: it would give back units the reset had already freed (over-admission, once per reset).
+   */
+  private forget(which: (open: Open) => boolean): void {
+    this.open = this.open.filter((open) => !which(open));
   }
 
   private async waiters(instance: DeployInstance, op: WaitersOp): Promise<void> {

@@ -101,13 +101,24 @@ const costArb: fc.Arbitrary<Cost> = fc.oneof(
   { arbitrary: fc.constantFrom<Cost>('capacity', 'capacity + 1'), weight: 1 },
 );
 
+/** A reservation's estimate: larger than most requests' costs, up to the capacity. */
+const estimateArb: fc.Arbitrary<Cost> = fc.oneof(
+  fc.integer({ min: 1, max: 6 }),
+  fc.constantFrom<Cost>('capacity', 'capacity', 'capacity + 1'),
+);
+
 /** What a settlement's actual cost is, relative to the estimate: a refund, the estimate, an overrun, a wrong unit. */
 export type Actual = 0 | 'half' | 'estimate' | 'estimate + 1' | 'double' | 'huge';
 
-const on = { instance: fc.constantFrom(0, 1), key: fc.constantFrom('a', 'b') };
+/** The keys (identities) the ops ask for. */
+export const KEYS = ['a', 'b'] as const;
+
+/** Mostly one key, so that what one op leaves the next one meets. */
+const on = { instance: fc.constantFrom(0, 1), key: fc.constantFrom('a', 'a', 'a', 'b') };
 
 export type Op =
   | { kind: 'request'; instance: number; key: string; cost: Cost }
+  | { kind: 'burst'; instance: number; key: string; count: number | 'capacity' }
   | { kind: 'peek'; instance: number; key: string }
   | { kind: 'idle'; instance: number; key: string }
   | { kind: 'reserve'; instance: number; key: string; cost: Cost }
@@ -132,14 +143,22 @@ const dtArb = fc.oneof(
 export function opArb(skewMs: number): fc.Arbitrary<TimedOp> {
   const op: fc.Arbitrary<Op> = fc.oneof(
     { arbitrary: fc.record({ kind: fc.constant('request' as const), ...on, cost: costArb }), weight: 8 },
+    {
+      arbitrary: fc.record({
+        kind: fc.constant('burst' as const),
+        ...on,
+        count: fc.oneof(fc.integer({ min: 2, max: 8 }), fc.constant<'capacity'>('capacity')),
+      }),
+      weight: 3,
+    },
     { arbitrary: fc.record({ kind: fc.constant('peek' as const), ...on }), weight: 1 },
     { arbitrary: fc.record({ kind: fc.constant('idle' as const), ...on }), weight: 1 },
-    { arbitrary: fc.record({ kind: fc.constant('reserve' as const), ...on, cost: costArb }), weight: 3 },
+    { arbitrary: fc.record({ kind: fc.constant('reserve' as const), ...on, cost: estimateArb }), weight: 3 },
     {
       arbitrary: fc.record({
         kind: fc.constant('settle' as const),
         pick: fc.nat(),
-        actual: fc.constantFrom<Actual>(0, 'half', 'estimate', 'estimate + 1', 'double', 'huge'),
+        actual: fc.constantFrom<Actual>(0, 0, 'half', 'half', 'estimate', 'estimate + 1', 'double', 'huge'),
       }),
       weight: 3,
     },
