@@ -88,6 +88,7 @@ export default defineConfig({
             { text: 'Every Nest context', link: '/contexts' },
             { text: 'What clients see', link: '/responses' },
             { text: 'Failure: timeouts, breaker, fail modes', link: '/failure' },
+            { text: 'Changing a policy', link: '/changing-a-policy' },
             { text: 'RateLimitService and acquire()', link: '/service' },
             { text: 'Limiting AI endpoints', link: '/ai-endpoints' },
             { text: 'Testing', link: '/testing' },

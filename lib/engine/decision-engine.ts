@@ -9,7 +9,8 @@ import type { RateLimitStores } from '../stores/rate-limit-stores.js';
 import { checkedDecisions } from '../stores/store-defects.js';
 import { CircuitBreaker } from './circuit-breaker.js';
 import { withConcurrencyWaits } from './slot-wait.js';
-import { DenyCache } from './coherence/deny-cache.js';
+import { DENY_CACHE_MS, DenyCache } from './coherence/deny-cache.js';
+import { OverlongWaits } from './overlong-waits.js';
 import { compensate } from './compensation.js';
 import { resolveFailures, storeFailure } from './fail-modes.js';
 import { FailureReporter } from './failure-reporter.js';
@@ -49,6 +50,8 @@ export interface DecisionEngineOptions {
   readonly instances?: number;
   readonly logger: Logger;
   readonly onError?: (error: Error, policy: string) => void;
+  /** How long a denial of the store answers without asking it again, in ms (the `denyCacheMs` option); 0: never. */
+  readonly denyCacheMs?: number;
 }
 
 /** Concurrency slots a decision took: allowed concurrency items that cost something. */
@@ -78,6 +81,7 @@ export class DecisionEngine {
   /** Where 'local' policies are decided while their store fails (local-fallback.ts). */
   readonly local: LocalFallback;
   private readonly calls: StoreCalls;
+  private readonly overlong: OverlongWaits;
   private readonly variants = new LimitVariants();
   /** OpenTelemetry instruments, set at module start when `@opentelemetry/api` is installed. */
   metrics: RateLimitMetrics | undefined;
@@ -89,7 +93,9 @@ export class DecisionEngine {
     // The cache and the leases find what the feed of changes announces by the key as the feed names it.
     const changes = this.store.changes;
     const feedKey = (key: string): string => changes?.keyOf?.(key) ?? key;
-    this.denyCache = this.store.inProcess === true ? undefined : new DenyCache(undefined, undefined, feedKey);
+    const trustMs = options.denyCacheMs ?? DENY_CACHE_MS;
+    this.denyCache = this.store.inProcess === true || trustMs === 0 ? undefined : new DenyCache({ feedKey, trustMs });
+    this.overlong = new OverlongWaits(options.logger, () => this.metrics);
     this.calls = new StoreCalls(options.timeoutMs, options.logger, () => this.metrics);
     const leasing = (store: EngineStore) => store.grantsUpTo === true && store.inProcess !== true;
     this.leases = leasing(this.store) || leasing(this.quotaStore) ? new LeaseBook(undefined, feedKey) : undefined;
@@ -279,6 +285,7 @@ export class DecisionEngine {
    */
   private decided(evaluation: Evaluation): Evaluation {
     const { items } = evaluation;
+    this.overlong.check(items, evaluation.decisions);
     const decisions = withConcurrencyWaits(items, evaluation.decisions);
     if (this.metrics !== undefined) {
       for (const item of slotsTaken(items, decisions)) this.metrics.slots(item.policy.name, 1);

@@ -2,7 +2,7 @@ import type { RateLimitMetrics } from '../metrics/otel-metrics.js';
 import type { FailMode, ResolvedPolicy } from '../policy/policy.types.js';
 import { isDefect } from '../stores/store-defects.js';
 import type { FailModeDecision } from './evaluation.js';
-import { DEFECT, failModesDoing, type FailureReporter } from './failure-reporter.js';
+import { DEFECT, failModesDoing, type FailureReporter, unresolvedDoing } from './failure-reporter.js';
 
 /** What applying fail modes needs of the engine: its reporter, its local limits and, when on, its metrics. */
 export interface FailureSide {
@@ -77,7 +77,9 @@ export function resolveFailures(
   side: FailureSide,
   failures: readonly { item: FailingItem; error: unknown }[],
 ): FailModes {
-  for (const { item, error } of failures) side.reporter.report(error, [item.policy.name]);
+  for (const { item, error } of failures) {
+    side.reporter.report(error, [item.policy.name], unresolvedDoing(item.policy.name, item.failMode));
+  }
   return failClosed(
     side,
     failures.map(({ item }) => ({ policy: item.policy, failMode: item.failMode, shadow: item.shadow })),

@@ -2,6 +2,7 @@ import { types } from 'node:util';
 
 import type { Logger } from '../util/logger.js';
 
+import { PolicyFunctionError } from '../policy/policy.errors.js';
 import type { FailMode } from '../policy/policy.types.js';
 import { ThrottledLog } from '../util/throttled-log.js';
 
@@ -20,6 +21,16 @@ export function failModesDoing<P extends { name: string }>(
   const limits = [...new Set(local.map(({ policy }) => `${policy.name}: ${localLimitOf?.(policy) ?? '?'}`))];
   const open = items.length > local.length ? '; the fail-open ones are left out' : '';
   return `fail local (${limits.join(', ')}): decided in this process on the local limits${open}`;
+}
+
+/**
+ * What the fail mode of a policy whose key, cost or limit function failed does, in the words of the log: there is
+ * no item to decide, so a fail-local policy is left out as a fail-open one (docs/failure.md).
+ */
+export function unresolvedDoing(policy: string, failMode: FailMode): string {
+  if (failMode === 'closed') return `fail closed (${policy}): the request is refused with 503`;
+  const mode = failMode === 'local' ? 'fail local, left out as fail open (nothing to count locally)' : 'fail open';
+  return `${mode}: the request is decided without this policy`;
 }
 
 /** What a defect (a programming error of a store call, not an outage) does, in the words of the log. */
@@ -44,7 +55,10 @@ export class FailureReporter {
     private readonly onError?: (error: Error, policy: string) => void,
   ) {}
 
-  /** `doing`: what the fail modes do about it, for the log line (store failures of requests). */
+  /**
+   * `doing`: what the fail modes do about it, for the log line (store failures of requests, and policies whose
+   * function failed).
+   */
   report(error: unknown, policies: readonly string[], doing?: string): void {
     // isNativeError: an error of another realm (Node's own, under Jest's VM modules) is not `instanceof Error`
     // here, and onError gets it as it is, with its `code`.
@@ -59,11 +73,15 @@ export class FailureReporter {
     // What the fail modes do is part of the cause: an outage that admits and one that refuses are both told.
     // A plain Error's name says nothing: the message speaks for itself; a named error (a timeout) keeps its name.
     const said = err.name === 'Error' ? err.message : `${err.name}: ${err.message}`;
-    const cause = said.slice(0, 300) + (doing === undefined ? '' : `; ${doing}`);
+    // A key, cost, limit or settle function that threw says so itself (function, policy, Class.method): no
+    // "store failure" prefix to send the reader to Redis.
+    const own = err instanceof PolicyFunctionError;
     const what = err.name === 'RateLimitPolicyError' ? 'policy error' : doing === DEFECT ? 'defect' : 'store failure';
+    const cause = (own ? err.message : said).slice(0, 300) + (doing === undefined ? '' : `; ${doing}`);
     this.recent.note(cause, (held) => {
       const more = held > 0 ? ` (${held} more since the last report)` : '';
-      this.logger.error(`Rate limiter ${what} for policy ${policies.join(', ')}: ${cause}${more}`);
+      const prefix = own ? '' : `Rate limiter ${what} for policy ${policies.join(', ')}: `;
+      this.logger.error(`${prefix}${cause}${more}`);
     });
   }
 }

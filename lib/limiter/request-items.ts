@@ -3,7 +3,7 @@ import type { ExecutionContext, Logger } from '@nestjs/common';
 import type { ContextAdapter } from '../contexts/context-adapter.js';
 import type { DecisionEngine, EngineItem } from '../engine/decision-engine.js';
 import type { PlanEntry, PlannedPolicy } from '../planning/route-planner.js';
-import { RateLimitPolicyError } from '../policy/policy.errors.js';
+import { type PolicyFunction, PolicyFunctionError, RateLimitPolicyError } from '../policy/policy.errors.js';
 import { checkCost, checkQuotaLimit, checkRequestLimit } from '../policy/value-checks.js';
 import type { RateLimitIdentities } from '../policy/policy.types.js';
 import type { SkipWatch } from './skip-watch.js';
@@ -66,13 +66,14 @@ export class RequestResolver {
           this.skips.applied(entry);
         }
         if (key === undefined) continue;
-        let cost = this.cost(planned, ctx);
+        let cost = this.cost(planned, ctx, where);
         if (isPromise(cost)) cost = await cost;
         let policy = planned.policy;
         if (planned.limit !== undefined || planned.burst !== undefined) {
-          let limit = planned.limit === undefined ? policy.limit : this.limit(planned, planned.limit, 'limit', ctx);
+          let limit =
+            planned.limit === undefined ? policy.limit : this.limit(planned, planned.limit, 'limit', ctx, where);
           if (isPromise(limit)) limit = await limit;
-          let burst = planned.burst === undefined ? undefined : this.limit(planned, planned.burst, 'burst', ctx);
+          let burst = planned.burst === undefined ? undefined : this.limit(planned, planned.burst, 'burst', ctx, where);
           if (isPromise(burst)) burst = await burst;
           policy = this.engine.withLimit(policy, limit, burst);
         }
@@ -115,7 +116,7 @@ export class RequestResolver {
       if (planned.explicitUser && !this.fellBack.has(entry)) this.warnFallback(entry, where);
       return `ip:${adapter.clientIp(ctx) ?? 'unknown'}`;
     }
-    const value = key(ctx, this.identities(ctx, adapter));
+    const value = calling('key', planned, where, () => key(ctx, this.identities(ctx, adapter)));
     return isPromise(value) ? value.then((v) => checkIdentity(planned, v)) : checkIdentity(planned, value);
   }
 
@@ -149,8 +150,9 @@ export class RequestResolver {
     fn: (ctx: ExecutionContext) => unknown,
     field: 'limit' | 'burst',
     ctx: ExecutionContext,
+    where: string,
   ): MaybePromise<number> {
-    const value = fn(ctx);
+    const value = calling(field, planned, where, () => fn(ctx));
     const fail = (problem: string): never => {
       throw new RateLimitPolicyError(`the ${field} function returned a bad value: ${problem}`, {
         policy: planned.policy.name,
@@ -167,13 +169,35 @@ export class RequestResolver {
   }
 
   /** The cost of a policy for this invocation; a Promise only when a cost function returns one. */
-  private cost(planned: PlannedPolicy, ctx: ExecutionContext): MaybePromise<number> {
+  private cost(planned: PlannedPolicy, ctx: ExecutionContext, where: string): MaybePromise<number> {
     const { cost } = planned;
     if (cost === undefined) return 1;
     if (typeof cost === 'number') return cost;
-    const value: unknown = cost(ctx);
+    const value: unknown = calling('cost', planned, where, () => cost(ctx));
     return isPromise(value) ? value.then((v) => checkedCost(planned, v)) : checkedCost(planned, value);
   }
+}
+
+/**
+ * Calls a policy's function for the request on the handler `where`: what it throws, or its Promise rejects with,
+ * becomes a PolicyFunctionError naming the function, so that it is not reported as a store failure.
+ */
+function calling<T>(
+  field: PolicyFunction,
+  planned: PlannedPolicy,
+  where: string,
+  call: () => MaybePromise<T>,
+): MaybePromise<T> {
+  const threw = (error: unknown): never => {
+    throw new PolicyFunctionError(field, planned.policy.name, where, error);
+  };
+  let value: MaybePromise<T>;
+  try {
+    value = call();
+  } catch (error) {
+    return threw(error);
+  }
+  return isPromise<T>(value) ? value.then(undefined, threw) : value;
 }
 
 function checkIdentity(planned: PlannedPolicy, value: unknown): string | undefined {

@@ -3,7 +3,7 @@ import type { ExecutionContext } from '@nestjs/common';
 import { stillHeld } from '../algorithms/still-held.js';
 import type { ContextAdapter } from '../contexts/context-adapter.js';
 import { type DecisionEngine, type EngineItem, type Evaluation, sourceAt } from '../engine/decision-engine.js';
-import { RateLimitPolicyError } from '../policy/policy.errors.js';
+import { PolicyFunctionError, RateLimitPolicyError } from '../policy/policy.errors.js';
 import type { RateLimitSettle } from '../policy/policy.types.js';
 import { checkCost } from '../policy/value-checks.js';
 import type { RateLimitStore } from '../stores/rate-limit-store.js';
@@ -134,26 +134,37 @@ export class Settlements {
   /** The actual cost `settle` gives for `result`, checked; a failure keeps the estimate and is reported. */
   async actual(ctx: ExecutionContext, estimate: Estimate, result: unknown): Promise<number | undefined> {
     const policy = estimate.item.policy.name;
+    const where = handlerLabel(ctx.getClass(), ctx.getHandler());
+    let actual: unknown;
     try {
-      const actual: unknown = await estimate.settle(ctx, result);
+      actual = await estimate.settle(ctx, result);
+    } catch (error) {
+      this.engine.reporter.report(new PolicyFunctionError('settle', policy, where, error), [policy], KEPT);
+      return undefined;
+    }
+    try {
       return checkCost(actual, (problem) => {
         throw new TypeError(problem.replace(/^cost/, 'the actual cost'));
       });
     } catch (error) {
-      const problem = error instanceof Error ? error.message : String(error);
-      const where = handlerLabel(ctx.getClass(), ctx.getHandler());
       this.engine.reporter.report(
-        new RateLimitPolicyError(`the settle function failed, so the estimate is kept: ${problem}`, {
-          policy,
-          field: 'settle',
-          where,
-        }),
+        new RateLimitPolicyError(
+          `the settle function returned a bad value, so the estimate is kept: ${(error as Error).message}`,
+          {
+            policy,
+            field: 'settle',
+            where,
+          },
+        ),
         [policy],
       );
       return undefined;
     }
   }
 }
+
+/** What a settle function that threw does to its charge, in the words of the log. */
+const KEPT = 'the estimate is kept';
 
 /** The error of a `settle` policy whose store has no charge(): an overrun could not be charged. */
 export function cannotCharge(store: RateLimitStore): TypeError {

@@ -40,6 +40,8 @@ export interface RateLimitMetrics {
   storeCall(store: StoreName, operation: StoreOperation, seconds: number, error?: string): void;
   /** `delta` slots of a concurrency policy taken (+) or given back (-). */
   slots(policy: string, delta: number): void;
+  /** A wait the store asked for beyond the policy's longest and the clock skew allowed, answered bounded. */
+  overlongWait(policy: string): void;
 }
 
 /**
@@ -50,6 +52,7 @@ class OtelMetrics implements RateLimitMetrics {
   private readonly decisions: Counter;
   private readonly storeDuration: Histogram;
   private readonly slotCount: UpDownCounter;
+  private readonly overlong: Counter;
 
   constructor(meter: Meter, breakers: BreakerStates) {
     this.decisions = meter.createCounter('rate_limit.decisions', {
@@ -64,6 +67,11 @@ class OtelMetrics implements RateLimitMetrics {
     this.slotCount = meter.createUpDownCounter('rate_limit.concurrency.slots', {
       description: 'Concurrency slots held by invocations in flight',
       unit: '{slot}',
+    });
+    this.overlong = meter.createCounter('rate_limit.state.overlong', {
+      description:
+        "Waits the store asked for beyond the policy's longest (a clock ahead, state of another shape), answered bounded",
+      unit: '{decision}',
     });
     meter
       .createObservableGauge('rate_limit.breaker.state', {
@@ -89,6 +97,10 @@ class OtelMetrics implements RateLimitMetrics {
 
   slots(policy: string, delta: number): void {
     this.slotCount.add(delta, { 'rate_limit.policy': policy });
+  }
+
+  overlongWait(policy: string): void {
+    this.overlong.add(1, { 'rate_limit.policy': policy });
   }
 }
 

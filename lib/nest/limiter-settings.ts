@@ -4,6 +4,7 @@ import { compileTrust, isTrustAll, type TrustFn } from '../keys/client-ip.js';
 import { compileList } from '../lists/address-list.js';
 import type { ModuleLists } from '../limiter/screening.js';
 import type { FailMode, RateLimitKey, RateLimitMode } from '../policy/policy.types.js';
+import { DENY_CACHE_MS } from '../engine/coherence/deny-cache.js';
 import { DEFAULT_TIMEOUT_MS } from '../stores/store-timeout.js';
 import { checkOptionFields, fieldNames } from '../util/unknown-fields.js';
 import type { RateLimitErrors, RateLimitHeaders, RateLimitModuleOptions } from './rate-limit.options.js';
@@ -24,6 +25,7 @@ export const MODULE_OPTIONS = fieldNames<RateLimitModuleOptions>({
   mode: true,
   onDecision: true,
   timeout: true,
+  denyCacheMs: true,
   key: true,
   keyPrefix: true,
   identitySecret: true,
@@ -47,6 +49,8 @@ export interface LimiterSettings {
   readonly instances: number;
   readonly mode: RateLimitMode;
   readonly timeoutMs: number;
+  /** How long a denial of the store answers without asking it again (the `denyCacheMs` option), in ms. */
+  readonly denyCacheMs: number;
   readonly ipv6Prefix: number;
   readonly trust: TrustFn;
   readonly lists: ModuleLists;
@@ -88,6 +92,10 @@ export function limiterSettings(options: RateLimitModuleOptions, logger: Logger)
   }
   const timeoutMs = options.timeout ?? DEFAULT_TIMEOUT_MS;
   if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) option('timeout', 'must be an integer >= 1 (ms)', timeoutMs);
+  const denyCacheMs = options.denyCacheMs ?? DENY_CACHE_MS;
+  if (!Number.isSafeInteger(denyCacheMs) || denyCacheMs < 0) {
+    option('denyCacheMs', 'must be an integer >= 0 (ms; 0 asks the store every time)', denyCacheMs);
+  }
   const ipv6Prefix = options.ipv6Prefix ?? 64;
   if (!Number.isInteger(ipv6Prefix) || ipv6Prefix < 1 || ipv6Prefix > 128) {
     option('ipv6Prefix', 'must be an integer from 1 to 128', ipv6Prefix);
@@ -104,5 +112,5 @@ export function limiterSettings(options: RateLimitModuleOptions, logger: Logger)
   if (key !== undefined && key !== 'ip' && key !== 'user' && typeof key !== 'function') {
     option('key', "must be 'ip', 'user' or a function of the request (ctx, id) => string | undefined", key);
   }
-  return { headers, errors, failMode, instances, mode, timeoutMs, ipv6Prefix, trust, lists, key };
+  return { headers, errors, failMode, instances, mode, timeoutMs, denyCacheMs, ipv6Prefix, trust, lists, key };
 }

@@ -15,6 +15,7 @@ import { driverOf } from '../stores/redis/clients/driver-of.js';
 import { failFastOptions, ioredisConnection } from '../stores/redis/clients/ioredis-driver.js';
 import type { OwnConnection } from '../stores/redis/clients/redis-driver.js';
 import { RedisRateLimitStore } from '../stores/redis/redis.store.js';
+import { redisUrlArgument } from './redis-url.js';
 import { isDefect } from '../stores/store-defects.js';
 import { postgresAddress } from '../stores/store-description.js';
 import { checkOptionFields, fieldNames } from '../util/unknown-fields.js';
@@ -77,7 +78,7 @@ async function createRedis(
   } else {
     const { Redis: RedisClient } = await loadClient<typeof import('ioredis')>('ioredis', 'redis');
     const fast = failFastOptions(connectionOptions);
-    own = ioredisConnection(url === undefined ? new RedisClient(fast) : new RedisClient(url, fast));
+    own = ioredisConnection(url === undefined ? new RedisClient(fast) : new RedisClient(redisUrlArgument(url), fast));
   }
   const store = new RedisRateLimitStore({
     client: own.client as RedisClient,
@@ -243,7 +244,10 @@ export async function storesReady({ rates }: RateLimitStores): Promise<void> {
 export function checkRedisOption(redis: NonNullable<RateLimitModuleOptions['redis']>): void {
   const { url, client, options } = redis;
   if (client !== undefined) return;
-  if (typeof url === 'string' && url.trim() !== '') return;
+  if (typeof url === 'string' && url.trim() !== '') {
+    redisUrlArgument(url); // throws for a scheme ioredis would misread
+    return;
+  }
   if (options !== undefined && namesServer(options)) return;
   const given = options === undefined ? '' : ', and options name no host, port, path or sentinels';
   throw new TypeError(

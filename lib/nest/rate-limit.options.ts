@@ -33,7 +33,10 @@ export interface RateLimitModuleOptions {
    * sentinels) stops the start.
    */
   redis?: {
-    /** A Redis URL. */
+    /**
+     * A Redis URL: redis:// or rediss://, a bare host:port, or a Unix socket (unix:///path/to/redis.sock or
+     * /path/to/redis.sock). Another scheme (http://, reddis://) stops the start.
+     */
     url?: string;
     /**
      * An ioredis or iovalkey Redis or Cluster, a node-redis client, Cluster or Sentinel (createClient(),
@@ -111,6 +114,14 @@ export interface RateLimitModuleOptions {
   onDecision?: (event: RateLimitDecisionEvent) => void;
   /** Milliseconds per store call, default 100; past it the call counts as a store failure. */
   timeout?: number;
+  /**
+   * How long, in ms, a denial of a shared store (Redis, PostgreSQL) answers the same key's next requests in this
+   * process without asking the store again; default 1000, 0 asks every time. Changes made through
+   * RateLimitService reach every instance's cache at once; this bounds how long a change made outside the module
+   * (`redis-cli DEL` or `FLUSHALL`, a restored backup) goes unseen. Never longer than the denial's own wait.
+   * @example denyCacheMs: 250
+   */
+  denyCacheMs?: number;
   /**
    * The key of every policy that names none (`'ip'`, `'user'` or a function of the request, as a policy's `key`);
    * default `'user'`, which counts an anonymous request by its client IP. One line ports a @nestjs/throttler

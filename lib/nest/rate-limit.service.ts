@@ -106,7 +106,14 @@ export class RateLimitService implements OnModuleDestroy {
     this.decisions.waiting.close();
   }
 
-  /** How `key` stands under `policy`, consuming nothing. */
+  /**
+   * How `key` stands under `policy`, consuming nothing. `key` is the identity the policy counts by, as a route's
+   * requests make it: `ip:<address>` for `key: 'ip'` (IPv4 as it is, an IPv4-mapped address as IPv4, IPv6 as its
+   * network: `ip:2001:db8:1:2::/64`), `user:<id>` for `key: 'user'` (or `ip:<address>` for a request with no
+   * user), a key function's value as it returned it — never a bare address, which is another key with a full
+   * budget. A name that no `defaults` or `@RateLimit` declares is a RateLimitPolicyError listing the declared ones.
+   * @example const d = await rateLimits.peek('login-per-ip', 'ip:203.0.113.9'); // d.remaining
+   */
   async peek(policy: RateLimitPolicy | string, key: string): Promise<RateLimitDecision> {
     const p = this.args.policy(policy);
     const item = { policy: p, key: this.args.key(key, p) };
@@ -156,7 +163,13 @@ export class RateLimitService implements OnModuleDestroy {
     return this.calls.resetAll();
   }
 
-  /** Forgets everything `key` has consumed under `policy`. */
+  /**
+   * Forgets everything `key` has consumed under `policy` (and its block). `key` is the identity the policy
+   * counts by, as for peek(): `ip:<address>`, `user:<id>` or a key function's value; a `scope: 'route'` policy is
+   * named with its route (`'login@AuthController.login'`). A name no `defaults` or `@RateLimit` declares is a
+   * RateLimitPolicyError listing the declared ones.
+   * @example await rateLimits.reset('per-user', 'user:42');
+   */
   async reset(policy: RateLimitPolicy | string, key: string): Promise<void> {
     const p = this.args.policy(policy);
     const item = { policy: p, key: this.args.key(key, p) };

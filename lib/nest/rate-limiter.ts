@@ -43,11 +43,10 @@ function assemble(
   moduleRef: ModuleRef,
 ): Assembly {
   const logger = new Logger('RateLimit');
-  const { headers, failMode, instances, mode, timeoutMs, ipv6Prefix, trust, lists, key } = limiterSettings(
-    options,
-    logger,
-  );
-  const engine = new DecisionEngine({ stores, clock, timeoutMs, instances, logger, onError: options.onError });
+  const settings = limiterSettings(options, logger);
+  const { headers, failMode, instances, mode, timeoutMs, denyCacheMs, ipv6Prefix, trust, lists, key } = settings;
+  const { onError } = options;
+  const engine = new DecisionEngine({ stores, clock, timeoutMs, denyCacheMs, instances, logger, onError });
   const events = new DecisionEvents(logger, options.onDecision);
   const resolver = new RequestResolver(engine, options.user, logger, new SkipWatch(logger, events));
   const planner = new RoutePlanner(

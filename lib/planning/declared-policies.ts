@@ -45,13 +45,10 @@ export class DeclaredPolicies {
     if (known === undefined) {
       this.named.set(resolved.name, { policy: resolved, where });
     } else if (!sameLimits(known.policy, resolved)) {
-      // The same name with other limits replaces the earlier policy on this route; it keeps its own state.
-      const { algorithm, limit, windowMs, capacity, anchor } = resolved;
-      const anchored = anchor === undefined ? '' : `-${anchor}`;
-      resolved = Object.freeze({
-        ...resolved,
-        id: `${resolved.name}~${algorithm}-${limit}-${windowMs}-${capacity}${anchored}`,
-      });
+      // The same name with other limits replaces the earlier policy on this route; it keeps its own state (the
+      // id holds the state's shape already: the limits tell the two apart).
+      const { limit, capacity } = resolved;
+      resolved = Object.freeze({ ...resolved, id: `${resolved.id}~${limit}-${capacity}` });
     }
     // Validated above; compiled once per list (the same array planned on many routes is compiled once).
     const unexpected = (problem: string): never => {

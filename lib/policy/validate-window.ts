@@ -11,6 +11,7 @@ import {
 } from './common-fields.js';
 import type { RateLimitWindowPolicy, ResolvedPolicy } from './policy.types.js';
 import { checkGcraRate, checkUnits, describeValue } from './value-checks.js';
+import { stateId } from './state-shape.js';
 import { parseWindow } from './window.js';
 
 /** The fields of a policy of a window-based algorithm (every algorithm but quota). */
@@ -34,6 +35,7 @@ export function validateWindowPolicy(policy: RateLimitWindowPolicy, name: string
   }
   const { anchor } = policy;
   checkAnchor(policy, fail);
+  const firstRequest = anchor === 'first-request' ? anchor : undefined;
   const bucket = policy.algorithm === 'token-bucket' || policy.algorithm === 'gcra';
   if (burst !== undefined) {
     if (!bucket) fail('burst', `applies only to token-bucket and gcra, not to ${policy.algorithm}`);
@@ -65,7 +67,7 @@ export function validateWindowPolicy(policy: RateLimitWindowPolicy, name: string
   }
   return Object.freeze({
     name,
-    id: name,
+    id: stateId(name, { algorithm: policy.algorithm, windowMs: windowMs as number, anchor: firstRequest }),
     algorithm: policy.algorithm,
     limit: staticLimit,
     windowMs: windowMs as number,

@@ -36,7 +36,10 @@ export interface ChosenWait<D extends RateLimitDecision | undefined = RateLimitD
  *    refilled, the log's oldest entry gone), Infinity when it never can (-1, `NEVER_FITS`, in Lua and SQL).
  * 2. **The store** makes the decision of the step (lib/stores/decisions.ts: `toDecision`, and
  *    `decisionsFromReply` for a Redis or PostgreSQL reply: -1 back to Infinity, an allowed lease's take to
- *    0). The other items of a denied request are answered allowed, wait 0 (they consumed nothing).
+ *    0), its wait and reset bounded by the policy's longest wait (lib/policy/max-wait.ts, `maxWaitMs`: a
+ *    clock ahead or state of another shape never asks for more; the engine reports one beyond the skew
+ *    allowed, lib/engine/overlong-waits.ts). The other items of a denied request are answered allowed, wait 0
+ *    (they consumed nothing).
  * 3. **A block** (the policy's `block`, or RateLimitService.block) replaces that wait, in the store
  *    (lib/stores/blocked-state.ts; twins: `blocking`/`blocked` in lib/stores/redis/dispatcher.lua.ts,
  *    `blockingReply`/`blockedReply` in lib/stores/postgres/reply.sql.ts): the denial that starts a block
@@ -48,8 +51,9 @@ export interface ChosenWait<D extends RateLimitDecision | undefined = RateLimitD
  *    not Infinity.
  * 5. **Where the decision came from** (`source` in onDecision's event) adds no rule of its own:
  *    - 'store': steps 1 to 4 as they are;
- *    - 'deny-cache': a denial of the store, remembered (lib/engine/coherence/deny-cache.ts, `check`): its
- *      wait counts down to the same instant (`untilMs - now`); concurrency and quota denials are not cached;
+ *    - 'deny-cache': a denial of the store, remembered (lib/engine/coherence/deny-cache.ts, `check`) for at
+ *      most `denyCacheMs`: its wait counts down to the same instant (`untilMs - now`); concurrency and quota
+ *      denials are not cached;
  *    - 'lease': units taken ahead are spent only when they fit (lib/engine/leases/lease-book.ts, `spend`):
  *      always allowed, wait 0, so never the one chosen;
  *    - 'local' (`failMode: 'local'` while the store fails): steps 1 to 4 on the in-process store, on the

@@ -5,6 +5,9 @@ import { validatePolicy } from '../policy/validate-policy.js';
 import { checkCost } from '../policy/value-checks.js';
 import type { RateLimitStore } from '../stores/rate-limit-store.js';
 
+/** How many declared names an error about an undeclared one lists. */
+const DECLARED_NAMES_SHOWN = 20;
+
 /** The arguments of RateLimitService's methods, checked: a bad one is a RateLimitPolicyError that says what. */
 export class ServiceArguments {
   private readonly resolved = new WeakMap<RateLimitPolicy, ResolvedPolicy>();
@@ -30,8 +33,10 @@ export class ServiceArguments {
       const named = this.planner.policyNamed(policy);
       if (named === undefined) {
         throw new RateLimitPolicyError(
-          'no policy of that name is declared in `defaults` or any @RateLimit; pass the policy object instead' +
-            " (a policy of scope 'route' is named with its route, as 'name@Class.method')",
+          `no policy of that name is declared in \`defaults\` or any @RateLimit: ${this.declaredNames()}. ` +
+            'A guess would read or change a state no request counts under; for a policy only your code ' +
+            "charges, pass the policy object (a policy of scope 'route' is named with its route, as " +
+            "'name@Class.method')",
           { policy, where: 'RateLimitService' },
         );
       }
@@ -43,6 +48,21 @@ export class ServiceArguments {
       this.resolved.set(policy, resolved);
     }
     return resolved;
+  }
+
+  /**
+   * The names lookup() takes, for an error: each declared name, a `scope: 'route'` policy as `name@Class.method`
+   * (its bare name is refused), sorted; the first few when there are many.
+   */
+  private declaredNames(): string {
+    const names = [...this.planner.declared()]
+      .filter(({ policy }) => policy.source.scope !== 'route' || policy.route !== undefined)
+      .map(({ policy }) => JSON.stringify(policy.route === undefined ? policy.name : `${policy.name}@${policy.route}`))
+      .sort();
+    if (names.length === 0) return 'none is declared';
+    const shown = names.slice(0, DECLARED_NAMES_SHOWN).join(', ');
+    const more = names.length - DECLARED_NAMES_SHOWN;
+    return `the declared names are ${shown}${more > 0 ? ` and ${more} more` : ''}`;
   }
 
   /** A key: a non-empty string. */

@@ -1,4 +1,5 @@
 import type { StepResult } from '../algorithms/index.js';
+import { maxWaitMs } from '../policy/max-wait.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 import { NEVER_FITS, REPLY, REPLY_WIDTH } from './protocol.js';
 import { RateLimitStoreReplyError } from './store-defects.js';
@@ -24,12 +25,11 @@ export function decisionsFromReply(
     // an allowed lease's retry_ms is the units it took
     const granted = allowed === REPLY.allowed && upTo !== undefined && op === 'consume' ? retry : 0;
     const retryAfterMs = retry === NEVER_FITS ? Infinity : granted > 0 ? 0 : retry;
-    const decision = toDecision(
-      policy,
-      { allowed: allowed === REPLY.allowed, remaining, resetMs, retryAfterMs },
-      op === 'consume' ? cost : 1,
-    );
-    if (allowed === REPLY.blocked) decision.blocked = true;
+    const step = { allowed: allowed === REPLY.allowed, remaining, resetMs, retryAfterMs };
+    // A block's wait is its own (RateLimitService.block may set any), not the algorithm's: never bounded here.
+    if (allowed === REPLY.blocked)
+      return { ...unboundedDecision(policy, step, op === 'consume' ? cost : 1), blocked: true };
+    const decision = toDecision(policy, step, op === 'consume' ? cost : 1);
     if (granted > 0) decision.granted = granted;
     return decision;
   });
@@ -40,8 +40,39 @@ function isDecisionReply(values: readonly number[]): values is [number, number, 
   return values.length === REPLY_WIDTH && values.every(Number.isSafeInteger);
 }
 
-/** Builds the public decision of one step. */
+/**
+ * Decisions whose store asked for a longer wait than their policy ever could (a writer whose clock runs ahead,
+ * state of another shape), with that wait: the engine reports them (DecisionEngine, `decided`). Weak: nothing
+ * is kept once the decision is gone.
+ */
+const overlong = new WeakMap<RateLimitDecision, number>();
+
+/** The wait the store asked for, when toDecision bounded it to its policy's longest; else undefined. */
+export const overlongWait = (decision: RateLimitDecision): number | undefined => overlong.get(decision);
+
+/**
+ * Builds the public decision of one step, its wait and reset bounded by the longest wait its policy could ever
+ * ask (maxWaitMs): a stored value beyond what the policy could write never locks a client out for longer. A
+ * cost that never fits (Infinity) is not a wait and stays.
+ */
 export function toDecision(
+  policy: ResolvedPolicy,
+  step: Omit<StepResult<unknown>, 'state'>,
+  cost: number,
+): RateLimitDecision {
+  const decision = unboundedDecision(policy, step, cost);
+  const { retryAfterMs, resetMs } = decision;
+  const longestMs = maxWaitMs(policy);
+  if (resetMs > longestMs) decision.resetMs = longestMs;
+  if (retryAfterMs !== Infinity && retryAfterMs > longestMs) {
+    decision.retryAfterMs = longestMs;
+    overlong.set(decision, retryAfterMs);
+  }
+  return decision;
+}
+
+/** The public decision of one step, as the step says. */
+function unboundedDecision(
   policy: ResolvedPolicy,
   step: Omit<StepResult<unknown>, 'state'>,
   cost: number,

@@ -85,7 +85,12 @@ describe('the TypeScript samples of the docs site and the README', () => {
       JSON.stringify({
         extends: '../../tsconfig.json',
         compilerOptions: { noEmit: true },
-        include: ['*.ts', '../../test/docs/express.d.ts'],
+        include: [
+          '*.ts',
+          '../../test/docs/express.d.ts',
+          '../../test/docs/nestjs-config.d.ts',
+          '../../test/docs/vitest-config.d.ts',
+        ],
       }),
     );
     const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');

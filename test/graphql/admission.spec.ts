@@ -36,7 +36,9 @@ describe.each(GRAPHQL_DRIVERS)('exact admission under concurrency on %s', (drive
         const after = await t.service().peek('flood', 'ip:127.0.0.1');
         expect(after.remaining).toBe(0);
         if (store === 'redis')
-          expect(await redis.client().keys(`${driver}:*`)).toEqual([storageKey(`${driver}:`, 'flood', 'ip:127.0.0.1')]);
+          expect(await redis.client().keys(`${driver}:*`)).toEqual([
+            storageKey(`${driver}:`, 'flood|swl1m', 'ip:127.0.0.1'),
+          ]);
       } finally {
         await t.close();
       }

@@ -45,10 +45,10 @@ describe('PostgresRateLimitStore', () => {
     const narrow = validatePolicy({ name: 'narrow', algorithm: 'fixed-window', limit: 1, window: '1m' });
     const odd = validatePolicy({ name: 'odd', algorithm: 'sliding-window-log', limit: 5, window: '1m' });
     await s.consume([{ policy: narrow, key: 'u', cost: 1 }]);
-    const stateOf = async (name: string) =>
+    const stateOf = async (name: 'narrow' | 'wide' | 'odd') =>
       (
         await db.pool.query(`SELECT state FROM ${db.schema}.rate_limit_state WHERE key = $1`, [
-          storageKey(keyPrefix, name, 'u'),
+          storageKey(keyPrefix, { narrow, wide, odd }[name].id, 'u'),
         ])
       ).rows;
     expect(await stateOf('narrow')).toHaveLength(1);

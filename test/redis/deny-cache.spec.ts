@@ -39,9 +39,11 @@ describe('the local cache of denials', () => {
     redis = await startRedis();
     ({ app, clock } = await createApp(
       'express',
-      // A generous timeout: 100 requests at once on 2 shared cores must not fall into the fail mode here.
+      // A generous timeout: 100 requests at once on 2 shared cores must not fall into the fail mode here. The
+      // cache's own bound (denyCacheMs, in real time) is tested in test/unit/deny-cache-trust.spec.ts: here a
+      // denial is trusted for as long as the flood takes, however slow the machine.
       {
-        imports: [RateLimitModule.forRoot({ redis: { url: redis.url }, timeout: 2000 })],
+        imports: [RateLimitModule.forRoot({ redis: { url: redis.url }, timeout: 2000, denyCacheMs: 3_600_000 })],
         controllers: [FloodController],
       },
       new FakeClock(alignedStart(60_000)),
@@ -114,7 +116,7 @@ describe('DenyCache', () => {
   });
 
   it('keeps nothing for allowed or never-fitting decisions, forgets on request, and stays within its bound', () => {
-    const cache = new DenyCache(100);
+    const cache = new DenyCache({ maxKeys: 100 });
     cache.remember(policy, 'a', 1, { ...denied, allowed: true, retryAfterMs: 0 }, 0, cache.begin());
     cache.remember(policy, 'b', 11, { ...denied, retryAfterMs: Infinity }, 0, cache.begin());
     expect(cache.size).toBe(0);

@@ -21,7 +21,7 @@ function storeAt(clock: FakeClock): { store: RedisRateLimitStore; key: string } 
   const prefix = `f${++prefixes}:`;
   return {
     store: new RedisRateLimitStore({ client: redis.shared, clock, keyPrefix: prefix }),
-    key: storageKey(prefix, 'fw', 'k'),
+    key: storageKey(prefix, hourly(1).id, 'k'),
   };
 }
 
@@ -56,7 +56,7 @@ describe('a fixed-window key in Redis', () => {
     );
     await store.consume([{ policy: policies[0] as ResolvedPolicy, key: 'k', cost: 1 }]);
     await store.consume([{ policy: policies[2] as ResolvedPolicy, key: 'k', cost: 1 }]);
-    const keys = ['a', 'b', 'c'].map((name) => storageKey(prefix, name, 'k'));
+    const keys = policies.map((policy) => storageKey(prefix, policy.id, 'k'));
     const before = await Promise.all(
       keys.map(async (key) => [await redis.shared.get(key), await redis.shared.pttl(key)]),
     );

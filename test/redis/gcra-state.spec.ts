@@ -37,8 +37,8 @@ describe('a GCRA key in Redis', () => {
     const bucket = validatePolicy({ name: 'tbkt', algorithm: 'token-bucket', limit: 3, window: '1m' });
     await store.consume([{ policy: gcra, key: 'user-42', cost: 1 }]);
     await store.consume([{ policy: bucket, key: 'user-42', cost: 1 }]);
-    const gcraKey = storageKey(prefix, 'gcra', 'user-42');
-    const bucketKey = storageKey(prefix, 'tbkt', 'user-42');
+    const gcraKey = storageKey(prefix, gcra.id, 'user-42');
+    const bucketKey = storageKey(prefix, bucket.id, 'user-42');
     expect(gcraKey.length).toBe(bucketKey.length);
     expect(await redis.shared.get(gcraKey)).toBe(String(NOW * 1000 + 20_000_000));
     expect(await redis.shared.object('ENCODING', gcraKey)).toBe('int');
@@ -58,7 +58,7 @@ describe('a GCRA key in Redis', () => {
     const prefix = `g${++prefixes}:`;
     const store = new RedisRateLimitStore({ client: redis.shared, clock, keyPrefix: prefix, ttlSlackMs: 0 });
     const policy = validatePolicy({ name: 'tat', algorithm: 'gcra', limit: 60, window: '1m' });
-    const key = storageKey(prefix, 'tat', 'k');
+    const key = storageKey(prefix, policy.id, 'k');
     const written = async () => ({
       incrby: await callsOf(redis.shared, 'incrby'),
       set: await callsOf(redis.shared, 'set'),
@@ -91,7 +91,7 @@ describe('a GCRA key in Redis', () => {
     const store = new RedisRateLimitStore({ client: redis.shared, clock, keyPrefix: prefix, ttlSlackMs: 0 });
     const policy = validatePolicy({ name: 'tat', algorithm: 'gcra', limit: 60, window: '1m' });
     const bucket = validatePolicy({ name: 'bkt', algorithm: 'token-bucket', limit: 60, window: '1m' });
-    const key = storageKey(prefix, 'tat', 'k');
+    const key = storageKey(prefix, policy.id, 'k');
     if (by === 'several') {
       await store.consume([
         { policy, key: 'k', cost: 5 },
@@ -113,7 +113,7 @@ describe('a GCRA key in Redis', () => {
     const clock = new FakeClock(NOW);
     const { store, prefix } = storeAt(clock);
     const policy = validatePolicy({ name: 'den', algorithm: 'gcra', limit: 2, window: '1m' });
-    const key = storageKey(prefix, 'den', 'k');
+    const key = storageKey(prefix, policy.id, 'k');
     await store.consume([{ policy, key: 'k', cost: 2 }]);
     const tat = await redis.shared.get(key);
     const decrby = await callsOf(redis.shared, 'decrby');
@@ -127,7 +127,7 @@ describe('a GCRA key in Redis', () => {
     const clock = new FakeClock(NOW);
     const { store, prefix } = storeAt(clock);
     await store.consume([{ policy: plan('plan', 10), key: 'k', cost: 2 }]);
-    const raw = await redis.shared.getBuffer(storageKey(prefix, 'plan', 'k'));
+    const raw = await redis.shared.getBuffer(storageKey(prefix, plan('plan', 10).id, 'k'));
     expect(raw?.length).toBe(12);
     const first = raw?.[0] ?? 0;
     expect(first >= 64 && first < 96).toBe(true);
@@ -184,7 +184,7 @@ describe("a GCRA key written by the previous twin (the token bucket's state) dur
             const policy = i < switchAt ? bucket : gcra;
             const expected = await reference.consume([{ policy: bucket, key: 'k', cost }]);
             expect(await store.consume([{ policy, key: 'k', cost }])).toEqual(expected);
-            if (asText && i === switchAt - 1) await asTextState(storageKey(prefix, 'same', 'k'));
+            if (asText && i === switchAt - 1) await asTextState(storageKey(prefix, gcra.id, 'k'));
           }
         },
       ),
@@ -205,7 +205,7 @@ describe("a GCRA key written by the previous twin (the token bucket's state) dur
     const [decision] = await store.consume([{ policy, key: 'k', cost: 1 }]);
     expect(decision).toMatchObject({ allowed: false, remaining: step.remaining, retryAfterMs: step.retryAfterMs });
     expect(step).toMatchObject({ remaining: 0, retryAfterMs: 300 });
-    expect(await redis.shared.getBuffer(storageKey(prefix, 'old', 'k'))).toHaveLength(12); // still the old state
+    expect(await redis.shared.getBuffer(storageKey(prefix, policy.id, 'k'))).toHaveLength(12); // still the old state
   });
 });
 

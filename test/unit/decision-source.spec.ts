@@ -47,6 +47,7 @@ function setup() {
     decision: (policy, outcome, source) => counted.push([policy, outcome, source]),
     storeCall: () => undefined,
     slots: () => undefined,
+    overlongWait: () => undefined,
   };
   engine.metrics = metrics;
   const events: RateLimitDecisionEvent[] = [];

@@ -1,4 +1,4 @@
-import { DenyCache } from '../../lib/engine/coherence/deny-cache.js';
+import { DENY_CACHE_MS, DenyCache } from '../../lib/engine/coherence/deny-cache.js';
 import { validatePolicy } from '../../lib/index.js';
 import { DENY_CACHE_TRUST_MS } from '../../lib/stores/engine-store.js';
 import { StoredIdentities } from '../../lib/stores/storage-key.js';
@@ -9,9 +9,10 @@ import { StoredIdentities } from '../../lib/stores/storage-key.js';
 const policy = validatePolicy({ name: 'p', algorithm: 'fixed-window', limit: 3, window: '1m' });
 const denied = { allowed: false, policy: 'p', limit: 3, remaining: 0, resetMs: 60_000, retryAfterMs: 60_000 };
 
-function cacheAt(start = 1_000) {
+/** A cache on its own real time; the feed's rules are tested under a long `trustMs`, which bounds them all. */
+function cacheAt(start = 1_000, trustMs = 3_600_000) {
   const time = { real: start };
-  const cache = new DenyCache(10_000, () => time.real);
+  const cache = new DenyCache({ maxKeys: 10_000, realNow: () => time.real, trustMs });
   /** A consume that goes out now and is denied: remembered at module time 0. */
   const deny = (key = 'k') => {
     const ticket = cache.begin();
@@ -49,6 +50,22 @@ describe('the trust of a cached denial', () => {
     expect(cache.check(policy, 'k', 1, 30_000)).toBeUndefined();
   });
 
+  // Issue 41, finding 8: an operator's FLUSHALL is announced by nobody, so the feed keeps confirming.
+  it(`answers for at most trustMs (default ${DENY_CACHE_MS} ms), however long the feed keeps confirming`, () => {
+    const { time, cache, deny } = cacheAt(1_000, DENY_CACHE_MS);
+    cache.live(time.real);
+    deny();
+    for (let t = 250; t <= DENY_CACHE_MS; t += 250) {
+      time.real = 1_000 + t;
+      cache.confirmed(time.real - 10);
+      expect(cache.check(policy, 'k', 1, t)).toMatchObject({ allowed: false });
+    }
+    time.real += 1;
+    cache.confirmed(time.real - 10);
+    expect(cache.check(policy, 'k', 1, DENY_CACHE_MS + 1)).toBeUndefined();
+    expect(cache.size).toBe(0);
+  });
+
   it('an older confirmation says nothing new', () => {
     const { time, cache, deny } = cacheAt();
     cache.confirmed(time.real + 5_000);
@@ -72,11 +89,7 @@ describe('the trust of a cached denial', () => {
   it('a change named as the feed names keys (their keyed hash) forgets the denial of the raw key', () => {
     const identities = new StoredIdentities('rl:', {});
     const time = { real: 1_000 };
-    const cache = new DenyCache(
-      10_000,
-      () => time.real,
-      (key) => identities.of(key),
-    );
+    const cache = new DenyCache({ realNow: () => time.real, feedKey: (key) => identities.of(key) });
     for (const key of ['sk_live_SECRET123', 'other']) cache.remember(policy, key, 1, denied, 0, cache.begin());
     cache.end();
     cache.end();
@@ -126,7 +139,7 @@ describe('the trust of a cached denial', () => {
 
   it('keeps a bounded record of changes: past it, every reply in flight is left unremembered', () => {
     const time = { real: 0 };
-    const cache = new DenyCache(10, () => time.real);
+    const cache = new DenyCache({ maxKeys: 10, realNow: () => time.real });
     const ticket = cache.begin();
     for (let i = 0; i < 11; i++) cache.changed([`${policy.id}\nchanged-${i}`]);
     cache.remember(policy, 'untouched', 1, denied, 0, ticket);

@@ -50,6 +50,7 @@ function setup({ instances = 2, timeoutMs = 20 }: { instances?: number; timeoutM
     decision: (policy, outcome) => outcomes.push([policy, outcome]),
     storeCall: () => undefined,
     slots: () => undefined,
+    overlongWait: () => undefined,
   };
   engine.metrics = metrics;
   return { clock, store, engine, logger, outcomes };

@@ -1,6 +1,26 @@
 import type { RateLimitDecision, ResolvedPolicy } from '../../policy/policy.types.js';
 import { DENY_CACHE_TRUST_MS } from '../../stores/engine-store.js';
 
+/**
+ * How long a denial of the store answers at most, in real ms, by default (the `denyCacheMs` option): the longest
+ * a change made outside the module (an operator's `DEL` or `FLUSHALL`, a restored backup), which no feed
+ * announces, goes unseen. One second: under a flood on one key the store still sees one call a second instead of
+ * one a request, and the staleness equals the bound the module keeps for the changes it does announce.
+ */
+export const DENY_CACHE_MS = 1000;
+
+/** DenyCache's settings; each has a default. */
+export interface DenyCacheOptions {
+  /** Denials kept at once; beyond, the oldest is dropped (default 10,000). */
+  readonly maxKeys?: number;
+  /** Real time in ms, for the trust of denials (never the module's clock, which a test may stop or jump). */
+  readonly realNow?: () => number;
+  /** How the feed of changes names a key (RateLimitStoreChanges.keyOf); default as it is. */
+  readonly feedKey?: (key: string) => string;
+  /** How long a denial answers at most, in real ms, whatever the feed confirms (default DENY_CACHE_MS). */
+  readonly trustMs?: number;
+}
+
 interface Denial {
   /** The limits the store denied under: a request under higher ones (a plan upgrade) asks the store again. */
   readonly limit: number;
@@ -35,7 +55,9 @@ export interface DenyTicket {
  * denial answers only while that news would have arrived: for DENY_CACHE_TRUST_MS after its consume went out,
  * and beyond only while the feed has confirmed, within that time, that everything announced has been delivered
  * (confirmed()). A feed that fails (or a store without one) so lets a denial answer for at most that long, and
- * one that comes back (live()) clears everything, since what it missed is unknown.
+ * one that comes back (live()) clears everything, since what it missed is unknown. And whatever the feed says, a
+ * denial answers for at most `trustMs` after its consume went out: changes made outside the module (`redis-cli`,
+ * a restored backup) are announced by nobody.
  *
  * Denials are kept by `<policy id>\n<key>` (the raw identity: this process's memory only, and no hash on the path
  * of a request); changes name keys as the feed does (`feedKey`: the store's keyed hash), found through an index.
@@ -54,13 +76,17 @@ export class DenyCache {
   /** When the last confirmation of the feed was sent: every announcement before it has been delivered. */
   private confirmedAt = -Infinity;
 
-  constructor(
-    private readonly maxKeys = 10_000,
-    /** Real time in ms, for the trust of denials (never the module's clock, which a test may stop or jump). */
-    private readonly realNow: () => number = () => performance.now(),
-    /** How the feed of changes names a key (RateLimitStoreChanges.keyOf); default as it is. */
-    private readonly feedKey: (key: string) => string = (key) => key,
-  ) {}
+  private readonly maxKeys: number;
+  private readonly realNow: () => number;
+  private readonly feedKey: (key: string) => string;
+  private readonly trustMs: number;
+
+  constructor(options: DenyCacheOptions = {}) {
+    this.maxKeys = options.maxKeys ?? 10_000;
+    this.realNow = options.realNow ?? (() => performance.now());
+    this.feedKey = options.feedKey ?? ((key) => key);
+    this.trustMs = options.trustMs ?? DENY_CACHE_MS;
+  }
 
   get size(): number {
     return this.denials.size;
@@ -72,7 +98,12 @@ export class DenyCache {
     const id = `${policy.id}\n${key}`;
     const denial = this.denials.get(id);
     if (denial === undefined) return undefined;
-    if (denial.untilMs <= nowMs || this.realNow() - Math.max(denial.sentAt, this.confirmedAt) > DENY_CACHE_TRUST_MS) {
+    const realNow = this.realNow();
+    if (
+      denial.untilMs <= nowMs ||
+      realNow - denial.sentAt > this.trustMs ||
+      realNow - Math.max(denial.sentAt, this.confirmedAt) > DENY_CACHE_TRUST_MS
+    ) {
       this.drop(id, denial);
       return undefined;
     }
