@@ -1,15 +1,9 @@
 import type { RateLimitDecision, ResolvedPolicy } from '../../lib/index.js';
 import type { RateLimitDecisionEvent } from '../../lib/limiter/decision-events.js';
+import { DENY_CACHE_MS } from '../../lib/engine/coherence/deny-cache.js';
 import { quotaPeriodAt } from '../../lib/algorithms/quota/quota-period.js';
 import { maxWaitMs } from '../../lib/policy/max-wait.js';
 import { type Admission, violations } from '../support/history.js';
-
-/**
- * How long an instance may answer from a denial it cached before an operator's change made outside the module
- * (FLUSHALL, DEL, TRUNCATE): the module's `denyCacheMs`, at its default (issue 41; docs/changing-a-policy.md),
- * in the real time the cache measures (performance.now(), which the fuzzer drives).
- */
-export const DENY_CACHE_MS = 1000;
 
 /** Who answered: the instance, the version of the policy it runs, and what it was asked. */
 export interface Asker {
