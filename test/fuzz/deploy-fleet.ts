@@ -52,6 +52,8 @@ export class DeployFleet {
   readonly ledger: DeployLedger;
   readonly instances: DeployInstance[];
   private open: Open[] = [];
+  /** Waiters ops so far: each has a key of its own. */
+  private waited = 0;
 
   constructor(
     run: FuzzRun,
@@ -227,14 +229,16 @@ export class DeployFleet {
     this.open = this.open.filter((open) => !which(open));
   }
 
-  private async waiters(instance: DeployInstance, op: WaitersOp): Promise<void> {
-    const outcomes = await playWaiters(instance, op);
+  /** Waiters on a key of their own, whose budget (its capacity) the ones served first take. */
+  private async waiters(instance: DeployInstance, op: Omit<WaitersOp, 'key'>): Promise<void> {
+    const key = `waiters-${++this.waited}`;
+    const outcomes = await playWaiters(instance, { ...op, key });
     for (const { fairKey, admitted, decision } of outcomes) {
-      this.check(instance, 1, `a waiter of ${fairKey} for key ${op.key}`, decision);
-      if (admitted) this.ledger.admit(instance.version, op.key, instance.clock.now(), 1);
+      this.check(instance, 1, `a waiter of ${fairKey} for key ${key}`, decision);
+      if (admitted) this.ledger.admit(instance.version, key, instance.clock.now(), 1);
     }
     const unfair = unfairTurns(outcomes, op);
-    if (unfair !== undefined) this.ledger.problem(`instance ${instance.index}, key ${op.key}: ${unfair}`);
+    if (unfair !== undefined) this.ledger.problem(`instance ${instance.index}, key ${key}: ${unfair}`);
   }
 
   /** The admissions of the whole run, each version within its own bound. */

@@ -60,15 +60,18 @@ export async function playWaiters(instance: DeployInstance, op: WaitersOp): Prom
 
 /**
  * Where the waiters that stayed were not served in turn: A and B, each at weight 1 and 1 unit a waiter, take
- * turns while both have waiters, so in the first 2 × min(a, b) turns neither gets two ahead of the other.
+ * turns while both have waiters, so among the first 2 × min(a, b) turns neither is admitted twice ahead of the
+ * other. (Once the key's budget is spent every later waiter is refused, whatever its turn: only admissions count.)
  */
-export function unfairTurns(outcomes: readonly WaiterOutcome[], op: WaitersOp): string | undefined {
-  const turns = outcomes.slice(0, 2 * Math.min(op.a, op.b)).map((o) => o.fairKey);
+export function unfairTurns(outcomes: readonly WaiterOutcome[], op: Omit<WaitersOp, 'key'>): string | undefined {
+  const turns = outcomes.slice(0, 2 * Math.min(op.a, op.b));
   let lead = 0;
-  for (const fairKey of turns) {
+  for (const { fairKey, admitted } of turns) {
+    if (!admitted) break;
     lead += fairKey === 'A' ? 1 : -1;
     if (Math.abs(lead) > 1) {
-      return `after ${op.aborted} waiters of A left, the others were served ${outcomes.map((o) => o.fairKey).join('')}`;
+      const served = outcomes.map((o) => (o.admitted ? o.fairKey : o.fairKey.toLowerCase())).join('');
+      return `after ${op.aborted} waiters of A left, the others were admitted (refused in lower case) ${served}`;
     }
   }
   return undefined;
