@@ -4,7 +4,7 @@ import type { RateLimitDecision, RateLimitReservation, ResolvedPolicy } from '..
 import { maxWaitMs } from '../../lib/policy/max-wait.js';
 import { DeployInstance } from './deploy-instance.js';
 import { type Asker, DeployLedger, describe } from './deploy-ledger.js';
-import { type Actual, type Cost, KEYS, type Op, type TimedOp } from './deploy-ops.js';
+import { type Actual, type Cost, KEYS, type Op, type Path, type TimedOp } from './deploy-ops.js';
 import { playWaiters, unfairTurns, type WaitersOp } from './fair-waiters.js';
 import type { FuzzRun } from './fuzz-stores.js';
 
@@ -69,8 +69,11 @@ export class DeployFleet {
     this.instances = [0, 1].map((i) => new DeployInstance(i, run, versions, startMs, onDecision));
   }
 
-  /** Both instances on the first version. */
+  /** Both instances on the first version, the second one's clock ahead by the whole skew (until a clock op). */
   async start(): Promise<void> {
+    const ahead = this.on(1);
+    ahead.offsetMs = this.skewMs;
+    ahead.clock.set(this.baseMs + ahead.offsetMs);
     for (const instance of this.instances) await instance.start(0);
   }
 
@@ -86,7 +89,10 @@ export class DeployFleet {
   async play(op: TimedOp): Promise<void> {
     this.baseMs += op.dt;
     this.realMs += op.dt;
-    for (const instance of this.instances) instance.clock.set(this.baseMs + instance.offsetMs);
+    for (const instance of this.instances) {
+      instance.clock.set(this.baseMs + instance.offsetMs);
+      instance.feedConfirms(this.realMs);
+    }
     await this.playOp(op);
     this.ledger.assertNoProblem();
   }
@@ -94,7 +100,7 @@ export class DeployFleet {
   private async playOp(op: Op): Promise<void> {
     switch (op.kind) {
       case 'request':
-        return this.request(this.on(op.instance), op.key, op.cost);
+        return this.request(this.on(op.instance), op.key, op.cost, op.via);
       case 'burst': {
         const instance = this.on(op.instance);
         const count = op.count === 'capacity' ? instance.policy.capacity : op.count;
@@ -143,10 +149,18 @@ export class DeployFleet {
     this.ledger.decision(asker, decision);
   }
 
-  private async request(instance: DeployInstance, key: string, asked: Cost): Promise<void> {
+  private async request(instance: DeployInstance, key: string, asked: Cost, via: Path = 'guard'): Promise<void> {
     const cost = costOf(asked, instance.policy);
-    const decision = await instance.service.consume(instance.policy.source, key, { cost });
-    this.check(instance, cost, `a request of key ${key}`, decision);
+    let decision: RateLimitDecision;
+    if (via === 'service') {
+      decision = await instance.service.consume(instance.policy.source, key, { cost });
+    } else {
+      const guarded = await instance.guardDecides(key, cost);
+      decision = guarded.decision;
+      const { index, version, policy } = instance;
+      this.ledger.event({ instance: index, version, policy }, { ...decision, key, cost, source: guarded.source });
+    }
+    this.check(instance, cost, `a request of key ${key} (${via})`, decision);
     if (decision.allowed) this.ledger.admit(instance.version, key, instance.clock.now(), cost);
   }
 

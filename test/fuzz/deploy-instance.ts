@@ -1,7 +1,15 @@
 import { Test, type TestingModule } from '@nestjs/testing';
 
-import { RATE_LIMIT_CLOCK, RateLimitModule, RateLimitService, type ResolvedPolicy } from '../../lib/index.js';
+import {
+  RATE_LIMIT_CLOCK,
+  type RateLimitDecision,
+  RateLimitModule,
+  RateLimitService,
+  type ResolvedPolicy,
+} from '../../lib/index.js';
+import type { RateLimitDecisionSource } from '../../lib/policy/policy.types.js';
 import type { RateLimitDecisionEvent } from '../../lib/limiter/decision-events.js';
+import { RateLimiter } from '../../lib/nest/rate-limiter.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { CapturingLogger } from '../support/log-lines.js';
 import type { FuzzRun } from './fuzz-stores.js';
@@ -60,6 +68,34 @@ export class DeployInstance {
       .compile();
     await moduleRef.init();
     this.running = { moduleRef, service: moduleRef.get(RateLimitService), close };
+  }
+
+  /**
+   * A request's decision as the guard's path makes it (RateLimitService's path throws a store's failure and skips
+   * the cache of denials; a guard's goes through both): the decision, and where it came from.
+   */
+  async guardDecides(
+    key: string,
+    cost: number,
+  ): Promise<{ decision: RateLimitDecision; source: RateLimitDecisionSource }> {
+    const engine = this.limiter.engine;
+    const evaluation = await engine.decide([{ policy: this.policy, key, cost, failMode: 'closed', order: 0 }]);
+    const decision = evaluation.decisions[0] as RateLimitDecision;
+    return { decision, source: evaluation.sources?.[0] ?? evaluation.source ?? 'store' };
+  }
+
+  private get limiter(): RateLimiter {
+    if (this.running === undefined) throw new Error(`instance ${this.index} is not running`);
+    return this.running.moduleRef.get(RateLimiter);
+  }
+
+  /**
+   * The store's feed of changes confirms that every announcement until `realMs` was delivered, as a healthy feed
+   * does every 250 ms (its pings run on real timers, which the fuzzer's jumps of real time do not wait for): the
+   * cache of denials then trusts a denial as long as production would, no less.
+   */
+  feedConfirms(realMs: number): void {
+    if (this.running !== undefined) this.limiter.engine.denyCache?.confirmed(realMs);
   }
 
   async stop(): Promise<void> {

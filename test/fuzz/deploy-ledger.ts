@@ -3,6 +3,8 @@ import type { RateLimitDecisionEvent } from '../../lib/limiter/decision-events.j
 import { DENY_CACHE_MS } from '../../lib/engine/coherence/deny-cache.js';
 import { quotaPeriodAt } from '../../lib/algorithms/quota/quota-period.js';
 import { maxWaitMs } from '../../lib/policy/max-wait.js';
+import { rateLimitHeaders } from '../../lib/responses/rate-limit-headers.js';
+import { chosenWait } from '../../lib/responses/retry-after.js';
 import { type Admission, violations } from '../support/history.js';
 
 /** Who answered: the instance, the version of the policy it runs, and what it was asked. */
@@ -66,6 +68,12 @@ export class DeployLedger {
       !neverFits && d.retryAfterMs > most ? `retryAfterMs ${d.retryAfterMs}` : undefined,
       d.resetMs > most ? `resetMs ${d.resetMs}` : undefined,
     ].filter((p) => p !== undefined);
+    for (const [name, value] of headersOf(asker.policy, d)) {
+      const seconds = /t=(\d+)/.exec(value)?.[1] ?? (name === 'Retry-After' ? value : undefined);
+      if (seconds !== undefined && Number(seconds) * 1000 > Math.ceil(most / 1000) * 1000) {
+        problems.push(`${name}: ${value}`);
+      }
+    }
     if (problems.length > 0) {
       this.problem(
         `${asker.what} on instance ${asker.instance} (version ${asker.version}: ${describe(asker.policy)}, cost ` +
@@ -74,8 +82,11 @@ export class DeployLedger {
     }
   }
 
-  /** An onDecision event of an instance: its wait (a cached denial's too), and the cache's trust. */
-  event(asker: Omit<Asker, 'cost' | 'what'>, e: RateLimitDecisionEvent): void {
+  /** An onDecision event of an instance (or a guard's decision): its wait, and the cache of denials' trust. */
+  event(
+    asker: Omit<Asker, 'cost' | 'what'>,
+    e: Pick<RateLimitDecisionEvent, 'source' | 'key' | 'cost' | 'allowed' | 'retryAfterMs'>,
+  ): void {
     const what = `an onDecision event (source ${e.source}, key ${e.key})`;
     this.decision({ ...asker, cost: e.cost, what }, { ...e, resetMs: 0 });
     const id = `${asker.instance}\n${asker.version}\n${e.key}`;
@@ -143,6 +154,14 @@ function boundViolations(policy: ResolvedPolicy, rows: readonly Admission[]): st
   return [...periods]
     .filter(([, used]) => used > policy.limit)
     .map(([start, used]) => `period from ${start} admitted ${used} > ${policy.limit}`);
+}
+
+/** The headers a response of this decision carries: RateLimit (its `t`), and Retry-After when denied. */
+function headersOf(policy: ResolvedPolicy, d: Pick<RateLimitDecision, 'allowed' | 'retryAfterMs' | 'resetMs'>) {
+  const decision: RateLimitDecision = { ...d, policy: policy.name, limit: policy.capacity, remaining: 0 };
+  const headers = rateLimitHeaders('ietf', [policy], [decision]).filter(([name]) => name === 'RateLimit');
+  const retryAfter = d.allowed ? null : chosenWait({ denials: [decision] }).retryAfter;
+  return retryAfter === null ? headers : [...headers, ['Retry-After', String(retryAfter)] as [string, string]];
 }
 
 /** A policy's shape and limits, for a report. */

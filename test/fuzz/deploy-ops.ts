@@ -117,7 +117,7 @@ export const KEYS = ['a', 'b'] as const;
 const on = { instance: fc.constantFrom(0, 1), key: fc.constantFrom('a', 'a', 'a', 'b') };
 
 export type Op =
-  | { kind: 'request'; instance: number; key: string; cost: Cost }
+  | { kind: 'request'; instance: number; key: string; cost: Cost; via: Path }
   | { kind: 'burst'; instance: number; key: string; count: number | 'capacity' }
   | { kind: 'peek'; instance: number; key: string }
   | { kind: 'idle'; instance: number; key: string }
@@ -129,12 +129,21 @@ export type Op =
   | { kind: 'clock'; instance: number; offsetMs: number }
   | { kind: 'waiters'; instance: number; aborted: number; a: number; b: number; order: number[] };
 
+/**
+ * How a request is decided: as a guard decides a route's (the cache of denials first, then the store), or
+ * through RateLimitService (always the store).
+ */
+export type Path = 'guard' | 'service';
+const pathArb = fc.constantFrom<Path>('guard', 'service');
+
 /** Each op, and the time that passes before it (ms, on every clock: the instances' and the real one). */
 export type TimedOp = Op & { dt: number };
 
 const dtArb = fc.oneof(
   { arbitrary: fc.constant(0), weight: 3 },
   { arbitrary: fc.integer({ min: 1, max: 500 }), weight: 3 },
+  // past the cache of denials' trust, within a window of the longer policies
+  { arbitrary: fc.integer({ min: 900, max: 3000 }), weight: 2 },
   { arbitrary: fc.integer({ min: 0, max: 20_000 }), weight: 2 },
   { arbitrary: fc.integer({ min: 0, max: 2 * 86_400_000 }), weight: 1 },
 );
@@ -142,7 +151,10 @@ const dtArb = fc.oneof(
 /** The ops of a run whose instances' clocks differ by at most `skewMs`. */
 export function opArb(skewMs: number): fc.Arbitrary<TimedOp> {
   const op: fc.Arbitrary<Op> = fc.oneof(
-    { arbitrary: fc.record({ kind: fc.constant('request' as const), ...on, cost: costArb }), weight: 8 },
+    {
+      arbitrary: fc.record({ kind: fc.constant('request' as const), ...on, cost: costArb, via: pathArb }),
+      weight: 8,
+    },
     {
       arbitrary: fc.record({
         kind: fc.constant('burst' as const),
@@ -169,7 +181,7 @@ export function opArb(skewMs: number): fc.Arbitrary<TimedOp> {
         action: fc.constantFrom<OperatorAction>('flush', 'delete-one'),
         pick: fc.nat(),
       }),
-      weight: 1,
+      weight: 2,
     },
     {
       arbitrary: fc.record({ kind: fc.constant('deploy' as const), instance: on.instance, version: fc.nat(2) }),
