@@ -117,7 +117,7 @@ export class DeployFleet {
       case 'reserve':
         return this.reserve(this.on(op.instance), op.key, op.cost);
       case 'settle':
-        return this.settle(op.pick, op.actual);
+        return this.settle(op.pick, op.actual, op.busy);
       case 'reset':
         await this.on(op.instance).service.reset(this.on(op.instance).policy.source, op.key);
         this.ledger.reset();
@@ -205,13 +205,18 @@ export class DeployFleet {
   }
 
   /**
-   * Settles an open reservation: it counts at its actual cost where that is less than its estimate. Then the
-   * key's next requests take what the settlement gave back (too much, where others took what had refilled).
+   * Settles an open reservation (`busy`: after the other instance took what it could of the key meanwhile): it
+   * counts at its actual cost where that is less than its estimate. Then the key's next requests take what the
+   * settlement gave back (too much, where others took what had refilled since the charge).
    */
-  private async settle(pick: number, actualCost: Actual): Promise<void> {
+  private async settle(pick: number, actualCost: Actual, busy: boolean): Promise<void> {
     if (this.open.length === 0) return;
     const [open] = this.open.splice(pick % this.open.length, 1) as [Open];
     const { instance, estimate, counted } = open;
+    if (busy) {
+      const other = this.on(1 - instance.index);
+      for (let i = 0; i < other.policy.capacity; i++) await this.request(other, open.key, 1);
+    }
     const actual = actualOf(actualCost, estimate);
     const [after] = await open.reservation.settle(actual);
     // the wait of the overrun charged (a cost that may never fit), or of a unit after a refund
@@ -255,8 +260,9 @@ export class DeployFleet {
     if (unfair !== undefined) this.ledger.problem(`instance ${instance.index}, key ${key}: ${unfair}`);
   }
 
-  /** The admissions of the whole run, each version within its own bound. */
-  finish(): void {
+  /** The end of a run: after a quiet time nobody is locked out; the admissions, each version within its bound. */
+  async finish(): Promise<void> {
+    await this.play({ kind: 'idle', instance: 0, key: 'a', dt: 0 });
     const found = this.ledger.admissionViolations();
     if (found.length > 0) throw new Error(`admitted beyond the bound:\n${found.join('\n')}`);
   }

@@ -122,7 +122,7 @@ export type Op =
   | { kind: 'peek'; instance: number; key: string }
   | { kind: 'idle'; instance: number; key: string }
   | { kind: 'reserve'; instance: number; key: string; cost: Cost }
-  | { kind: 'settle'; pick: number; actual: Actual }
+  | { kind: 'settle'; pick: number; actual: Actual; busy: boolean }
   | { kind: 'reset'; instance: number; key: string }
   | { kind: 'operator'; action: OperatorAction; pick: number }
   | { kind: 'deploy'; instance: number; version: number }
@@ -161,7 +161,7 @@ export function opArb(skewMs: number): fc.Arbitrary<TimedOp> {
         ...on,
         count: fc.oneof(fc.integer({ min: 2, max: 8 }), fc.constant<'capacity'>('capacity')),
       }),
-      weight: 3,
+      weight: 4,
     },
     { arbitrary: fc.record({ kind: fc.constant('peek' as const), ...on }), weight: 1 },
     { arbitrary: fc.record({ kind: fc.constant('idle' as const), ...on }), weight: 1 },
@@ -171,8 +171,10 @@ export function opArb(skewMs: number): fc.Arbitrary<TimedOp> {
         kind: fc.constant('settle' as const),
         pick: fc.nat(),
         actual: fc.constantFrom<Actual>(0, 0, 'half', 'half', 'estimate', 'estimate + 1', 'double', 'huge'),
+        /** Others took what had refilled while the reserved call ran (the B, who takes 1000). */
+        busy: fc.boolean(),
       }),
-      weight: 3,
+      weight: 4,
     },
     { arbitrary: fc.record({ kind: fc.constant('reset' as const), ...on }), weight: 1 },
     {
