@@ -40,7 +40,7 @@ const policy = validatePolicy({ name: 'micro', algorithm: 'gcra', limit: LIMIT, 
 const identities = Array.from({ length: KEYS }, (_, i) => `user:${i}`);
 // the keys the store makes: each identity as its keyed hash
 const stored = new StoredIdentities('rl:', {});
-const keys = identities.map((id) => stored.key('micro', id));
+const keys = identities.map((id) => stored.key(policy, id));
 
 const clients = [];
 const client = () => {

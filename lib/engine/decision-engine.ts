@@ -92,7 +92,7 @@ export class DecisionEngine {
     this.reporter = new FailureReporter(options.logger, options.onError);
     // The cache and the leases find what the feed of changes announces by the key as the feed names it.
     const changes = this.store.changes;
-    const feedKey = (key: string): string => changes?.keyOf?.(key) ?? key;
+    const feedKey = (policy: ResolvedPolicy, key: string): string => changes?.keyOf?.(policy, key) ?? key;
     const trustMs = options.denyCacheMs ?? DENY_CACHE_MS;
     this.denyCache = this.store.inProcess === true || trustMs === 0 ? undefined : new DenyCache({ feedKey, trustMs });
     this.overlong = new OverlongWaits(options.logger, () => this.metrics);

@@ -1,6 +1,6 @@
 import type { ExecutionContext } from '@nestjs/common';
 
-import { stillHeld } from '../algorithms/still-held.js';
+import { unitsStillHeld } from '../algorithms/still-held.js';
 import type { ContextAdapter } from '../contexts/context-adapter.js';
 import { elementAt } from '../util/element-at.js';
 import { type DecisionEngine, type EngineItem, type Evaluation, sourceAt } from '../engine/decision-engine.js';
@@ -49,7 +49,8 @@ const whereOf = (ctx: ExecutionContext): string => handlerLabel(ctx.getClass(), 
 /**
  * Counting by outcome: every invocation is charged when it is decided (all-or-nothing, so concurrent ones
  * cannot slip through); once its outcome is known, the items whose `count` does not count it are given back,
- * in one store call per store. An outcome that is not seen (the client left before its HTTP response was
+ * in one store call per store, as far as the key still holds them (unitsStillHeld: what a bucket refilled since
+ * may be another request's). An outcome that is not seen (the client left before its HTTP response was
  * ended; outside HTTP, a handler never reached or never settled) keeps every charge. Refunds never throw:
  * a count function that throws, or a refund that fails, keeps the charge and is reported.
  */
@@ -103,9 +104,11 @@ export class OutcomeRefunds {
         if (outcome === undefined ? item.count !== 'release' : this.keeps(item, item.count, outcome)) continue;
         // A concurrency slot ends with its invocation, whether it is given back or has expired.
         if (item.count === 'release') released.push(item);
-        if (!stillHeld(item.policy, atMs, nowMs, decision.resetMs)) continue;
+        const back = unitsStillHeld(item.policy, item.cost, atMs, nowMs, decision.resetMs);
+        if (back === 0) continue;
         // On the store that decided it: the local one for a decision made there while the store failed.
-        refunds.push({ item, store: this.engine.storeOf(item.policy, sourceAt(evaluation, i)) });
+        const store = this.engine.storeOf(item.policy, sourceAt(evaluation, i));
+        refunds.push({ item: back === item.cost ? item : { ...item, cost: back }, store });
       }
     }
     this.engine.released(released);

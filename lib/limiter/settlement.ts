@@ -1,8 +1,9 @@
 import type { ExecutionContext } from '@nestjs/common';
 
-import { stillHeld } from '../algorithms/still-held.js';
+import { unitsStillHeld } from '../algorithms/still-held.js';
 import type { ContextAdapter } from '../contexts/context-adapter.js';
 import { type DecisionEngine, type EngineItem, type Evaluation, sourceAt } from '../engine/decision-engine.js';
+import type { ActualCostCap } from '../policy/debt-cap.js';
 import { PolicyFunctionError, RateLimitPolicyError } from '../policy/policy.errors.js';
 import type { RateLimitSettle } from '../policy/policy.types.js';
 import { checkCost } from '../policy/value-checks.js';
@@ -31,8 +32,9 @@ interface StoreChanges {
 /**
  * Reserve, then settle (RateLimitPolicy.settle): a `settle` policy is charged its `cost`, the estimate, when the
  * invocation is decided, with the route's other policies; once the handler's result has completed, `settle`
- * gives the actual cost from it, and the difference is given back (unless the charge's window has passed, as
- * for refunds by outcome), or the overrun charged without deciding (RateLimitStore.charge: the key may go into
+ * gives the actual cost from it, and the difference is given back as far as the key still holds it
+ * (unitsStillHeld: nothing once the charge's window has passed, a bucket's part that has not refilled), or the
+ * overrun charged without deciding (RateLimitStore.charge: the key may go into
  * debt). A handler that throws gets the whole estimate back; a stream abandoned by its client keeps it once it
  * has emitted something (the model was called), and gets it back when it had emitted nothing. Store calls run
  * in the background and never reject: a failure, or a settle function that fails, keeps the estimate and is
@@ -41,7 +43,10 @@ interface StoreChanges {
 export class Settlements {
   private readonly inFlight = new Set<Promise<void>>();
 
-  constructor(private readonly engine: DecisionEngine) {}
+  constructor(
+    private readonly engine: DecisionEngine,
+    private readonly cap: ActualCostCap,
+  ) {}
 
   /** Resolves once the settlements under way are done (each store call is bounded by the store's timeout). */
   async settled(): Promise<void> {
@@ -102,8 +107,10 @@ export class Settlements {
       let changes = byStore.get(store);
       if (changes === undefined) byStore.set(store, (changes = { refunds: [], charges: [] }));
       if (actual > item.cost) changes.charges.push({ ...item, cost: actual - item.cost });
-      else if (stillHeld(item.policy, atMs, nowMs, resetMs))
-        changes.refunds.push({ ...item, cost: item.cost - actual });
+      else {
+        const back = Math.min(item.cost - actual, unitsStillHeld(item.policy, item.cost, atMs, nowMs, resetMs));
+        if (back > 0) changes.refunds.push({ ...item, cost: back });
+      }
     });
     await Promise.all([...byStore].map(([store, changes]) => this.send(store, changes)));
   }
@@ -143,9 +150,10 @@ export class Settlements {
       return undefined;
     }
     try {
-      return checkCost(actual, (problem) => {
+      const checked = checkCost(actual, (problem) => {
         throw new TypeError(problem.replace(/^cost/, 'the actual cost'));
       });
+      return this.cap.clamp(estimate.item.policy, estimate.item.cost, checked, where);
     } catch (error) {
       this.engine.reporter.report(
         new RateLimitPolicyError(

@@ -15,6 +15,7 @@ import { SkipWatch } from '../limiter/skip-watch.js';
 import { StepEvaluator } from '../limiter/step-evaluation.js';
 import { loadMetrics } from '../metrics/otel-metrics.js';
 import { coveredGlobally, refuseUnguarded } from '../planning/guard-coverage.js';
+import { ActualCostCap } from '../policy/debt-cap.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import { ReservationScopes } from '../service/reservation-scopes.js';
 import { type RoutePlan, RoutePlanner } from '../planning/route-planner.js';
@@ -31,6 +32,7 @@ interface Assembly {
   readonly parts: RequestLimiterParts;
   readonly logger: Logger;
   readonly lists: ModuleLists;
+  readonly debtCap: ActualCostCap;
 }
 
 /** Checks the options (a bad one stops the start) and makes the engine and the request path's parts. */
@@ -48,6 +50,7 @@ function assemble(
   const { onError } = options;
   const engine = new DecisionEngine({ stores, clock, timeoutMs, denyCacheMs, instances, logger, onError });
   const events = new DecisionEvents(logger, options.onDecision);
+  const debtCap = new ActualCostCap(logger);
   const resolver = new RequestResolver(engine, options.user, logger, new SkipWatch(logger, events));
   const planner = new RoutePlanner(
     {
@@ -69,10 +72,10 @@ function assemble(
     resolver,
     steps: new StepEvaluator(engine, resolver, lists, events),
     outcomes: new OutcomeRefunds(engine),
-    settlements: new Settlements(engine),
+    settlements: new Settlements(engine, debtCap),
     headers,
   };
-  return { parts, logger, lists };
+  return { parts, logger, lists, debtCap };
 }
 
 /**
@@ -91,6 +94,8 @@ export class RateLimiter extends RequestLimiter implements OnModuleInit, OnModul
   private readonly unguarded: readonly RoutePlan[];
   /** The reservations of RateLimitService.reserve() each HTTP request makes: the guards enter its scope. */
   readonly scopes: ReservationScopes;
+  /** Clamps the actual costs of settlements at the debt cap, reported once per policy (settle and reserve()). */
+  readonly debtCap: ActualCostCap;
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) readonly options: RateLimitModuleOptions,
@@ -102,9 +107,10 @@ export class RateLimiter extends RequestLimiter implements OnModuleInit, OnModul
     httpAdapterHost: HttpAdapterHost,
     private readonly moduleRef: ModuleRef,
   ) {
-    const { parts, logger, lists } = assemble(options, stores, clock, reflector, httpAdapterHost, moduleRef);
+    const { parts, logger, lists, debtCap } = assemble(options, stores, clock, reflector, httpAdapterHost, moduleRef);
     super(parts);
     this.logger = logger;
+    this.debtCap = debtCap;
     this.lists = lists;
     this.scopes = new ReservationScopes(logger, () => httpAdapterHost.httpAdapter?.getHttpServer());
     const application = this.planner.walk(discovery, scanner, moduleRef);

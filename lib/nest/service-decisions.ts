@@ -69,7 +69,11 @@ export class ServiceDecisions {
     const resolved = this.resolve(items);
     if (signal?.aborted === true) throw signal.reason;
     const decisions = await this.decide(resolved);
-    const check = (actual: unknown) => checkActuals(this.args, actual, resolved);
+    const check = (actual: unknown) =>
+      checkActuals(this.args, actual, resolved).map((cost, i) => {
+        const { policy, cost: estimate } = elementAt(resolved, i, 'the items of a reservation');
+        return this.limiter.debtCap.clamp(policy, estimate, cost, 'RateLimitService.reserve().settle');
+      });
     const reservation = new Reservation(resolved, decisions, this.stores, check, signal);
     // Aborted while the store call was on its way: what it took goes back.
     if (reservation.allowed && isAborted(signal)) {

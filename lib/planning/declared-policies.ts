@@ -7,11 +7,10 @@ import type { PlannedPolicy, RoutePlannerOptions } from './route-plan.js';
 /** Same limits: a limit that is a function of the request (NaN here) is the same as another such. */
 function sameLimits(a: ResolvedPolicy, b: ResolvedPolicy): boolean {
   return (
+    a.shape === b.shape &&
     a.algorithm === b.algorithm &&
     Object.is(a.limit, b.limit) &&
-    a.windowMs === b.windowMs &&
-    Object.is(a.capacity, b.capacity) &&
-    a.anchor === b.anchor
+    Object.is(a.capacity, b.capacity)
   );
 }
 
@@ -45,10 +44,9 @@ export class DeclaredPolicies {
     if (known === undefined) {
       this.named.set(resolved.name, { policy: resolved, where });
     } else if (!sameLimits(known.policy, resolved)) {
-      // The same name with other limits replaces the earlier policy on this route; it keeps its own state (the
-      // id holds the state's shape already: the limits tell the two apart).
-      const { limit, capacity } = resolved;
-      resolved = Object.freeze({ ...resolved, id: `${resolved.id}~${limit}-${capacity}` });
+      // The same name with other limits replaces the earlier policy on this route; it keeps its own state.
+      const { shape, limit, capacity } = resolved;
+      resolved = Object.freeze({ ...resolved, id: `${resolved.name}~${shape}-${limit}-${capacity}` });
     }
     // Validated above; compiled once per list (the same array planned on many routes is compiled once).
     const unexpected = (problem: string): never => {

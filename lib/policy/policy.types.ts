@@ -202,6 +202,12 @@ export interface ResolvedPolicy {
    * `scope: 'route'`, followed by `@<Class>.<method>` of the route.
    */
   readonly id: string;
+  /**
+   * The tag of the shape of the policy's stored state (lib/policy/state-shape.ts): what gives its stored values
+   * their meaning (algorithm, window, anchor, a quota's calendar). The stores key a policy's state by its id and
+   * this shape together, so a deploy that changes the shape under the same name never reads the old state.
+   */
+  readonly shape: string;
   /** A fixed window's windows begin at a key's first request (else at multiples of the window). */
   readonly anchor?: 'first-request';
   /** For `scope: 'route'`: the route whose budget this is (`Class.method`). */

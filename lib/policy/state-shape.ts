@@ -1,8 +1,8 @@
 import type { QuotaPeriod, RateLimitAlgorithm } from './policy.types.js';
 
 /**
- * Separates a policy's name from the tag of its state's shape in the policy's id, so in its stored keys
- * (`rl:{per-user|fw1m:<identity>}`). Policy names never hold it (validate-policy.ts: letters, digits, `_.-`).
+ * Separates a policy's id from the tag of its state's shape where a key shows the shape (readableKeys:
+ * `rl:{per-user|fw1m:user:42}`). Policy names never hold it (validate-policy.ts: letters, digits, `_.-`).
  */
 export const SHAPE_SEPARATOR = '|';
 
@@ -45,8 +45,9 @@ export interface StateShape {
 /**
  * The tag of the shape of a policy's stored state: its algorithm and what gives its stored values their meaning
  * (a window index under its window length, a bucket's units of 1/window, a quota's calendar): `fw1m`, `fwf10s`
- * (a fixed window from the first request), `b1s` (a token bucket or GCRA), `qd` (a quota per UTC day), `qm-Europe/Paris`. A policy
- * whose shape changes under the same name (a deploy) reads none of the old state: it starts from empty. The
+ * (a fixed window from the first request), `b1s` (a token bucket or GCRA), `qd` (a quota per UTC day), `qm-Europe/Paris`. The
+ * stores key a policy's state by its shape as well as its id (storage-key.ts: the identity's keyed hash covers
+ * it), so a policy whose shape changes under the same name (a deploy) reads none of the old state. The
  * limit and the burst are not in it: a count, a bucket's units and a TAT mean the same under another limit (a
  * TAT beyond the new burst is bounded where it is read: max-wait.ts).
  * @example shapeTag({ algorithm: 'fixed-window', windowMs: 60_000 }) // 'fw1m'
@@ -59,9 +60,3 @@ export function shapeTag(shape: StateShape): string {
   }
   return `${code}${shape.anchor === 'first-request' ? 'f' : ''}${compactDuration(shape.windowMs)}`;
 }
-
-/**
- * The id of a policy's stored state: its name and the tag of its shape.
- * @example stateId('per-user', { algorithm: 'gcra', windowMs: 1000 }) // 'per-user|b1s'
- */
-export const stateId = (name: string, shape: StateShape): string => `${name}${SHAPE_SEPARATOR}${shapeTag(shape)}`;

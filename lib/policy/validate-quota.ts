@@ -10,7 +10,7 @@ import {
   localLimitOf,
 } from './common-fields.js';
 import type { RateLimitQuotaPolicy, ResolvedPolicy } from './policy.types.js';
-import { stateId } from './state-shape.js';
+import { shapeTag } from './state-shape.js';
 import { describeValue } from './value-checks.js';
 
 /** The fields of a quota; window and burst are known too, to say why they do not apply there. */
@@ -42,7 +42,8 @@ export function validateQuota(policy: RateLimitQuotaPolicy, name: string, fail: 
   const staticLimit = typeof limit === 'number' ? limit : NaN;
   return Object.freeze({
     name,
-    id: stateId(name, {
+    id: name,
+    shape: shapeTag({
       algorithm: 'quota',
       windowMs: PERIOD_MS[policy.period],
       quota: { period: policy.period, timeZone },

@@ -11,7 +11,7 @@ import {
 } from './common-fields.js';
 import type { RateLimitWindowPolicy, ResolvedPolicy } from './policy.types.js';
 import { checkGcraRate, checkUnits, describeValue } from './value-checks.js';
-import { stateId } from './state-shape.js';
+import { shapeTag } from './state-shape.js';
 import { parseWindow } from './window.js';
 
 /** The fields of a policy of a window-based algorithm (every algorithm but quota). */
@@ -67,7 +67,8 @@ export function validateWindowPolicy(policy: RateLimitWindowPolicy, name: string
   }
   return Object.freeze({
     name,
-    id: stateId(name, { algorithm: policy.algorithm, windowMs: windowMs as number, anchor: firstRequest }),
+    id: name,
+    shape: shapeTag({ algorithm: policy.algorithm, windowMs: windowMs as number, anchor: firstRequest }),
     algorithm: policy.algorithm,
     limit: staticLimit,
     windowMs: windowMs as number,

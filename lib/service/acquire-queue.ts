@@ -37,8 +37,6 @@ export interface AcquireRequest extends RateLimitStoreItem {
 
 interface Waiter {
   readonly item: RateLimitStoreItem;
-  /** Its start tag in the queue's FairOrder: the smallest is the head. */
-  readonly start: number;
   /** The monotonic time past which the waiter may no longer wait for units. */
   readonly deadline: number;
   readonly signal: AbortSignal | undefined;
@@ -92,6 +90,13 @@ export class AcquireQueues {
   get size(): number {
     return this.queues.size;
   }
+
+  /** Fair keys the queues keep, for tests and diagnostics. */
+  get fairKeys(): number {
+    let count = 0;
+    for (const queue of this.queues.values()) count += queue.fairKeys;
+    return count;
+  }
 }
 
 /** When a waiter must be served by, what may abort it, and its turn (FairOrder). */
@@ -104,9 +109,8 @@ interface WaitTerms {
 
 /** The waiters of one policy and key, served in turn by fair key (first come, first served within one). */
 class KeyQueue {
-  /** By start tag (FairOrder), then arrival; the first is the head, the only one that calls the store. */
-  private readonly waiters: Waiter[] = [];
-  private readonly order = new FairOrder();
+  /** Its waiters in turn; the first is the head, the only one that calls the store. */
+  private readonly order = new FairOrder<Waiter>();
   /** The head's store call is on its way. */
   private calling = false;
   /** The head's sleep after a denial, when it wakes (monotonic ms) and the denial it sleeps on. */
@@ -121,11 +125,9 @@ class KeyQueue {
 
   enqueue(item: RateLimitStoreItem, terms: WaitTerms): Promise<RateLimitDecision> {
     const { deadline, signal } = terms;
-    const start = this.order.arrive(terms.fairKey, item.cost, terms.weight);
     return new Promise((resolve, reject) => {
       const waiter: Waiter = {
         item,
-        start,
         deadline,
         signal,
         resolve,
@@ -134,37 +136,26 @@ class KeyQueue {
         settled: false,
       };
       signal?.addEventListener('abort', waiter.onAbort, { once: true });
-      this.waiters.splice(this.placeOf(start), 0, waiter);
+      this.order.arrive(waiter, terms.fairKey, item.cost, terms.weight);
       if (this.timer !== undefined) this.refuseIfHopeless(waiter);
       else this.next();
     });
   }
 
-  /**
-   * Where a waiter of start tag `start` goes: after every waiter that starts no later (the same fair key keeps
-   * its order, ties go to arrival). A binary search: a burst of n waiters costs O(n log n) comparisons, not n².
-   */
-  private placeOf(start: number): number {
-    let low = 0;
-    let high = this.waiters.length;
-    while (low < high) {
-      const middle = (low + high) >>> 1;
-      if ((this.waiters[middle] as Waiter).start > start) high = middle;
-      else low = middle + 1;
-    }
-    return low;
+  get fairKeys(): number {
+    return this.order.size;
   }
 
   close(): void {
     this.wake();
-    for (const waiter of [...this.waiters]) this.finish(waiter, () => waiter.reject(shutDown(waiter.item)));
+    for (const waiter of [...this.order.values()]) this.finish(waiter, () => waiter.reject(shutDown(waiter.item)));
     this.next();
   }
 
   /** Lets the head call the store, unless a call is on its way or the head sleeps; forgets an empty queue. */
   private next(): void {
     if (this.calling || this.timer !== undefined) return;
-    const head = this.waiters[0];
+    const head = this.order.first();
     if (head === undefined) this.onIdle();
     else void this.attempt(head);
   }
@@ -187,7 +178,7 @@ class KeyQueue {
       // refund was reported; the units then stay taken until they expire (under-admission only).
       if (decision.allowed && head.item.cost > 0) this.store.refund(head.item).catch(() => undefined);
     } else if (decision.allowed) {
-      this.order.served(head.start);
+      this.order.served(head);
       this.finish(head, () => head.resolve(decision));
     } else if (!(decision.retryAfterMs <= head.deadline - monotonicMs())) {
       // A cost that can never fit (Infinity), or a wait that would end past the deadline: no sleeping in vain.
@@ -210,7 +201,8 @@ class KeyQueue {
       this.denial = undefined;
       this.next();
     }, delayMs);
-    for (const waiter of this.waiters.slice(1)) this.refuseIfHopeless(waiter);
+    const head = this.order.first();
+    for (const waiter of [...this.order.values()]) if (waiter !== head) this.refuseIfHopeless(waiter);
   }
 
   /**
@@ -225,7 +217,7 @@ class KeyQueue {
 
   private abort(waiter: Waiter): void {
     if (waiter.settled) return;
-    if (this.waiters[0] === waiter) this.wake();
+    if (this.order.first() === waiter) this.wake();
     this.finish(waiter, () => waiter.reject(waiter.signal?.reason));
     this.next();
   }
@@ -243,8 +235,7 @@ class KeyQueue {
     if (waiter.settled) return;
     waiter.settled = true;
     waiter.signal?.removeEventListener('abort', waiter.onAbort);
-    const at = this.waiters.indexOf(waiter);
-    if (at >= 0) this.waiters.splice(at, 1);
+    this.order.left(waiter);
     settle();
   }
 }

@@ -1,4 +1,4 @@
-import { stillHeld } from '../algorithms/still-held.js';
+import { unitsStillHeld } from '../algorithms/still-held.js';
 import type { RateLimitDecision } from '../policy/policy.types.js';
 import type { RateLimitStoreItem } from '../stores/rate-limit-store.js';
 import { elementAt } from '../util/element-at.js';
@@ -7,7 +7,7 @@ import { elementAt } from '../util/element-at.js';
 export interface ReservationStore {
   refund(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]>;
   charge(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]>;
-  /** The engine's clock, which dated the charge: a refund after its window has passed is not made. */
+  /** The engine's clock, which dated the charge: a refund gives back only what the key still holds of it. */
   now(): number;
 }
 
@@ -28,7 +28,9 @@ export interface RateLimitReservation {
   readonly allowed: boolean;
   /**
    * Settles at the actual cost: one number for every item, or one per item. Where the estimate was more, the
-   * difference is given back (unless the charge's window has passed: its units may be another request's now);
+   * difference is given back as far as the key still holds it (none once the charge's window has passed; of a
+   * token bucket or GCRA, only the part of the charge that has not refilled since: what refilled may be
+   * another request's now);
    * where it was less, the overrun is charged without deciding, which may leave the key in debt that later
    * requests wait out. Resolves with each item's state afterwards (the reservation's decision where nothing
    * changed).
@@ -109,10 +111,13 @@ export class Reservation implements RateLimitReservation {
     this.items.forEach((item, index) => {
       const actual = actuals[index] ?? item.cost;
       if (item.shadow === true || actual === item.cost) return;
-      if (actual > item.cost) charges.push({ index, item: { ...item, cost: actual - item.cost } });
-      else if (stillHeld(item.policy, this.atMs, nowMs, this.decisions[index]?.resetMs)) {
-        refunds.push({ index, item: { ...item, cost: item.cost - actual } });
+      if (actual > item.cost) {
+        charges.push({ index, item: { ...item, cost: actual - item.cost } });
+        return;
       }
+      const held = unitsStillHeld(item.policy, item.cost, this.atMs, nowMs, this.decisions[index]?.resetMs);
+      const back = Math.min(item.cost - actual, held);
+      if (back > 0) refunds.push({ index, item: { ...item, cost: back } });
     });
     this.finished = this.apply(refunds, charges);
     return this.finished;

@@ -1,3 +1,4 @@
+import { maxWaitMs } from '../policy/max-wait.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 
 /**
@@ -23,9 +24,13 @@ export function withBlock(state: unknown, resetMs: number, untilMs: number, nowM
   return [new Blocked(untilMs, state), Math.max(resetMs, untilMs - nowMs)];
 }
 
-/** The decision for a key under a block: denied, nothing left, until the block ends. */
+/**
+ * The decision for a key under a block: denied, nothing left, until the block ends. A policy with a block of its
+ * own tells at most its longest wait (a block stored by a clock ahead), as the shared stores' replies do
+ * (decisions.ts); a block of RateLimitService.block on another policy waits what the service set.
+ */
 export function blockedDecision(policy: ResolvedPolicy, untilMs: number, nowMs: number): RateLimitDecision {
-  const waitMs = untilMs - nowMs;
+  const waitMs = policy.blockMs === undefined ? untilMs - nowMs : Math.min(untilMs - nowMs, maxWaitMs(policy));
   return {
     allowed: false,
     blocked: true,

@@ -1,5 +1,6 @@
 import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 import type { RateLimitStore, RateLimitStoreItem } from './rate-limit-store.js';
+import type { KeyedPolicy } from './storage-key.js';
 
 // What the module's own stores offer the engine beyond the public contract (RateLimitStore). None of it is
 // exported from the package: it may change with the engine. The engine reads each capability through
@@ -104,7 +105,7 @@ export interface RateLimitStoreChanges {
    * no secret an identity holds travels between instances (the module's stores: its keyed hash). Every instance
    * must name a key alike. Absent: the key as it is.
    */
-  keyOf?(key: string): string;
+  keyOf?(policy: KeyedPolicy, key: string): string;
   /**
    * Tells every instance that these keys changed (or, with 'everything', every key), each named as keyOf names
    * it; resolves once sent.

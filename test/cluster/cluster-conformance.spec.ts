@@ -5,6 +5,7 @@ import { conformanceSuite } from '../conformance/conformance-suite.js';
 import { shadowSuite } from '../conformance/shadow-suite.js';
 import { blockSuite } from '../conformance/block-suite.js';
 import { chargeSuite } from '../conformance/charge-suite.js';
+import { settlementSuite } from '../conformance/settlement-suite.js';
 
 // One Cluster for every target (each has a key prefix of its own), reached through each client package.
 let cluster: TestCluster;
@@ -18,4 +19,8 @@ for (const kind of REDIS_CLIENTS) {
   shadowSuite(clusterTarget(kind, () => cluster));
   blockSuite(clusterTarget(kind, () => cluster));
   chargeSuite(clusterTarget(kind, () => cluster));
+  settlementSuite(
+    clusterTarget(kind, () => cluster),
+    { runs: 30 },
+  );
 }

@@ -35,9 +35,7 @@ describe('policies in different slots', () => {
     const store = new RedisRateLimitStore({ client: cluster.client(), clock, keyPrefix });
     const wide = validatePolicy({ name: 'wide', algorithm: 'fixed-window', limit: 2, window: 1000 });
     const narrow = validatePolicy({ name: 'narrow', algorithm: 'fixed-window', limit: 1, window: 1000 });
-    expect(calculateSlot(storageKey(keyPrefix, wide.id, 'k'))).not.toBe(
-      calculateSlot(storageKey(keyPrefix, narrow.id, 'k')),
-    );
+    expect(calculateSlot(storageKey(keyPrefix, wide, 'k'))).not.toBe(calculateSlot(storageKey(keyPrefix, narrow, 'k')));
     const consume = (...policies: (typeof wide)[]) =>
       store.consume(policies.map((policy) => ({ policy, key: 'k', cost: 1 })));
 
@@ -63,8 +61,8 @@ describe('policies in different slots', () => {
       window: '15m',
     });
     const accounts = ['alice', 'bob', 'carol', 'dave', 'erin', 'frank'];
-    const ipSlot = calculateSlot(storageKey(keyPrefix, perIp.id, 'ip:192.0.2.1'));
-    const accountSlots = accounts.map((a) => calculateSlot(storageKey(keyPrefix, perAccount.id, a)));
+    const ipSlot = calculateSlot(storageKey(keyPrefix, perIp, 'ip:192.0.2.1'));
+    const accountSlots = accounts.map((a) => calculateSlot(storageKey(keyPrefix, perAccount, a)));
     expect(accountSlots.filter((slot) => slot !== ipSlot)).toHaveLength(accounts.length);
     const attempts = Array.from({ length: 300 }, (_, i) => nth(accounts, i % accounts.length));
     const decisions = await Promise.all(
@@ -126,7 +124,7 @@ describe.each(REDIS_CLIENTS)('failover through a $name Cluster client', (kind) =
     }));
     const get = (path: string) => request(app.getHttpServer()).get(path);
     expect((await get('/closed')).status).toBe(200);
-    const master = await own.masterOf(storageKey('fo:', 'fo-closed|fw1m', 'ip:127.0.0.1'));
+    const master = await own.masterOf(storageKey('fo:', { id: 'fo-closed', shape: 'fw1m' }, 'ip:127.0.0.1'));
     master.process.kill('SIGKILL');
     await new Promise((resolve) => master.process.once('exit', resolve));
     // Before the replica is promoted (cluster-node-timeout is 1 s): fail open stays up, fail closed stays shut.

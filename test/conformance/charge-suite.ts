@@ -1,5 +1,6 @@
 import { validatePolicy, type RateLimitDecision, type ResolvedPolicy } from '../../lib/index.js';
 import { quotaPeriodAt } from '../../lib/algorithms/quota/quota-period.js';
+import { maxWaitMs } from '../../lib/policy/max-wait.js';
 import { ALGORITHMS, type RateLimitAlgorithm } from '../../lib/policy/policy.types.js';
 import type { RateLimitStore, RateLimitStoreItem } from '../../lib/stores/rate-limit-store.js';
 import { FakeClock } from '../../lib/testing/index.js';
@@ -123,6 +124,27 @@ export function chargeSuite(target: StoreTarget): void {
         // the block has ended: the 7 charged under it count
         const [after] = await both('consume', [{ policy, key: 'k', cost: 1 }]);
         expect(after).toMatchObject({ allowed: false, remaining: 0 });
+      },
+    );
+
+    it.each(['token-bucket', 'gcra'] as const)(
+      '%s: a charge past the debt cap is clamped there, one capacity owed, and the wait stays within maxWaitMs',
+      async (algorithm) => {
+        const { clock, both } = pair(target);
+        const policy = validatePolicy(policyOf(algorithm, { name: `cap-${algorithm}`, limit: 10, window: '1m' }));
+        const one = async (op: 'consume' | 'charge', cost: number) =>
+          nth(await both(op, [{ policy, key: 'k', cost }]), 0);
+        await one('charge', 7);
+        // a settle function that counted bytes: the key owes one capacity (10 tokens, 60 s), no more
+        await one('charge', Number.MAX_SAFE_INTEGER);
+        clock.advance(1000);
+        await one('charge', 5);
+        const denied = await one('consume', 1);
+        // the charge a second later is clamped too: 20 tokens taken, 1 fits once 11 have drained (66 s)
+        expect(denied).toMatchObject({ allowed: false, remaining: 0, retryAfterMs: 66_000 });
+        expect(denied.retryAfterMs).toBeLessThanOrEqual(maxWaitMs(policy));
+        clock.advance(66_000);
+        expect((await one('consume', 1)).allowed).toBe(true);
       },
     );
 

@@ -4,11 +4,13 @@ import { conformanceSuite } from './conformance-suite.js';
 import { shadowSuite } from './shadow-suite.js';
 import { blockSuite } from './block-suite.js';
 import { chargeSuite } from './charge-suite.js';
+import { settlementSuite } from './settlement-suite.js';
 
 conformanceSuite(memoryTarget);
 shadowSuite(memoryTarget);
 blockSuite(memoryTarget);
 chargeSuite(memoryTarget);
+settlementSuite(memoryTarget);
 
 // The Redis store through each client package the module drives.
 for (const kind of REDIS_CLIENTS) {
@@ -16,4 +18,5 @@ for (const kind of REDIS_CLIENTS) {
   shadowSuite(redisTarget(kind));
   blockSuite(redisTarget(kind));
   chargeSuite(redisTarget(kind));
+  settlementSuite(redisTarget(kind), { runs: 150 });
 }

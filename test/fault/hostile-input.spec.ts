@@ -140,8 +140,8 @@ describe.each(ADAPTERS)('hostile input on %s', (adapter) => {
       expect((await send()).status).toBe(429);
     }
     const keys = await redis.shared.keys(`${keyPrefix}*`);
-    expect(keys.sort()).toEqual(ids.map((id) => storageKey(keyPrefix, 'identity|fw1m', id)).sort());
-    for (const key of keys) expect(key).toMatch(new RegExp(`^${keyPrefix}\\{identity\\|fw1m:[A-Za-z0-9_-]{16}\\}$`));
+    expect(keys.sort()).toEqual(ids.map((id) => storageKey(keyPrefix, { id: 'identity', shape: 'fw1m' }, id)).sort());
+    for (const key of keys) expect(key).toMatch(new RegExp(`^${keyPrefix}\\{identity:[A-Za-z0-9_-]{16}\\}$`));
   });
 
   it('never lets a bad cost through as free: fail open admits and reports, fail closed answers 503', async () => {

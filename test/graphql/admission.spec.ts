@@ -37,7 +37,7 @@ describe.each(GRAPHQL_DRIVERS)('exact admission under concurrency on %s', (drive
         expect(after.remaining).toBe(0);
         if (store === 'redis')
           expect(await redis.client().keys(`${driver}:*`)).toEqual([
-            storageKey(`${driver}:`, 'flood|swl1m', 'ip:127.0.0.1'),
+            storageKey(`${driver}:`, { id: 'flood', shape: 'swl1m' }, 'ip:127.0.0.1'),
           ]);
       } finally {
         await t.close();

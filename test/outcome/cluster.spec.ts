@@ -55,8 +55,8 @@ describe('counting by outcome on Redis Cluster', () => {
   };
 
   it('gives a success back to policies in two slots, and keeps the failures in both', async () => {
-    expect(calculateSlot(storageKey(PREFIX, 'login|swl15m', 'account:ada'))).not.toBe(
-      calculateSlot(storageKey(PREFIX, 'login-ip|swl15m', 'ip:127.0.0.1')),
+    expect(calculateSlot(storageKey(PREFIX, { id: 'login', shape: 'swl15m' }, 'account:ada'))).not.toBe(
+      calculateSlot(storageKey(PREFIX, { id: 'login-ip', shape: 'swl15m' }, 'ip:127.0.0.1')),
     );
     const statuses: number[] = [];
     for (const password of ['wrong', 'right', 'wrong', 'right']) {

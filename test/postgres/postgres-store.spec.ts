@@ -48,7 +48,7 @@ describe('PostgresRateLimitStore', () => {
     const stateOf = async (name: 'narrow' | 'wide' | 'odd') =>
       (
         await db.pool.query(`SELECT state FROM ${db.schema}.rate_limit_state WHERE key = $1`, [
-          storageKey(keyPrefix, { narrow, wide, odd }[name].id, 'u'),
+          storageKey(keyPrefix, { narrow, wide, odd }[name], 'u'),
         ])
       ).rows;
     expect(await stateOf('narrow')).toHaveLength(1);

@@ -116,7 +116,7 @@ describe('quotas on PostgreSQL', () => {
     expect(await consumeFromProcesses(`pg:${db.schema}`, 'quota', 'c1:', { perProcess: 250, limit: 5000 })).toBe(1000);
     const { rows } = await db.pool.query(
       `SELECT used, quota_limit FROM ${db.schema}.rate_limit_quota_usage WHERE key = $1`,
-      [storageKey('c1:', 'flood|qm-Europe/Paris', 'one-key')],
+      [storageKey('c1:', { id: 'flood', shape: 'qm-Europe/Paris' }, 'one-key')],
     );
     expect(rows).toEqual([{ used: '1000', quota_limit: '5000' }]);
     expect(await consumeFromProcesses(`pg:${db.schema}`, 'quota', 'c2:', { perProcess: 250, limit: 700 })).toBe(700);

@@ -114,7 +114,7 @@ describe('shadow items and blocks on PostgreSQL', () => {
       (
         await db.pool.query<{ state: string; blocked_until: string | null }>(
           `SELECT state, blocked_until FROM ${db.schema}.rate_limit_state WHERE key = $1`,
-          [storageKey(keyPrefix, policy.id, 'u')],
+          [storageKey(keyPrefix, policy, 'u')],
         )
       ).rows[0];
     const before = await row();

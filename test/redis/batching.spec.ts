@@ -107,7 +107,7 @@ describe('consumes gathered into one call while calls are in flight (Redis 7 fun
     const store = new RedisRateLimitStore({ client, keyPrefix: 'wrongtype:' });
     await store.load();
     // a key of another type where a state should be: GET answers WRONGTYPE, which fails the whole script call
-    await admin.hset(storageKey('wrongtype:', perUser.id, 'user:bad'), 'field', 'value');
+    await admin.hset(storageKey('wrongtype:', perUser, 'user:bad'), 'field', 'value');
     const users = ['a', 'b', 'bad', 'c', 'd', 'e', 'f', 'g', 'h', 'i'];
     const settled = await Promise.allSettled(
       users.map((user) => store.consume([{ policy: perUser, key: `user:${user}`, cost: 1 }])),

@@ -21,7 +21,7 @@ function storeAt(clock: FakeClock): { store: RedisRateLimitStore; key: string } 
   const prefix = `f${++prefixes}:`;
   return {
     store: new RedisRateLimitStore({ client: redis.shared, clock, keyPrefix: prefix }),
-    key: storageKey(prefix, hourly(1).id, 'k'),
+    key: storageKey(prefix, hourly(1), 'k'),
   };
 }
 
@@ -47,7 +47,7 @@ describe('a fixed-window key in Redis', () => {
     expect(await redis.shared.pttl(key)).toBeGreaterThan(ttl - 5000);
   });
 
-  it('undoes the counts of every fixed window of a request that one of them denies: values, TTLs and absent keys as they were', async () => {
+  it('writes none of the fixed windows of a request that one of them denies: values, TTLs and absent keys as they were', async () => {
     const clock = new FakeClock(NOW);
     const { store } = storeAt(clock);
     const prefix = `f${prefixes}:`;
@@ -56,7 +56,7 @@ describe('a fixed-window key in Redis', () => {
     );
     await store.consume([{ policy: policies[0] as ResolvedPolicy, key: 'k', cost: 1 }]);
     await store.consume([{ policy: policies[2] as ResolvedPolicy, key: 'k', cost: 1 }]);
-    const keys = policies.map((policy) => storageKey(prefix, policy.id, 'k'));
+    const keys = policies.map((policy) => storageKey(prefix, policy, 'k'));
     const before = await Promise.all(
       keys.map(async (key) => [await redis.shared.get(key), await redis.shared.pttl(key)]),
     );
@@ -105,7 +105,8 @@ describe('a fixed-window key in Redis', () => {
     ],
   ])('keeps %s as a packed pair, decided as the reference decides', async (_, policy, cost, now) => {
     const clock = new FakeClock(now);
-    const { store, key } = storeAt(clock);
+    const { store } = storeAt(clock);
+    const key = storageKey(`f${prefixes}:`, policy, 'k');
     const reference = new ReferenceStore(clock);
     for (const c of [cost, 1, 1]) {
       expect(await store.consume([{ policy, key: 'k', cost: c }])).toEqual(

@@ -8,7 +8,7 @@ import { stateCodecLua } from '../../lib/stores/redis/state-codec.lua.js';
 import { storageKey } from '../../lib/stores/storage-key.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { nth } from '../support/harness.js';
-import { callsOf } from '../support/redis-commands.js';
+import { callsOf, writesRun } from '../support/redis-commands.js';
 import { ReferenceStore } from '../support/reference-store.js';
 import { redisForSpec } from '../support/redis-server.js';
 
@@ -37,8 +37,8 @@ describe('a GCRA key in Redis', () => {
     const bucket = validatePolicy({ name: 'tbkt', algorithm: 'token-bucket', limit: 3, window: '1m' });
     await store.consume([{ policy: gcra, key: 'user-42', cost: 1 }]);
     await store.consume([{ policy: bucket, key: 'user-42', cost: 1 }]);
-    const gcraKey = storageKey(prefix, gcra.id, 'user-42');
-    const bucketKey = storageKey(prefix, bucket.id, 'user-42');
+    const gcraKey = storageKey(prefix, gcra, 'user-42');
+    const bucketKey = storageKey(prefix, bucket, 'user-42');
     expect(gcraKey.length).toBe(bucketKey.length);
     expect(await redis.shared.get(gcraKey)).toBe(String(NOW * 1000 + 20_000_000));
     expect(await redis.shared.object('ENCODING', gcraKey)).toBe('int');
@@ -58,7 +58,7 @@ describe('a GCRA key in Redis', () => {
     const prefix = `g${++prefixes}:`;
     const store = new RedisRateLimitStore({ client: redis.shared, clock, keyPrefix: prefix, ttlSlackMs: 0 });
     const policy = validatePolicy({ name: 'tat', algorithm: 'gcra', limit: 60, window: '1m' });
-    const key = storageKey(prefix, policy.id, 'k');
+    const key = storageKey(prefix, policy, 'k');
     const written = async () => ({
       incrby: await callsOf(redis.shared, 'incrby'),
       set: await callsOf(redis.shared, 'set'),
@@ -69,9 +69,10 @@ describe('a GCRA key in Redis', () => {
       const [decision] = await store.consume([{ policy, key: 'k', cost: 1 }]);
       expect(decision).toMatchObject({ allowed: true, remaining: 60 - n, resetMs: n * 1000 });
       const after = await written();
-      // the first makes the key (SET); the 10th moves the TAT into the next epoch (PEXPIRE); the rest INCRBY alone
+      // the first makes the key (SET alone); the 10th moves the TAT into the next epoch (PEXPIRE); the rest
+      // INCRBY alone
       expect([after.incrby - before.incrby, after.set - before.set, after.pexpire - before.pexpire]).toEqual([
-        1,
+        n === 1 ? 0 : 1,
         n === 1 ? 1 : 0,
         n === 10 ? 1 : 0,
       ]);
@@ -91,7 +92,7 @@ describe('a GCRA key in Redis', () => {
     const store = new RedisRateLimitStore({ client: redis.shared, clock, keyPrefix: prefix, ttlSlackMs: 0 });
     const policy = validatePolicy({ name: 'tat', algorithm: 'gcra', limit: 60, window: '1m' });
     const bucket = validatePolicy({ name: 'bkt', algorithm: 'token-bucket', limit: 60, window: '1m' });
-    const key = storageKey(prefix, policy.id, 'k');
+    const key = storageKey(prefix, policy, 'k');
     if (by === 'several') {
       await store.consume([
         { policy, key: 'k', cost: 5 },
@@ -109,25 +110,38 @@ describe('a GCRA key in Redis', () => {
     expect(await redis.shared.pttl(key)).toBeGreaterThan(9_000 - 1000);
   });
 
-  it('takes a denied consume back (DECRBY), leaving the TAT and its TTL as they were', async () => {
+  it('reads a denied consume and writes nothing, leaving the TAT and its TTL as they were', async () => {
     const clock = new FakeClock(NOW);
     const { store, prefix } = storeAt(clock);
     const policy = validatePolicy({ name: 'den', algorithm: 'gcra', limit: 2, window: '1m' });
-    const key = storageKey(prefix, policy.id, 'k');
+    const key = storageKey(prefix, policy, 'k');
     await store.consume([{ policy, key: 'k', cost: 2 }]);
     const tat = await redis.shared.get(key);
-    const decrby = await callsOf(redis.shared, 'decrby');
+    const writes = await writesRun(redis.shared);
     const [denied] = await store.consume([{ policy, key: 'k', cost: 1 }]);
     expect(denied).toMatchObject({ allowed: false, remaining: 0, retryAfterMs: 30_000 });
-    expect(await callsOf(redis.shared, 'decrby')).toBe(decrby + 1);
+    expect(await writesRun(redis.shared)).toBe(writes);
     expect(await redis.shared.get(key)).toBe(tat);
+  });
+
+  it('leaves a value that is not an integer as Redis writes one to the twin, which reads it as no state', async () => {
+    const clock = new FakeClock(NOW);
+    const { store, prefix } = storeAt(clock);
+    const reference = new ReferenceStore(clock);
+    const policy = validatePolicy({ name: 'odd', algorithm: 'gcra', limit: 2, window: '1m' });
+    const key = storageKey(prefix, policy, 'k');
+    // ahead of now, as a TAT would be, but with a fraction: INCRBY refuses it, having written nothing
+    await redis.shared.set(key, `${NOW * 1000 + 5_000_000}.5`, 'PX', 60_000);
+    const [decision] = await store.consume([{ policy, key: 'k', cost: 1 }]);
+    expect(decision).toEqual(nth(await reference.consume([{ policy, key: 'k', cost: 1 }]), 0));
+    expect(await redis.shared.get(key)).toBe(String(NOW * 1000 + 30_000_000));
   });
 
   it('keeps a per-plan state as its TAT and limit in 12 bytes', async () => {
     const clock = new FakeClock(NOW);
     const { store, prefix } = storeAt(clock);
     await store.consume([{ policy: plan('plan', 10), key: 'k', cost: 2 }]);
-    const raw = await redis.shared.getBuffer(storageKey(prefix, plan('plan', 10).id, 'k'));
+    const raw = await redis.shared.getBuffer(storageKey(prefix, plan('plan', 10), 'k'));
     expect(raw?.length).toBe(12);
     const first = raw?.[0] ?? 0;
     expect(first >= 64 && first < 96).toBe(true);
@@ -184,7 +198,7 @@ describe("a GCRA key written by the previous twin (the token bucket's state) dur
             const policy = i < switchAt ? bucket : gcra;
             const expected = await reference.consume([{ policy: bucket, key: 'k', cost }]);
             expect(await store.consume([{ policy, key: 'k', cost }])).toEqual(expected);
-            if (asText && i === switchAt - 1) await asTextState(storageKey(prefix, gcra.id, 'k'));
+            if (asText && i === switchAt - 1) await asTextState(storageKey(prefix, gcra, 'k'));
           }
         },
       ),
@@ -205,7 +219,7 @@ describe("a GCRA key written by the previous twin (the token bucket's state) dur
     const [decision] = await store.consume([{ policy, key: 'k', cost: 1 }]);
     expect(decision).toMatchObject({ allowed: false, remaining: step.remaining, retryAfterMs: step.retryAfterMs });
     expect(step).toMatchObject({ remaining: 0, retryAfterMs: 300 });
-    expect(await redis.shared.getBuffer(storageKey(prefix, policy.id, 'k'))).toHaveLength(12); // still the old state
+    expect(await redis.shared.getBuffer(storageKey(prefix, policy, 'k'))).toHaveLength(12); // still the old state
   });
 });
 

@@ -43,7 +43,7 @@ describe('RedisRateLimitStore', () => {
     const wide = validatePolicy({ name: 'wide', algorithm: 'token-bucket', limit: 100, window: '1m' });
     const narrow = validatePolicy({ name: 'narrow', algorithm: 'fixed-window', limit: 1, window: '1m' });
     await store.consume([{ policy: narrow, key: 'u', cost: 1 }]);
-    const wideKey = storageKey(keyPrefix, wide.id, 'u');
+    const wideKey = storageKey(keyPrefix, wide, 'u');
     const before = await redis.shared.get(wideKey);
     await store.consume([{ policy: wide, key: 'u', cost: 5 }]);
     const after = await redis.shared.get(wideKey);
@@ -138,8 +138,8 @@ describe('RedisRateLimitStore', () => {
     const identities = ['user-42', 'x'.repeat(10_000), 'a}{b', 'line\nbreak'];
     for (const key of identities) await store.consume([{ policy, key, cost: 1 }]);
     const keys = (await redis.shared.keys(`${keyPrefix}*`)).sort();
-    expect(keys).toEqual(identities.map((key) => storageKey(keyPrefix, policy.id, key)).sort());
-    for (const key of keys) expect(key).toMatch(/^s\d+:\{p\|fw1m:[A-Za-z0-9_-]{16}\}$/);
+    expect(keys).toEqual(identities.map((key) => storageKey(keyPrefix, policy, key)).sort());
+    for (const key of keys) expect(key).toMatch(/^s\d+:\{p:[A-Za-z0-9_-]{16}\}$/);
   });
 
   it('with readableKeys, keeps short plain identities in keys as they are and hashes long or unsafe ones', async () => {
@@ -149,7 +149,7 @@ describe('RedisRateLimitStore', () => {
     const identities = ['user-42', 'x'.repeat(10_000), 'a}{b', 'line\nbreak'];
     for (const key of identities) await store.consume([{ policy, key, cost: 1 }]);
     const keys = (await redis.shared.keys(`${keyPrefix}*`)).sort();
-    expect(keys).toEqual(identities.map((key) => storageKey(keyPrefix, policy.id, key, { readableKeys: true })).sort());
+    expect(keys).toEqual(identities.map((key) => storageKey(keyPrefix, policy, key, { readableKeys: true })).sort());
     expect(keys).toContain(`${keyPrefix}{p|fw1m:user-42}`);
     for (const key of keys) expect(key).toMatch(/^s\d+:\{p\|fw1m:(user-42|#[A-Za-z0-9_-]{16})\}$/);
   });
@@ -163,7 +163,7 @@ describe('RedisRateLimitStore', () => {
     const windowEnd = (Math.floor((Number(seconds) * 1000) / 3_600_000) + 1) * 3_600_000;
     expect(Math.abs(Number(seconds) * 1000 + d.resetMs - windowEnd)).toBeLessThan(2000);
     // the fixed window's state, one integer: the window's index (from Redis' clock) and its count
-    const state = Number(await redis.shared.get(storageKey(keyPrefix, policy.id, 'u')));
+    const state = Number(await redis.shared.get(storageKey(keyPrefix, policy, 'u')));
     const scale = 2 ** FIXED_WINDOW_COUNT_BITS;
     expect([Math.floor(state / scale), state % scale]).toEqual([Math.floor((Number(seconds) * 1000) / 3_600_000), 1]);
   });
@@ -182,7 +182,7 @@ describe('RedisRateLimitStore', () => {
     const keys = await redis.shared.keys(`${keyPrefix}*`);
     expect(keys).toHaveLength(3 * ALGORITHMS.length);
     // A quota's key lives until its calendar day ends (UTC here), not a window: it is what stays behind.
-    const quotaKey = (key: string) => key.startsWith(`${keyPrefix}{p${ALGORITHMS.indexOf('quota')}|`);
+    const quotaKey = (key: string) => key.startsWith(`${keyPrefix}{p${ALGORITHMS.indexOf('quota')}:`);
     const dayLeftMs = 86_400_000 - (clock.now() % 86_400_000);
     for (const key of keys) {
       const ttl = await redis.shared.pttl(key);

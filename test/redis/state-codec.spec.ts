@@ -103,7 +103,7 @@ describe.each(ALGORITHMS)('%s keys in Redis', (algorithm) => {
     const keys = Array.from({ length: 20 }, (_, i) => `user:${10_000 + i}`);
     await Promise.all(keys.map((key) => store.consume([{ policy, key, cost: 1 }])));
     const usage = await Promise.all(
-      keys.map((key) => redis.shared.call('MEMORY', 'USAGE', storageKey('rl:', policy.id, key), 'SAMPLES', '0')),
+      keys.map((key) => redis.shared.call('MEMORY', 'USAGE', storageKey('rl:', policy, key), 'SAMPLES', '0')),
     );
     for (const bytes of usage) {
       expect(bytes).not.toBeNull(); // the key is there

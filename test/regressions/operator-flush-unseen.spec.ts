@@ -21,7 +21,7 @@ describe("an operator's FLUSHALL, on Redis", () => {
     try {
       const denied = await app.times(4);
       expect(denied.map((a) => a.status)).toEqual([200, 200, 429, 429]);
-      expect(denied[3]?.retryAfter).toBeGreaterThan(3000);
+      expect(denied[3]?.retryAfter).toBeGreaterThan(60); // the rest of the hour
       await admin.flushall();
       await waitFor(async () => (await app.get()).status === 200, 'an admission once the cached denial lapsed');
     } finally {

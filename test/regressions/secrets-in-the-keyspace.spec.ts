@@ -31,9 +31,9 @@ const API_KEY = 'sk_live_SECRET123';
 const ADDRESS = '127.0.0.1';
 const SECRET = 'the-tests-own-identity-secret-0123456789';
 const PER_KEY = 'short@ItemsController.list';
-/** The ids the two policies' states are kept under: the name, the tag of the state's shape, the route. */
-const PER_KEY_ID = 'short|fw1m@ItemsController.list';
-const PER_IP_ID = 'per-ip|b1m';
+/** What the two policies' keys are made of: the id (with the route for `scope: 'route'`) and the shape. */
+const PER_KEY_POLICY = { id: PER_KEY, shape: 'fw1m' };
+const PER_IP_POLICY = { id: 'per-ip', shape: 'b1m' };
 
 type Req = { headers: Record<string, string | undefined> };
 
@@ -129,12 +129,15 @@ describe('regression: secrets in the keyspace', () => {
       try {
         expect(held.join('\n')).not.toContain(API_KEY);
         expect(held.join('\n')).not.toContain(ADDRESS);
-        const hashed = [storageKey(keyPrefix, PER_KEY_ID, API_KEY), storageKey(keyPrefix, PER_IP_ID, `ip:${ADDRESS}`)];
+        const hashed = [
+          storageKey(keyPrefix, PER_KEY_POLICY, API_KEY),
+          storageKey(keyPrefix, PER_IP_POLICY, `ip:${ADDRESS}`),
+        ];
         if (store === 'redis') expect(held).toEqual([...hashed].sort());
         if (store === 'postgres') for (const key of hashed) expect(held.some((row) => row.includes(key))).toBe(true);
         if (store === 'memory') {
           expect(held.sort()).toEqual(
-            [`${PER_KEY_ID}\n${hashOf(hashed[0] ?? '')}`, `${PER_IP_ID}\n${hashOf(hashed[1] ?? '')}`].sort(),
+            [`${PER_KEY}\n${hashOf(hashed[0] ?? '')}`, `per-ip\n${hashOf(hashed[1] ?? '')}`].sort(),
           );
         }
         // RateLimitService and onDecision still take and give the raw identity
@@ -150,15 +153,15 @@ describe('regression: secrets in the keyspace', () => {
       const { app, keyPrefix, held } = await afterRequests(store, { readableKeys: true });
       try {
         expect(held.join('\n')).toContain(API_KEY);
-        const readable = [`${keyPrefix}{${PER_KEY_ID}:${API_KEY}}`, `${keyPrefix}{${PER_IP_ID}:ip:${ADDRESS}}`];
+        const readable = [`${keyPrefix}{${PER_KEY}|fw1m:${API_KEY}}`, `${keyPrefix}{per-ip|b1m:ip:${ADDRESS}}`];
         expect(readable).toEqual([
-          storageKey(keyPrefix, PER_KEY_ID, API_KEY, { readableKeys: true }),
-          storageKey(keyPrefix, PER_IP_ID, `ip:${ADDRESS}`, { readableKeys: true }),
+          storageKey(keyPrefix, PER_KEY_POLICY, API_KEY, { readableKeys: true }),
+          storageKey(keyPrefix, PER_IP_POLICY, `ip:${ADDRESS}`, { readableKeys: true }),
         ]);
         if (store === 'redis') expect(held).toEqual([...readable].sort());
         if (store === 'postgres') for (const key of readable) expect(held.some((row) => row.includes(key))).toBe(true);
         if (store === 'memory')
-          expect(held.sort()).toEqual([`${PER_KEY_ID}\n${API_KEY}`, `${PER_IP_ID}\nip:${ADDRESS}`].sort());
+          expect(held.sort()).toEqual([`${PER_KEY}\nfw1m\n${API_KEY}`, `per-ip\nb1m\nip:${ADDRESS}`].sort());
       } finally {
         await app.close();
       }
@@ -167,10 +170,10 @@ describe('regression: secrets in the keyspace', () => {
     it('hashes under identitySecret, which appears in no key, no row and no log line', async () => {
       const { app, keyPrefix, held, logger } = await afterRequests(store, { identitySecret: SECRET });
       try {
-        const withSecret = storageKey(keyPrefix, PER_KEY_ID, API_KEY, { identitySecret: SECRET });
-        expect(withSecret).not.toBe(storageKey(keyPrefix, PER_KEY_ID, API_KEY));
+        const withSecret = storageKey(keyPrefix, PER_KEY_POLICY, API_KEY, { identitySecret: SECRET });
+        expect(withSecret).not.toBe(storageKey(keyPrefix, PER_KEY_POLICY, API_KEY));
         if (store !== 'memory') expect(held.some((entry) => entry.includes(withSecret))).toBe(true);
-        else expect(held).toContain(`${PER_KEY_ID}\n${hashOf(withSecret)}`);
+        else expect(held).toContain(`${PER_KEY}\n${hashOf(withSecret)}`);
         expect(held.join('\n')).not.toContain(API_KEY);
         expect(held.join('\n')).not.toContain(SECRET);
         expect(logger.lines.length).toBeGreaterThan(0);
@@ -190,8 +193,8 @@ describe('regression: secrets in the keyspace', () => {
       await listener.subscribe(`${keyPrefix}changes`);
       await service.reset(PER_KEY, API_KEY);
       await waitFor(() => messages.length > 0, 'the announcement of the reset');
-      const hashed = hashOf(storageKey(keyPrefix, PER_KEY_ID, API_KEY));
-      expect(messages).toEqual([JSON.stringify([[PER_KEY_ID, hashed]])]);
+      const hashed = hashOf(storageKey(keyPrefix, PER_KEY_POLICY, API_KEY));
+      expect(messages).toEqual([JSON.stringify([[PER_KEY, hashed]])]);
     } finally {
       await listener.unsubscribe(); // redis.stop() closes it
       await app.close();
@@ -208,8 +211,8 @@ describe('regression: secrets in the keyspace', () => {
       await listener.query(`LISTEN "${feedChannel(servers.db.schema, keyPrefix)}"`);
       await service.reset(PER_KEY, API_KEY);
       await waitFor(() => messages.length > 0, 'the announcement of the reset');
-      const hashed = hashOf(storageKey(keyPrefix, PER_KEY_ID, API_KEY));
-      expect(messages).toEqual([JSON.stringify([[PER_KEY_ID, hashed]])]);
+      const hashed = hashOf(storageKey(keyPrefix, PER_KEY_POLICY, API_KEY));
+      expect(messages).toEqual([JSON.stringify([[PER_KEY, hashed]])]);
     } finally {
       listener?.release(true);
       await app.close();

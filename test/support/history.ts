@@ -48,8 +48,24 @@ function perSlidingWindow(admitted: readonly Admission[], w: number, limit: numb
   return found;
 }
 
-/** Over every [a, b] from one admission's start to another's end: at most capacity + the refill over b − a. */
-function perInterval(admitted: readonly Admission[], capacity: number, msPerUnit: number, exempt: Exempt): string[] {
+/**
+ * What a bucket's key may owe at a moment, in units (a charge past the limit, RateLimitStore.charge): the
+ * admissions up to then may have taken that much more than the bucket held.
+ */
+export type Owed = (ms: number) => number;
+
+/**
+ * Over every [a, b] from one admission's start to another's end: at most capacity + the refill over b − a
+ * (+ what the key owes at b: an overrun charged by a settlement is a debt the bucket makes later requests wait
+ * out, DEBT_CAP_CAPACITIES capacities at most).
+ */
+function perInterval(
+  admitted: readonly Admission[],
+  capacity: number,
+  msPerUnit: number,
+  exempt: Exempt,
+  owed: Owed,
+): string[] {
   const byEnd = [...admitted].sort((x, y) => x.to - y.to);
   const found = new Set<string>();
   for (const { from: a } of admitted) {
@@ -59,7 +75,7 @@ function perInterval(admitted: readonly Admission[], capacity: number, msPerUnit
       units += x.cost;
       const b = x.to;
       if (overlaps(a, b, exempt)) continue;
-      const most = capacity + (b - a) / msPerUnit;
+      const most = capacity + (b - a) / msPerUnit + owed(b);
       if (units > most) {
         found.add(`[${a}, ${b}] admitted ${units} > ${most.toFixed(2)}`);
         break;
@@ -86,8 +102,15 @@ function inFlight(runs: readonly Admission[], limit: number, exempt: Exempt): st
  * What the admissions of `policy` break: each line a window (or interval, or moment) where the fleet admitted
  * more than the algorithm allows; empty when none. A sliding window counter is held to its per-window bound
  * (its estimate is at least the current window's count); a quota's history is taken to lie in one period.
+ * A settled request is one admission from its reservation to its settlement, at its actual cost; `owed` says
+ * what a bucket's key owes at a time (nothing unless said).
  */
-export function violations(policy: ResolvedPolicy, admitted: readonly Admission[], exempt: Exempt = []): string[] {
+export function violations(
+  policy: ResolvedPolicy,
+  admitted: readonly Admission[],
+  exempt: Exempt = [],
+  owed: Owed = () => 0,
+): string[] {
   const { algorithm, limit, windowMs: w, capacity } = policy;
   switch (algorithm) {
     case 'fixed-window':
@@ -98,9 +121,9 @@ export function violations(policy: ResolvedPolicy, admitted: readonly Admission[
     case 'sliding-window-log':
       return perSlidingWindow(admitted, w, limit, exempt);
     case 'token-bucket':
-      return perInterval(admitted, capacity, w / limit, exempt);
+      return perInterval(admitted, capacity, w / limit, exempt, owed);
     case 'gcra':
-      return perInterval(admitted, capacity, emissionUs(limit, w) / 1000, exempt);
+      return perInterval(admitted, capacity, emissionUs(limit, w) / 1000, exempt, owed);
     case 'concurrency':
       return inFlight(admitted, limit, exempt);
   }

@@ -49,7 +49,8 @@ export function earlierSchema(dump: string): SchemaRef & { migrate(): Promise<un
  * applications of earlier schemas write too: their schema's migration is under test, not their keys (which held
  * identities as they were; nothing was released with them).
  */
-export const storageKeyOf = (policy: { readonly id: string }): string => storageKey('rl:', policy.id, 'u');
+export const storageKeyOf = (policy: { readonly id: string; readonly shape: string }): string =>
+  storageKey('rl:', policy, 'u');
 
 /** This version's store on the test's schema, deciding on `clock`, without pruning. */
 export const storeOn = (db: SchemaRef, clock: Clock): PostgresRateLimitStore =>

@@ -11,13 +11,9 @@ export async function callsOf(admin: Redis | Cluster, command: string): Promise<
   return callsIn(await admin.info('commandstats'), command);
 }
 
-/**
- * The items the store's Lua has decided: each reads its key once, by GET or, a fixed window's consume counting
- * first (lean-kernels.lua.ts: a fixed window's or a GCRA's), by INCRBY.
- */
+/** The items the store's Lua has decided: each reads its key once, by GET, before it writes (if it does). */
 export async function itemsDecided(admin: Redis | Cluster): Promise<number> {
-  const stats = await admin.info('commandstats');
-  return callsIn(stats, 'get') + callsIn(stats, 'incrby');
+  return callsOf(admin, 'get');
 }
 
 /** The store's decisions (and other store calls) this Redis has run: the function (Redis 7) or the script. */
@@ -37,4 +33,21 @@ export async function commandsRun(admin: Redis): Promise<number> {
     if (command !== 'info' && command !== 'ping') calls += Number(count);
   }
   return calls;
+}
+
+/**
+ * The calls of write commands this Redis has run (those COMMAND INFO flags `write`: SET, INCRBY, DECRBY, DEL,
+ * PEXPIRE, ZADD, ...): what replicas and the AOF are sent. FCALL and EVALSHA are not among them, the commands
+ * their scripts run are.
+ */
+export async function writesRun(admin: Redis): Promise<number> {
+  const stats = await admin.info('commandstats');
+  const counted = [...stats.matchAll(/^cmdstat_([^:|]+):calls=(\d+)/gm)];
+  const infos = (await admin.call('COMMAND', 'INFO', ...counted.map(([, name]) => name as string))) as unknown[];
+  let writes = 0;
+  counted.forEach(([, , calls], i) => {
+    const flags = (infos[i] as [string, number, string[]] | null)?.[2] ?? [];
+    if (flags.includes('write')) writes += Number(calls);
+  });
+  return writes;
 }

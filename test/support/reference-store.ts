@@ -1,6 +1,7 @@
 import { ALGORITHM_STEPS, kernelOf, type StepResult } from '../../lib/algorithms/index.js';
 import type { Clock } from '../../lib/util/clock.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../../lib/policy/policy.types.js';
+import { maxWaitMs } from '../../lib/policy/max-wait.js';
 import type { EngineStore, EngineStoreItem } from '../../lib/stores/engine-store.js';
 import type { RateLimitStoreItem } from '../../lib/stores/rate-limit-store.js';
 
@@ -20,15 +21,20 @@ type Outcome = Omit<StepResult<unknown>, 'state'>;
 
 const stepOf = (policy: ResolvedPolicy) => ALGORITHM_STEPS[kernelOf(policy)];
 
-/** The public decision of an outcome; a cost that can never fit says so. */
+/**
+ * The public decision of an outcome; a cost that can never fit says so. No wait or reset is longer than the
+ * policy's longest wait (the store contract since issue 41: a clock behind, or state of another shape, never
+ * asks for more).
+ */
 function decisionOf(policy: ResolvedPolicy, outcome: Outcome, cost: number): RateLimitDecision {
+  const longestMs = maxWaitMs(policy);
   const decision: RateLimitDecision = {
     allowed: outcome.allowed,
     policy: policy.name,
     limit: policy.capacity,
     remaining: outcome.remaining,
-    resetMs: outcome.resetMs,
-    retryAfterMs: outcome.retryAfterMs,
+    resetMs: Math.min(outcome.resetMs, longestMs),
+    retryAfterMs: outcome.retryAfterMs === Infinity ? Infinity : Math.min(outcome.retryAfterMs, longestMs),
   };
   if (outcome.retryAfterMs === Infinity) {
     decision.message = `cost ${cost} is larger than the capacity ${policy.capacity} of policy "${policy.name}", so it can never be allowed`;
@@ -38,7 +44,8 @@ function decisionOf(policy: ResolvedPolicy, outcome: Outcome, cost: number): Rat
 
 /** A key under a block: denied with nothing left until the block ends, whatever its state. */
 function blockedDecision(policy: ResolvedPolicy, untilMs: number, nowMs: number): RateLimitDecision {
-  const waitMs = untilMs - nowMs;
+  // a policy's own block waits at most the policy's longest wait; RateLimitService.block's what it set
+  const waitMs = policy.blockMs === undefined ? untilMs - nowMs : Math.min(untilMs - nowMs, maxWaitMs(policy));
   return {
     allowed: false,
     blocked: true,

@@ -147,6 +147,21 @@ describe('RateLimitService.acquire', () => {
     expect(order).toEqual(['h1', 'l1', 'h2', 'h3', 'l2', 'h4', 'h5', 'l3', 'h6']);
   });
 
+  it('remembers a fair key served a moment ago: one request at a time, it still takes turns with a queue', async () => {
+    const order: string[] = [];
+    const b = queue(order, 'b', 3);
+    // tenant a sends its next request as soon as the last one is served: each time, it has no waiter queued
+    const a = (async () => {
+      for (let i = 1; i <= 5; i++) {
+        await service.acquire(perTenth, 'openai', { maxWaitMs: 60_000, fairKey: 'a' });
+        order.push(`a${i}`);
+      }
+    })();
+    await advance(8 * WAKE);
+    await Promise.all([...b, a]);
+    expect(order).toEqual(['b1', 'a1', 'b2', 'a2', 'b3', 'a3', 'a4', 'a5']);
+  });
+
   it('keeps first come, first served without fair keys, and within one', async () => {
     const order: string[] = [];
     const same = queue(order, 't', 4);

@@ -89,13 +89,13 @@ describe('the trust of a cached denial', () => {
   it('a change named as the feed names keys (their keyed hash) forgets the denial of the raw key', () => {
     const identities = new StoredIdentities('rl:', {});
     const time = { real: 1_000 };
-    const cache = new DenyCache({ realNow: () => time.real, feedKey: (key) => identities.of(key) });
+    const cache = new DenyCache({ realNow: () => time.real, feedKey: (p, key) => identities.of(p.shape, key) });
     for (const key of ['sk_live_SECRET123', 'other']) cache.remember(policy, key, 1, denied, 0, cache.begin());
     cache.end();
     cache.end();
     cache.changed([`${policy.id}\nsk_live_SECRET123`]); // the raw key names nothing the feed sends
     expect(cache.check(policy, 'sk_live_SECRET123', 1, 1)).toMatchObject({ allowed: false });
-    cache.changed([`${policy.id}\n${identities.of('sk_live_SECRET123')}`]);
+    cache.changed([`${policy.id}\n${identities.of(policy.shape, 'sk_live_SECRET123')}`]);
     expect(cache.check(policy, 'sk_live_SECRET123', 1, 1)).toBeUndefined();
     expect(cache.check(policy, 'other', 1, 1)).toMatchObject({ allowed: false });
     // and the reply of a consume out while its key changed is not remembered

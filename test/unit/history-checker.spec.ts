@@ -42,6 +42,17 @@ describe('the history checker', () => {
     }
   });
 
+  it("counts what a bucket's key owes at the end of an interval (a settlement's overrun) as admitted there", () => {
+    const bucket = validatePolicy({ algorithm: 'token-bucket', limit: 10, window: 1000, burst: 5 });
+    // a reservation of 1 at 0, settled at 8 at 10 ms: the key owes 3 from then on, 2.9 once 10 ms refilled 0.1
+    const settled = [at(0, 10, 8)];
+    expect(violations(bucket, settled)).toEqual(['[0, 10] admitted 8 > 5.10']);
+    expect(violations(bucket, settled, [], (ms) => (ms >= 10 ? 3 : 0))).toEqual([]);
+    expect(violations(bucket, [...settled, at(10)], [], (ms) => (ms >= 10 ? 3 : 0))).toEqual([
+      '[0, 10] admitted 9 > 8.10',
+    ]);
+  });
+
   it('holds a quota to its limit over the whole history, costs counted', () => {
     const quota = validatePolicy({ algorithm: 'quota', period: 'month', limit: 10 });
     expect(violations(quota, [at(0, 0, 4), at(5_000_000, 5_000_000, 6)])).toEqual([]);

@@ -122,12 +122,12 @@ describe('LeaseBook', () => {
 
   it('finds the key an announcement names as the feed does (its keyed hash), never by the raw identity', () => {
     const identities = new StoredIdentities('rl:', {});
-    const book = new LeaseBook(MAX_LEASED_KEYS, (key) => identities.of(key));
+    const book = new LeaseBook(MAX_LEASED_KEYS, (p, key) => identities.of(p.shape, key));
     book.took(windowPolicy, 'sk_live_a', 1, taken({ granted: 5 }), 0);
     book.took(windowPolicy, 'b', 1, taken({ granted: 5 }), 0);
     book.forget(`${windowPolicy.id}\nsk_live_a`);
     expect(book.spend(windowPolicy, 'sk_live_a', 1, 1)).toBeDefined();
-    book.forget(`${windowPolicy.id}\n${identities.of('sk_live_a')}`);
+    book.forget(`${windowPolicy.id}\n${identities.of(windowPolicy.shape, 'sk_live_a')}`);
     expect(book.spend(windowPolicy, 'sk_live_a', 1, 1)).toBeUndefined();
     expect(book.spend(windowPolicy, 'b', 1, 1)).toBeDefined();
   });

@@ -1,7 +1,13 @@
 import type { ExecutionContext } from '@nestjs/common';
 
-import { RateLimitPolicyError, type RateLimitOutcome, type RateLimitPolicy, validatePolicy } from '../../lib/index.js';
-import { stillHeld } from '../../lib/algorithms/still-held.js';
+import {
+  RateLimitPolicyError,
+  type RateLimitOutcome,
+  type RateLimitPolicy,
+  type ResolvedPolicy,
+  validatePolicy,
+} from '../../lib/index.js';
+import { unitsStillHeld } from '../../lib/algorithms/still-held.js';
 import { counts, succeeded } from '../../lib/limiter/outcome.js';
 
 /** The outcomes' context is only handed to count functions; these tests never read it. */
@@ -85,46 +91,69 @@ describe('succeeded and counts', () => {
   });
 });
 
-describe('stillHeld: whether a refund now would give back units the charge still holds', () => {
+describe('unitsStillHeld: how much of a charge a refund now may give back', () => {
   const minute = 60_000;
   const start = 100 * minute;
   const policy = (p: RateLimitPolicy) => validatePolicy(p);
+  const held = (p: ResolvedPolicy, atMs: number, nowMs: number, resetMs?: number) =>
+    unitsStillHeld(p, 3, atMs, nowMs, resetMs);
 
   it.each(['fixed-window', 'sliding-window-counter'] as const)(
-    '%s: within the window of the charge only',
+    '%s: all of it within the window of the charge, none after',
     (algorithm) => {
       const p = policy({ algorithm, limit: 5, window: '1m' });
-      expect(stillHeld(p, start, start)).toBe(true);
-      expect(stillHeld(p, start, start + minute - 1)).toBe(true);
-      expect(stillHeld(p, start, start + minute)).toBe(false);
-      expect(stillHeld(p, start + minute - 1, start + minute)).toBe(false);
+      expect(held(p, start, start)).toBe(3);
+      expect(held(p, start, start + minute - 1)).toBe(3);
+      expect(held(p, start, start + minute)).toBe(0);
+      expect(held(p, start + minute - 1, start + minute)).toBe(0);
     },
   );
 
   it("fixed-window from the first request: until the charge's window ends, as its decision said", () => {
     const p = policy({ algorithm: 'fixed-window', anchor: 'first-request', limit: 5, window: '1m' });
     // charged 20 s into the key's window: it ends 40 s later, whatever a clock-aligned window would say
-    expect(stillHeld(p, start + 20_000, start + 59_999, 40_000)).toBe(true);
-    expect(stillHeld(p, start + 20_000, start + 60_000, 40_000)).toBe(false);
-    expect(stillHeld(p, start + 20_000, start + 20_001)).toBe(false);
+    expect(held(p, start + 20_000, start + 59_999, 40_000)).toBe(3);
+    expect(held(p, start + 20_000, start + 60_000, 40_000)).toBe(0);
+    expect(held(p, start + 20_000, start + 20_001)).toBe(0);
   });
 
   it('sliding-window-log: while the entry of the charge is in the window', () => {
     const p = policy({ algorithm: 'sliding-window-log', limit: 5, window: '1m' });
-    expect(stillHeld(p, start + 30_000, start + 30_000 + minute - 1)).toBe(true);
-    expect(stillHeld(p, start + 30_000, start + 30_000 + minute)).toBe(false);
+    expect(held(p, start + 30_000, start + 30_000 + minute - 1)).toBe(3);
+    expect(held(p, start + 30_000, start + 30_000 + minute)).toBe(0);
   });
 
   it('quota: within the calendar period of the charge (in its time zone)', () => {
     const p = policy({ name: 'q', algorithm: 'quota', period: 'day', timeZone: 'Europe/Paris', limit: 5 });
     // 2024-06-01T21:59:59.999Z is 23:59:59.999 in Paris (UTC+2): the next millisecond is another day there.
     const lastMs = Date.UTC(2024, 5, 1, 21, 59, 59, 999);
-    expect(stillHeld(p, Date.UTC(2024, 5, 1, 0, 0), lastMs)).toBe(true);
-    expect(stillHeld(p, lastMs, lastMs + 1)).toBe(false);
+    expect(held(p, Date.UTC(2024, 5, 1, 0, 0), lastMs)).toBe(3);
+    expect(held(p, lastMs, lastMs + 1)).toBe(0);
   });
 
-  it.each(['token-bucket', 'gcra'] as const)('%s: at any time (a refund never exceeds the capacity)', (algorithm) => {
-    const p = policy({ algorithm, limit: 5, window: '1m' });
-    expect(stillHeld(p, start, start + 10 * minute)).toBe(true);
+  it.each(['token-bucket', 'gcra'] as const)(
+    '%s: what has not had time to refill since the charge, one unit per emission interval (12 s at 5 a minute)',
+    (algorithm) => {
+      const p = policy({ algorithm, limit: 5, window: '1m' });
+      const at = (ms: number) => unitsStillHeld(p, 5, start, start + ms);
+      expect(at(0)).toBe(5);
+      // a unit refills whole or not at all: one that is part refilled is no longer held
+      expect(at(1)).toBe(4);
+      expect(at(12_000)).toBe(4);
+      expect(at(12_001)).toBe(3);
+      expect(at(48_000)).toBe(1);
+      expect(at(59_999)).toBe(0);
+      expect(at(10 * minute)).toBe(0);
+      // a clock that stepped back has let nothing refill
+      expect(unitsStillHeld(p, 5, start, start - 1000)).toBe(5);
+    },
+  );
+
+  it('gcra: at the emission interval rounded up to a whole µs, as GCRA refills (3 a second: 333,334 µs)', () => {
+    const p = policy({ algorithm: 'gcra', limit: 3, window: 1000 });
+    // 1,000,002 µs for the three: two whole units are still missing until 666.668 ms after the charge
+    expect(unitsStillHeld(p, 3, start, start + 333)).toBe(2);
+    expect(unitsStillHeld(p, 3, start, start + 666)).toBe(1);
+    expect(unitsStillHeld(p, 3, start, start + 667)).toBe(0);
   });
 });

@@ -1,4 +1,5 @@
 import { MAX_LEAD_US } from '../../policy/emission.js';
+import { DEBT_CAP_CAPACITIES } from '../../policy/max-wait.js';
 
 /**
  * The longest a GCRA key (the TAT alone) outlives its TAT: every write sets its expiry to the end of the TAT's
@@ -126,10 +127,12 @@ local function gcra_twin(per_plan)
     local _, written = gcra_tat(st, limit)
     return state_of(st, now_us + lead - back, written, lead)
   end
-  -- past the burst (a debt), the lead clamped at MAX_LEAD_US; a key still counting in the time of the limit it
-  -- was written with, which it keeps, a lapsed one at the policy's
+  -- past the burst (a debt), the lead clamped at the debt cap (maxLeadUs in gcra.ts: a key already past it keeps
+  -- it); a key still counting in the time of the limit it was written with, which it keeps, a lapsed one at the
+  -- policy's
   function G.charge(st, limit, w, cap, now, amount)
-    local now_us, t = now * 1000, gcra_emission(limit, w)
+    local now_us = now * 1000
+    local t, burst = shape(limit, w, cap)
     local lead, tw = standing(st, now_us, limit, w, t)
     local written = limit
     if lead > 0 then
@@ -138,8 +141,9 @@ local function gcra_twin(per_plan)
     else
       tw = t
     end
+    local most = max(lead, min(MAX_LEAD_US, ${1 + DEBT_CAP_CAPACITIES} * burst * t))
     local nxt = lead + amount * tw
-    if amount > floor(max(0, MAX_LEAD_US - lead) / tw) then nxt = max(lead, MAX_LEAD_US) end
+    if amount > floor((most - lead) / tw) then nxt = most end
     return state_of(st, now_us + nxt, written, lead)
   end
   return G

@@ -1,6 +1,7 @@
 import { NEVER_FITS, SQL_DECISION } from '../algorithm.js';
 import { ALGORITHM_CODES } from '../index.js';
 import { MAX_LEAD_US } from '../../policy/emission.js';
+import { DEBT_CAP_CAPACITIES } from '../../policy/max-wait.js';
 
 const { gcra: GCRA, 'gcra-per-plan': GCRA_PER_PLAN } = ALGORITHM_CODES;
 
@@ -76,16 +77,17 @@ LANGUAGE sql IMMUTABLE AS $fn$
     FROM ${S}.rl_gcra_standing_v4(st, lim, w, cap, now_ms) g OFFSET 0) r
 $fn$;
 
--- past the burst (a debt), the lead clamped at ${MAX_LEAD_US}; a key still counting in the time of the limit it was
--- written with, which it keeps, a lapsed one at this limit (amount × interval is computed only below the bound)
+-- past the burst (a debt), the lead clamped at the debt cap (maxLeadUs in gcra.ts: a key already past it keeps
+-- it); a key still counting in the time of the limit it was written with, which it keeps, a lapsed one at this
+-- limit (amount × interval is computed only below the bound)
 CREATE OR REPLACE FUNCTION ${S}.rl_gcra_charged_v4(st text, plan boolean, lim bigint, w bigint, cap bigint,
   now_ms bigint, amount bigint) RETURNS TABLE (new_st text)
 LANGUAGE sql IMMUTABLE AS $fn$
-  SELECT (now_ms * 1000 + CASE WHEN amount > greatest(0, ${MAX_LEAD_US} - c.lead) / c.tw
-        THEN greatest(c.lead, ${MAX_LEAD_US}) ELSE c.lead + amount * c.tw END)::text
+  SELECT (now_ms * 1000 + CASE WHEN amount > (c.most - c.lead) / c.tw THEN c.most ELSE c.lead + amount * c.tw END)::text
       || CASE WHEN plan OR (c.planned AND c.lead > 0) THEN '/' || c.lim_w::text ELSE '' END
   FROM (SELECT g.lead, g.planned, CASE WHEN g.lead > 0 THEN g.tw ELSE g.t END AS tw,
-      CASE WHEN g.lead > 0 THEN g.lim_w ELSE lim END AS lim_w
+      CASE WHEN g.lead > 0 THEN g.lim_w ELSE lim END AS lim_w,
+      greatest(g.lead, least(${MAX_LEAD_US}, ${1 + DEBT_CAP_CAPACITIES} * g.burst * g.t)) AS most
     FROM ${S}.rl_gcra_standing_v4(st, lim, w, cap, now_ms) g OFFSET 0) c
 $fn$;
 `;

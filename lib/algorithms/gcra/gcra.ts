@@ -1,5 +1,6 @@
 import { type Algorithm, type StepResult } from '../algorithm.js';
 import { emissionUs, MAX_LEAD_US } from '../../policy/emission.js';
+import { DEBT_CAP_CAPACITIES } from '../../policy/max-wait.js';
 import { ceilDiv } from '../../util/integer-math.js';
 import type { ResolvedPolicy } from '../../policy/policy.types.js';
 
@@ -101,17 +102,18 @@ export function makeGcra(perPlan: boolean): Algorithm<GcraState> {
     /**
      * Moves the TAT ahead by amount × T even past the burst (a debt): steps are denied until it is at most
      * (burst − cost) × T ahead. A key still counting is charged in the time of the limit it was written with,
-     * which it keeps (as refund gives back); a lapsed one at the policy's. The lead is clamped at MAX_LEAD_US,
-     * the bound that keeps every sum of the step below 2^53 (a lead already beyond, from a clock ahead, stays).
+     * which it keeps (as refund gives back); a lapsed one at the policy's. The lead is clamped at the debt cap,
+     * a burst owed beyond the burst (maxLeadUs), within MAX_LEAD_US, the bound that keeps every sum of the step
+     * below 2^53 (a lead already beyond, from a clock ahead or a burst lowered since, stays).
      */
     charge(state, policy, nowMs, amount) {
       const nowUs = nowMs * 1000;
-      const t = emissionUs(policy.limit, policy.windowMs);
+      const { t, burst } = shape(policy);
       const { lead, tWritten } = standing(state, nowUs, policy.limit, policy.windowMs, t);
       const counting = lead > 0;
       const tw = counting ? tWritten : t;
-      const next =
-        amount > Math.floor(Math.max(0, MAX_LEAD_US - lead) / tw) ? Math.max(lead, MAX_LEAD_US) : lead + amount * tw;
+      const most = Math.max(lead, maxLeadUs(burst, t));
+      const next = amount > Math.floor((most - lead) / tw) ? most : lead + amount * tw;
       const limit = counting ? (state?.limit ?? policy.limit) : policy.limit;
       return written(nowUs + next, limit, perPlan || (counting && state?.limit !== undefined));
     },
@@ -127,6 +129,13 @@ function shape(policy: ResolvedPolicy): { t: number; burst: number } {
   const t = emissionUs(policy.limit, policy.windowMs);
   return { t, burst: Math.min(policy.capacity, Math.floor(MAX_LEAD_US / t)) };
 }
+
+/**
+ * The furthest ahead of now a charge leaves a TAT, in µs: the burst, and DEBT_CAP_CAPACITIES bursts owed beyond
+ * it (so no wait is longer than maxWaitMs), within MAX_LEAD_US.
+ */
+export const maxLeadUs = (burst: number, t: number): number =>
+  Math.min(MAX_LEAD_US, (1 + DEBT_CAP_CAPACITIES) * burst * t);
 
 /** GCRA for policies with a static limit: the state is the TAT alone. */
 export const gcra: Algorithm<GcraState> = makeGcra(false);

@@ -1,4 +1,5 @@
 import { MAX_TAKEN } from './token-bucket.js';
+import { DEBT_CAP_CAPACITIES } from '../../policy/max-wait.js';
 
 /**
  * Lua twin of token-bucket.ts. State: the time in ms the units were counted at, the units taken scaled by
@@ -41,10 +42,12 @@ function TB.refund(st, limit, w, cap, now, amount)
   if nxt > 0 then return { nxt, at, limit } end
   return false
 end
+-- clamped at the debt cap (maxTaken in token-bucket.ts); a key already past it keeps what it owes
 function TB.charge(st, limit, w, cap, now, amount)
   local taken, at = tb_taken(st, limit, now)
+  local most = max(taken, min(${MAX_TAKEN}, ${1 + DEBT_CAP_CAPACITIES} * cap * w))
   local nxt = taken + amount * w
-  if amount > floor(max(0, ${MAX_TAKEN} - taken) / w) then nxt = max(taken, ${MAX_TAKEN}) end
+  if amount > floor((most - taken) / w) then nxt = most end
   if nxt > 0 then return { nxt, at, limit } end
   return false
 end

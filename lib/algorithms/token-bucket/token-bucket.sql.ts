@@ -1,6 +1,7 @@
 import { NEVER_FITS, SQL_DECISION } from '../algorithm.js';
 import { ALGORITHM_CODES } from '../index.js';
 import { MAX_TAKEN } from './token-bucket.js';
+import { DEBT_CAP_CAPACITIES } from '../../policy/max-wait.js';
 
 const { 'token-bucket': TB, gcra: GCRA } = ALGORITHM_CODES;
 
@@ -67,13 +68,14 @@ LANGUAGE sql IMMUTABLE AS $fn$
     FROM ${S}.rl_bucket_taken_v3(st, algo, lim, w, cap, now_ms) b OFFSET 0) r
 $fn$;
 
--- taken may pass the capacity (a debt), up to ${MAX_TAKEN}; amount × w is not computed where it could leave bigint
+-- taken may pass the capacity (a debt), up to the debt cap (maxTaken in token-bucket.ts: a key already past it
+-- keeps what it owes); amount × w is not computed where it could leave bigint
 CREATE OR REPLACE FUNCTION ${S}.rl_bucket_charged_v3(st text, algo int, lim bigint, w bigint, cap bigint,
   now_ms bigint, amount bigint) RETURNS TABLE (new_st text)
 LANGUAGE sql IMMUTABLE AS $fn$
   SELECT CASE WHEN r.nxt > 0 THEN r.nxt::text || '@' || r.at_ms::text || '@' || lim::text END
-  FROM (SELECT b.at_ms, CASE WHEN amount > greatest(0, ${MAX_TAKEN} - b.taken) / w THEN greatest(b.taken, ${MAX_TAKEN})
-      ELSE b.taken + amount * w END AS nxt
-    FROM ${S}.rl_bucket_taken_v3(st, algo, lim, w, cap, now_ms) b OFFSET 0) r
+  FROM (SELECT m.at_ms, CASE WHEN amount > (m.most - m.taken) / w THEN m.most ELSE m.taken + amount * w END AS nxt
+    FROM (SELECT b.at_ms, b.taken, greatest(b.taken, least(${MAX_TAKEN}, ${1 + DEBT_CAP_CAPACITIES} * cap * w)) AS most
+      FROM ${S}.rl_bucket_taken_v3(st, algo, lim, w, cap, now_ms) b OFFSET 0) m OFFSET 0) r
 $fn$;
 `;

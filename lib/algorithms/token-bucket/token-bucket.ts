@@ -1,4 +1,5 @@
 import { type Algorithm, MAX_CHARGED_UNITS, type StepResult } from '../algorithm.js';
+import { DEBT_CAP_CAPACITIES } from '../../policy/max-wait.js';
 import { ceilDiv } from '../../util/integer-math.js';
 
 /**
@@ -62,13 +63,14 @@ export const tokenBucket: Algorithm<TokenBucketState> = {
 
   /**
    * Takes `amount` tokens even from an empty bucket: taken may pass the capacity, and steps are denied until it
-   * has drained below `capacity − cost` (their retryAfterMs counts that down). Clamped at MAX_TAKEN.
+   * has drained below `capacity − cost` (their retryAfterMs counts that down). Clamped at the debt cap, one
+   * capacity owed (maxTaken); a key already past it (a capacity lowered since) keeps what it owes.
    */
   charge(state, policy, nowMs, amount) {
     const { taken, atMs } = counted(state, policy.limit, nowMs);
     const w = policy.windowMs;
-    const next =
-      amount > Math.floor(Math.max(0, MAX_TAKEN - taken) / w) ? Math.max(taken, MAX_TAKEN) : taken + amount * w;
+    const most = Math.max(taken, maxTaken(policy.capacity, w));
+    const next = amount > Math.floor((most - taken) / w) ? most : taken + amount * w;
     return next > 0 ? { taken: next, atMs, limit: policy.limit } : undefined;
   },
 };
@@ -78,6 +80,13 @@ export const tokenBucket: Algorithm<TokenBucketState> = {
  * (taken + cost × windowMs, with capacity × windowMs <= 2^51) stay below 2^53.
  */
 export const MAX_TAKEN = 2 * MAX_CHARGED_UNITS;
+
+/**
+ * The most units (scaled by windowMs) a charge leaves taken: the capacity, and DEBT_CAP_CAPACITIES capacities
+ * owed beyond it (so no wait is longer than maxWaitMs), within MAX_TAKEN.
+ */
+export const maxTaken = (capacity: number, windowMs: number): number =>
+  Math.min(MAX_TAKEN, (1 + DEBT_CAP_CAPACITIES) * capacity * windowMs);
 
 /**
  * Units taken at `nowMs`, the time they are counted at and the rate they drain at until the next write (the

@@ -16,7 +16,7 @@ export interface DenyCacheOptions {
   /** Real time in ms, for the trust of denials (never the module's clock, which a test may stop or jump). */
   readonly realNow?: () => number;
   /** How the feed of changes names a key (RateLimitStoreChanges.keyOf); default as it is. */
-  readonly feedKey?: (key: string) => string;
+  readonly feedKey?: (policy: ResolvedPolicy, key: string) => string;
   /** How long a denial answers at most, in real ms, whatever the feed confirms (default DENY_CACHE_MS). */
   readonly trustMs?: number;
 }
@@ -78,13 +78,13 @@ export class DenyCache {
 
   private readonly maxKeys: number;
   private readonly realNow: () => number;
-  private readonly feedKey: (key: string) => string;
+  private readonly feedKey: (policy: ResolvedPolicy, key: string) => string;
   private readonly trustMs: number;
 
   constructor(options: DenyCacheOptions = {}) {
     this.maxKeys = options.maxKeys ?? 10_000;
     this.realNow = options.realNow ?? (() => performance.now());
-    this.feedKey = options.feedKey ?? ((key) => key);
+    this.feedKey = options.feedKey ?? ((_, key) => key);
     this.trustMs = options.trustMs ?? DENY_CACHE_MS;
   }
 
@@ -174,7 +174,7 @@ export class DenyCache {
 
   /** The id of a policy and key as the feed of changes names it: `<policy id>\n<key as keyOf names it>`. */
   private feedIdOf(policy: ResolvedPolicy, key: string): string {
-    return `${policy.id}\n${this.feedKey(key)}`;
+    return `${policy.id}\n${this.feedKey(policy, key)}`;
   }
 
   /** Forgets a key's denial: its state changed outside a decision (here, or announced by another instance). */

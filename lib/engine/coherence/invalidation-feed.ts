@@ -79,7 +79,7 @@ export class ChangeFeed {
    * instances. Resolves once announced (or given up, logged); never rejects.
    */
   changed(items: readonly { policy: ResolvedPolicy; key: string }[]): Promise<void> {
-    const named = items.map(({ policy, key }) => ({ policy: policy.id, key: this.keyOf(key) }));
+    const named = items.map(({ policy, key }) => ({ policy: policy.id, key: this.keyOf(policy, key) }));
     if (this.cache !== undefined || this.leases !== undefined) {
       const feedIds = named.map(({ policy, key }) => `${policy}\n${key}`);
       this.cache?.changed(feedIds);
@@ -105,8 +105,8 @@ export class ChangeFeed {
   }
 
   /** A key as the feed names it (the store's keyOf: its keyed hash of the identity). */
-  private keyOf(key: string): string {
-    return this.changes?.keyOf?.(key) ?? key;
+  private keyOf(policy: ResolvedPolicy, key: string): string {
+    return this.changes?.keyOf?.(policy, key) ?? key;
   }
 
   private async announce(): Promise<void> {

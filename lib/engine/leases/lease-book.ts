@@ -81,7 +81,7 @@ export class LeaseBook {
   constructor(
     private readonly maxKeys = MAX_LEASED_KEYS,
     /** How the feed of changes names a key (RateLimitStoreChanges.keyOf); default as it is. */
-    private readonly feedKey: (key: string) => string = (key) => key,
+    private readonly feedKey: (policy: ResolvedPolicy, key: string) => string = (_, key) => key,
   ) {}
 
   /** The number of keys with a lease (for tests and metrics). */
@@ -180,7 +180,7 @@ export class LeaseBook {
 
   /** The id of a policy and key as the feed of changes names it: `<policy id>\n<key as keyOf names it>`. */
   private feedIdOf(policy: ResolvedPolicy, key: string): string {
-    return `${policy.id}\n${this.feedKey(key)}`;
+    return `${policy.id}\n${this.feedKey(policy, key)}`;
   }
 
   /**

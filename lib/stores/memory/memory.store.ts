@@ -3,7 +3,7 @@ import type { RateLimitDecision } from '../../policy/policy.types.js';
 import { blockAll, chargeAll, consumeAll, peekState, refundAll, type StateTable } from '../consume-all.js';
 import type { EngineStore, EngineStoreItem } from '../engine-store.js';
 import type { RateLimitStoreItem } from '../rate-limit-store.js';
-import { checkKeyPrefix, type IdentityOptions, StoredIdentities } from '../storage-key.js';
+import { checkKeyPrefix, type IdentityOptions, type KeyedPolicy, StoredIdentities } from '../storage-key.js';
 
 /** Options of the in-memory store. */
 export interface MemoryRateLimitStoreOptions extends IdentityOptions {
@@ -111,7 +111,7 @@ export class MemoryRateLimitStore implements EngineStore {
   async peek(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<RateLimitDecision[]> {
     this.nowMs = this.clock.now();
     return items.map(({ policy, key }) =>
-      peekState(policy, this.table.get(this.storageKey(policy.id, key), policy.algorithm), this.nowMs),
+      peekState(policy, this.table.get(this.storageKey(policy, key), policy.algorithm), this.nowMs),
     );
   }
 
@@ -127,7 +127,7 @@ export class MemoryRateLimitStore implements EngineStore {
   }
 
   async reset(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<void> {
-    for (const { policy, key } of items) this.entries.delete(this.storageKey(policy.id, key));
+    for (const { policy, key } of items) this.entries.delete(this.storageKey(policy, key));
   }
 
   async block(items: readonly Omit<RateLimitStoreItem, 'cost'>[], durationMs: number): Promise<void> {
@@ -169,7 +169,7 @@ export class MemoryRateLimitStore implements EngineStore {
   private keyed(items: readonly EngineStoreItem[]): EngineStoreItem[] {
     return items.map((item) => ({
       policy: item.policy,
-      key: this.storageKey(item.policy.id, item.key),
+      key: this.storageKey(item.policy, item.key),
       cost: item.cost,
       shadow: item.shadow,
       upTo: item.upTo,
@@ -177,13 +177,14 @@ export class MemoryRateLimitStore implements EngineStore {
   }
 
   /**
-   * The Map key of a policy and identity: the identity as the stores keep it (a keyed hash, unless
-   * `readableKeys`), after the policy's id and a newline, which no id holds. No prefix or hash tag: the Map is
-   * this process's.
+   * The Map key of a policy and identity: the identity as the stores keep it (a keyed hash of it and the
+   * policy's shape; with `readableKeys`, the shape beside it), after the policy's id and a newline, which no id
+   * holds. No prefix or hash tag: the Map is this process's.
    */
-  private storageKey(policyId: string, identity: string): string {
+  private storageKey(policy: KeyedPolicy, identity: string): string {
+    const stored = this.identities.of(policy.shape, identity);
     // join() builds a flat string; a template literal would keep a tree of its parts alive for every key
-    return [policyId, this.identities.of(identity)].join('\n');
+    return (this.identities.readable ? [policy.id, policy.shape, stored] : [policy.id, stored]).join('\n');
   }
 
   private expired(entry: Entry): boolean {

@@ -44,7 +44,7 @@ export function itemColumns(
   let shadows: boolean[] | null = null;
   let blocks: number[] | null = null;
   items.forEach(({ policy, key, cost = 0, shadow }, i) => {
-    keys.push(identities.key(policy.id, key));
+    keys.push(identities.key(policy, key));
     algos.push(ALGORITHM_CODES[kernelOf(policy)]);
     limits.push(policy.limit);
     if (policy.quota !== undefined) {

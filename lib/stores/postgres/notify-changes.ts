@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 
 import { encodeChanges, type FeedConnection, type FeedEvents, listenOn } from '../store-changes.js';
 import type { RateLimitChangeListener, RateLimitStoreChange, RateLimitStoreChanges } from '../engine-store.js';
-import type { StoredIdentities } from '../storage-key.js';
+import type { KeyedPolicy, StoredIdentities } from '../storage-key.js';
 
 /** A pooled `pg` client, as the listener uses it (the published types name no type of pg's). */
 interface ListeningClient {
@@ -67,8 +67,8 @@ export class PostgresChangeFeed implements RateLimitStoreChanges {
     private readonly identities: StoredIdentities,
   ) {}
 
-  keyOf(key: string): string {
-    return this.identities.of(key);
+  keyOf(policy: KeyedPolicy, key: string): string {
+    return this.identities.of(policy.shape, key);
   }
 
   async announce(changes: readonly RateLimitStoreChange[] | 'everything'): Promise<void> {

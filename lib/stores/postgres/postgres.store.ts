@@ -155,7 +155,7 @@ export class PostgresRateLimitStore implements EngineStore {
    * @internal
    */
   quotaUsage(policy: ResolvedPolicy, key: string, periodStartMs: number): Promise<{ used: number; limit?: number }> {
-    return this.maintenance.quotaUsage(this.identities.key(policy.id, key), periodStartMs);
+    return this.maintenance.quotaUsage(this.identities.key(policy, key), periodStartMs);
   }
 
   async ping(): Promise<unknown> {

@@ -27,7 +27,7 @@ export function slotGroups(
   if (!isCluster) return [items.map((_, i) => i)];
   const groups = new Map<number, number[]>();
   items.forEach(({ policy, key }, i) => {
-    const slot = calculateSlot(identities.key(policy.id, key));
+    const slot = calculateSlot(identities.key(policy, key));
     const group = groups.get(slot);
     if (group === undefined) groups.set(slot, [i]);
     else group.push(i);

@@ -32,7 +32,7 @@ export function requestArgs(
   const args: ItemArgs[] = [];
   const shadowing = op === 'consume' || op === 'check' || op === 'charge';
   for (const { policy, key, cost = 0, shadow, upTo } of items) {
-    keys.push(identities.key(policy.id, key));
+    keys.push(identities.key(policy, key));
     const costField = upTo !== undefined && upTo > cost ? `${cost}${UP_TO_SEPARATOR}${upTo}` : String(cost);
     args.push({ policy: policyArgs(policy, shadowing && shadow === true, clock), cost: costField });
   }

@@ -19,7 +19,7 @@ export const appendedAt = (n: string, values: string): string =>
  * lean_kind(code, p): marks an enforced policy without a block (p from policy_at) as lean. lean_one(key, p,
  * cost, now, slack, out, arg) and lean_items(n, now, slack, out) (the items in LEAN_KEY, LEAN_P, LEAN_COST and
  * LEAN_ARG, the cost's field or nil; distinct keys: lean_request) append the replies and return true, or false
- * having left every key as it was. All-or-nothing as decide_items.
+ * having written nothing. All-or-nothing as decide_items, and a denied request writes nothing.
  */
 export const leanLua = `
 local TWIN = 'twin'
@@ -33,11 +33,11 @@ local function lean_kind(code, p)
     p.epoch = gcra_epoch(p.window)
   end
 end
--- an item's state (a fixed window counts first: fw_lean_count; the others read their key), nil for a layout
--- the lean path leaves to the twins' (for any other kernel: a block)
-local function lean_read(key, p, now, cost, arg)
-  if p.lean == ${FW} then return fw_lean_count(key, p.window, now, cost, arg) end
+-- an item's state (its key read), nil for a layout the lean path leaves to the twins' (for any other kernel: a
+-- block)
+local function lean_read(key, p, now, cost)
   local raw = redis.call('GET', key)
+  if p.lean == ${FW} then return fw_lean_read(raw, p.window, now, cost) end
   if p.lean == ${GCRA} then return gcra_lean_read(raw, now) end
   if not raw then return false end
   if byte(raw, 1) == 33 then return nil end
@@ -50,15 +50,12 @@ local function lean_decide(p, a, b, now, cost)
   local new_st, allowed, remaining, reset, retry = p.algo.step(a, p.limit, p.window, p.cap, now, cost, p.nxt)
   return allowed, remaining, reset, retry, new_st
 end
--- an allowed item's write (what a fixed window's INCRBY left to do), or a denied one's undoing (a fixed
--- window's count; the others wrote nothing)
-local function lean_write(key, p, a, b, c, now, cost, reset, slack, allowed, arg, new_st)
+-- an allowed item's write (a denied one writes nothing)
+local function lean_write(key, p, a, b, c, now, cost, reset, slack, arg, new_st)
+  if cost <= 0 then return end
   if p.lean == ${FW} then
-    if allowed then return fw_lean_settle(key, a, b, c, cost, reset, slack) end
-    return fw_lean_undo(key, c, arg)
-  end
-  if not allowed or cost <= 0 then return end
-  if p.lean == ${GCRA} then
+    fw_lean_write(key, a, b + cost, c, reset, slack, arg)
+  elseif p.lean == ${GCRA} then
     local tat = now * 1000 + a + cost * p.t
     redis.call('SET', key, fmt(tat), 'PX', max(gcra_keep(tat, now, p.window) + slack, 1))
   elseif new_st then
@@ -97,29 +94,16 @@ local function lean_one(key, p, cost, now, slack, out, arg)
 end
 local LEAN_KEY, LEAN_P, LEAN_COST, LEAN_ARG = {}, {}, {}, {}
 local LA, LB, LC, LOK, LREM, LRESET, LRETRY, LNEW = {}, {}, {}, {}, {}, {}, {}, {}
--- all-or-nothing as decide_items: kept only when every item is allowed (a fixed window's count undone
--- otherwise); an allowed item then replies as it stands (its step at cost 0 on the state found)
--- lean_items of fixed windows only (several clock-aligned limits of one request): fw_one's steps, counted
--- first, then kept (settled) or undone together
+-- all-or-nothing as decide_items: every item read and decided before anything is written, and written only
+-- when every item is allowed (a denial writes nothing, not even to take back what an earlier item counted);
+-- an allowed item of a denied request then replies as it stands (its step at cost 0 on the state found)
+-- lean_items of fixed windows only (several clock-aligned limits of one request): fw_one's steps
 local function fw_items(count, now, slack, out)
   local all = true
   for i = 1, count do
-    local p, cost, arg = LEAN_P[i], LEAN_COST[i], LEAN_ARG[i]
-    local v = fw_incrby(LEAN_KEY[i], arg)
-    if v == nil then
-      for j = 1, i - 1 do fw_lean_undo(LEAN_KEY[j], LC[j], LEAN_ARG[j]) end
-      return false
-    end
-    local index, counted, how = floor(now / p.window), 0, FW_NEW
-    if v ~= cost then
-      local old = v - cost
-      local stored = floor(old / FW_SCALE)
-      how = FW_SET
-      if stored >= index then
-        index, counted = stored, old - stored * FW_SCALE
-        if counted + cost < FW_SCALE then how = FW_KEPT end
-      end
-    end
+    local p, cost = LEAN_P[i], LEAN_COST[i]
+    local index, counted, how = fw_lean_read(redis.call('GET', LEAN_KEY[i]), p.window, now, cost)
+    if index == nil then return false end
     LA[i], LB[i], LC[i] = index, counted, how
     if cost > p.limit or counted + cost > p.limit then all = false end
   end
@@ -129,10 +113,9 @@ local function fw_items(count, now, slack, out)
     local limit, window = p.limit, p.window
     if all then
       local reset = (index + 1) * window - now
-      if LC[i] ~= FW_KEPT then fw_lean_settle(LEAN_KEY[i], index, counted, LC[i], cost, reset, slack) end
+      fw_lean_write(LEAN_KEY[i], index, counted + cost, LC[i], reset, slack, LEAN_ARG[i])
       ${appendedAt('n', `${ALLOWED}, limit - counted - cost, reset, 0`)}
     else
-      fw_lean_undo(LEAN_KEY[i], LC[i], LEAN_ARG[i])
       local allowed, remaining, reset, retry = fw_lean_decide(limit, window, index, counted, now, cost)
       if allowed == ${ALLOWED} then
         allowed, remaining, reset = fw_lean_decide(limit, window, index, counted, now, 0)
@@ -153,13 +136,8 @@ local function lean_items(count, now, slack, out)
   local all = true
   for i = 1, count do
     local p, cost = LEAN_P[i], LEAN_COST[i]
-    local a, b, c = lean_read(LEAN_KEY[i], p, now, cost, LEAN_ARG[i])
-    if a == nil then
-      for j = 1, i - 1 do
-        lean_write(LEAN_KEY[j], LEAN_P[j], LA[j], LB[j], LC[j], now, LEAN_COST[j], 0, slack, false, LEAN_ARG[j])
-      end
-      return false
-    end
+    local a, b, c = lean_read(LEAN_KEY[i], p, now, cost)
+    if a == nil then return false end
     LA[i], LB[i], LC[i] = a, b, c
     LOK[i], LREM[i], LRESET[i], LRETRY[i], LNEW[i] = lean_decide(p, a, b, now, cost)
     if LOK[i] ~= ${ALLOWED} then all = false end
@@ -167,7 +145,9 @@ local function lean_items(count, now, slack, out)
   local n = #out
   for i = 1, count do
     local p, cost = LEAN_P[i], LEAN_COST[i]
-    lean_write(LEAN_KEY[i], p, LA[i], LB[i], LC[i], now, cost, LRESET[i], slack, all, LEAN_ARG[i], LNEW[i])
+    if all then
+      lean_write(LEAN_KEY[i], p, LA[i], LB[i], LC[i], now, cost, LRESET[i], slack, LEAN_ARG[i], LNEW[i])
+    end
     if all or LOK[i] ~= ${ALLOWED} then
       ${appendedAt('n', 'LOK[i], LREM[i], LRESET[i], LRETRY[i]')}
     else
@@ -178,9 +158,9 @@ local function lean_items(count, now, slack, out)
   end
   return true
 end
--- whether the request of LEAN_KEY, LEAN_P and LEAN_COST (costs without up-to) takes the lean path: a fixed
--- window's cost of 0 counts nothing (its INCRBY would make a key), one above its limit never fits (read, not
--- counted)
+-- whether the request of LEAN_KEY, LEAN_P and LEAN_COST (costs without up-to) takes the lean path: not a fixed
+-- window's cost of 0 (it writes nothing, where its write would make a key) nor one above its limit (never
+-- fits), which the twins decide
 local function lean_request(count)
   for i = 1, count do
     local p, cost = LEAN_P[i], LEAN_COST[i]

@@ -1,6 +1,6 @@
 import { encodeChanges, listenOn } from '../store-changes.js';
 import type { RateLimitChangeListener, RateLimitStoreChange, RateLimitStoreChanges } from '../engine-store.js';
-import type { StoredIdentities } from '../storage-key.js';
+import type { KeyedPolicy, StoredIdentities } from '../storage-key.js';
 import type { RedisDriver } from './clients/redis-driver.js';
 
 /**
@@ -16,8 +16,8 @@ export class RedisChangeFeed implements RateLimitStoreChanges {
     private readonly identities: StoredIdentities,
   ) {}
 
-  keyOf(key: string): string {
-    return this.identities.of(key);
+  keyOf(policy: KeyedPolicy, key: string): string {
+    return this.identities.of(policy.shape, key);
   }
 
   async announce(changes: readonly RateLimitStoreChange[] | 'everything'): Promise<void> {

@@ -4,6 +4,7 @@ import { quotaPeriodAt } from '../../../lib/algorithms/quota/quota-period.js';
 import { MAX_TAKEN } from '../../../lib/algorithms/token-bucket/token-bucket.js';
 import { validatePolicy } from '../../../lib/index.js';
 import { MAX_LEAD_US } from '../../../lib/policy/emission.js';
+import { maxWaitMs } from '../../../lib/policy/max-wait.js';
 import type { RateLimitPolicy } from '../../../lib/policy/policy.types.js';
 import { limiter } from '../../support/harness.js';
 import { alignedStart, TEST_START_MS } from '../../support/time.js';
@@ -135,29 +136,47 @@ describe('charge: bounded where the count would leave the exact integers', () =>
   const now = TEST_START_MS;
   const huge = Number.MAX_SAFE_INTEGER;
 
-  it('GCRA clamps the lead at MAX_LEAD_US, and keeps a lead already beyond', () => {
+  it('GCRA clamps the lead at the debt cap (one burst owed past the burst), and keeps a lead already beyond', () => {
     const policy = validatePolicy({ algorithm: 'gcra', limit: 10, window: '1s' });
     const clamped = ALGORITHM_STEPS.gcra.charge(undefined, policy, now, huge);
-    expect(clamped).toEqual({ tatUs: now * 1000 + MAX_LEAD_US });
+    // (1 + DEBT_CAP_CAPACITIES) × 10 × 100 ms
+    expect(clamped).toEqual({ tatUs: now * 1000 + 2_000_000 });
     expect(ALGORITHM_STEPS.gcra.charge(clamped, policy, now, 1)).toEqual(clamped);
     // seen from a clock 1 s behind, the lead is past the bound: it stays as it is
     expect(ALGORITHM_STEPS.gcra.charge(clamped, policy, now - 1000, 1)).toEqual(clamped);
-    // the step still decides exactly: the whole lead, less the room of one, to wait
+    // the step still decides exactly: the whole lead, less the room of one, to wait, within maxWaitMs
     const step = ALGORITHM_STEPS.gcra.step(clamped, policy, now, 1);
-    expect(step).toMatchObject({
-      allowed: false,
-      remaining: 0,
-      retryAfterMs: Math.ceil((MAX_LEAD_US - 900_000) / 1000),
+    expect(step).toMatchObject({ allowed: false, remaining: 0, retryAfterMs: 1100 });
+    expect(step.retryAfterMs).toBeLessThanOrEqual(maxWaitMs(policy));
+  });
+
+  it('GCRA clamps the lead at MAX_LEAD_US where the debt cap lies beyond it', () => {
+    const policy = validatePolicy({ algorithm: 'gcra', limit: 1, window: Math.floor(MAX_LEAD_US / 1000) });
+    expect(ALGORITHM_STEPS.gcra.charge(undefined, policy, now, huge)).toEqual({ tatUs: now * 1000 + MAX_LEAD_US });
+  });
+
+  it('the token bucket clamps taken at the debt cap (one capacity owed past the capacity)', () => {
+    const policy = validatePolicy({ algorithm: 'token-bucket', limit: 10, window: '1s' });
+    const clamped = ALGORITHM_STEPS['token-bucket'].charge(undefined, policy, now, huge);
+    // 20 tokens, in units of 1/1000 of a token
+    expect(clamped).toEqual({ taken: 20_000, atMs: now, limit: 10 });
+    expect(ALGORITHM_STEPS['token-bucket'].charge(clamped, policy, now, 1)).toEqual(clamped);
+    const step = ALGORITHM_STEPS['token-bucket'].step(clamped, policy, now, 1);
+    expect(step).toMatchObject({ allowed: false, remaining: 0, retryAfterMs: 1100 });
+    expect(step.retryAfterMs).toBeLessThanOrEqual(maxWaitMs(policy));
+    // a capacity lowered since: what the key owes stays, a charge adds nothing
+    const lowered = validatePolicy({ algorithm: 'token-bucket', limit: 5, window: '1s' });
+    expect(ALGORITHM_STEPS['token-bucket'].charge(clamped, lowered, now, 1)).toEqual({
+      taken: 20_000,
+      atMs: now,
+      limit: 5,
     });
   });
 
-  it('the token bucket clamps taken at MAX_TAKEN', () => {
-    const policy = validatePolicy({ algorithm: 'token-bucket', limit: 10, window: '1s' });
-    expect(ALGORITHM_STEPS['token-bucket'].charge(undefined, policy, now, huge)).toEqual({
-      taken: MAX_TAKEN,
-      atMs: now,
-      limit: 10,
-    });
+  it('the token bucket never takes past MAX_TAKEN: the largest capacity owes at most that', () => {
+    const policy = validatePolicy({ algorithm: 'token-bucket', limit: 1, window: MAX_CHARGED_UNITS });
+    const clamped = ALGORITHM_STEPS['token-bucket'].charge(undefined, policy, now, huge);
+    expect(clamped).toEqual({ taken: MAX_TAKEN, atMs: now, limit: 1 });
   });
 
   it('the counters clamp at MAX_CHARGED_UNITS (the sliding window counter at it / windowMs)', () => {
