@@ -48,11 +48,17 @@ function shapeOf(policy: RateLimitPolicy): string {
   return JSON.stringify([p.algorithm, p.window, p.anchor, p.period, p.timeZone]);
 }
 
-/** A deploy's change of one thing of what makes the shape: the window, the anchor, the algorithm, the calendar. */
-type Change = 'window' | 'anchor' | 'algorithm' | 'calendar';
+/**
+ * A deploy's change of one thing of what makes the shape: the window, the anchor, the algorithm, the calendar;
+ * or a bucket's algorithm alone (token bucket ↔ GCRA at the same window), which keeps the state both read alike.
+ */
+type Change = 'window' | 'anchor' | 'algorithm' | 'calendar' | 'bucket';
 
 function changed(version: RateLimitPolicy, change: Change, other: RateLimitPolicy, window: number): RateLimitPolicy {
   const { algorithm } = version;
+  if (change === 'bucket' && (algorithm === 'token-bucket' || algorithm === 'gcra')) {
+    return { ...version, algorithm: algorithm === 'gcra' ? 'token-bucket' : 'gcra' };
+  }
   if (change === 'algorithm' || (change === 'calendar') !== (algorithm === 'quota')) return other;
   if (version.algorithm === 'quota') {
     // another time zone, or the other period
@@ -76,7 +82,11 @@ export const versionsArb: fc.Arbitrary<ResolvedPolicy[]> = fc
   .tuple(
     versionArb,
     fc.array(
-      fc.tuple(fc.constantFrom<Change>('window', 'window', 'anchor', 'algorithm', 'calendar'), versionArb, windowArb),
+      fc.tuple(
+        fc.constantFrom<Change>('window', 'window', 'anchor', 'algorithm', 'calendar', 'bucket', 'bucket'),
+        versionArb,
+        windowArb,
+      ),
       { minLength: 1, maxLength: 2 },
     ),
   )
