@@ -30,8 +30,9 @@ describe("an operator's FLUSHALL, on Redis", () => {
     }
   });
 
+  // On the memory store: a start that fails leaves no connection of the module's to close.
   it('rejects a denyCacheMs that is not an integer >= 0, naming the option', async () => {
-    await expect(versionOf(policy, { ...storeOptions('redis', servers), denyCacheMs: -1 })).rejects.toThrow(
+    await expect(versionOf(policy, { ...storeOptions('memory', servers), denyCacheMs: -1 })).rejects.toThrow(
       'option "denyCacheMs" must be an integer >= 0 (ms; 0 asks the store every time), got -1',
     );
   });
