@@ -285,7 +285,7 @@ export class DecisionEngine {
    */
   private decided(evaluation: Evaluation): Evaluation {
     const { items } = evaluation;
-    this.overlong.check(items, evaluation.decisions);
+    this.overlong.check(evaluation.decisions);
     const decisions = withConcurrencyWaits(items, evaluation.decisions);
     if (this.metrics !== undefined) {
       for (const item of slotsTaken(items, decisions)) this.metrics.slots(item.policy.name, 1);

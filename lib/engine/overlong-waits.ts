@@ -1,6 +1,6 @@
 import type { RateLimitMetrics } from '../metrics/otel-metrics.js';
 import { MAX_CLOCK_SKEW_MS } from '../policy/max-wait.js';
-import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
+import type { RateLimitDecision } from '../policy/policy.types.js';
 import { overlongWait } from '../stores/decisions.js';
 import type { Logger } from '../util/logger.js';
 
@@ -19,12 +19,12 @@ export class OverlongWaits {
     private readonly metrics: () => RateLimitMetrics | undefined,
   ) {}
 
-  /** Looks at the decisions of `items`, in their order. */
-  check(items: readonly { policy: ResolvedPolicy }[], decisions: readonly RateLimitDecision[]): void {
-    for (const [i, decision] of decisions.entries()) {
+  /** Looks at the decisions of a store call. */
+  check(decisions: readonly RateLimitDecision[]): void {
+    for (const decision of decisions) {
       const askedMs = overlongWait(decision);
       if (askedMs === undefined || askedMs - decision.retryAfterMs <= MAX_CLOCK_SKEW_MS) continue;
-      const policy = items[i]?.policy.name ?? decision.policy;
+      const { policy } = decision;
       this.metrics()?.overlongWait(policy);
       if (this.warned.has(policy)) continue;
       this.warned.add(policy);

@@ -26,17 +26,17 @@ export function decisionsFromReply(
     const granted = allowed === REPLY.allowed && upTo !== undefined && op === 'consume' ? retry : 0;
     const retryAfterMs = retry === NEVER_FITS ? Infinity : granted > 0 ? 0 : retry;
     const step = { allowed: allowed === REPLY.allowed, remaining, resetMs, retryAfterMs };
+    const units = op === 'consume' ? cost : 1;
     // A block of RateLimitService.block waits what the service set, any length: never bounded here. A policy
     // with a block of its own answers the longer of its step's wait and the block, which its longest wait
     // covers (maxWaitMs), as the in-process stores bound the step's wait before they add the block; a key
     // under a service block longer than that is then answered with the policy's longest wait, and stays blocked.
-    if (allowed === REPLY.blocked) {
-      const units = op === 'consume' ? cost : 1;
-      const bounded =
-        policy.blockMs === undefined ? unboundedDecision(policy, step, units) : toDecision(policy, step, units);
-      return { ...bounded, blocked: true };
-    }
-    const decision = toDecision(policy, step, op === 'consume' ? cost : 1);
+    const blocked = allowed === REPLY.blocked;
+    const decision =
+      blocked && policy.blockMs === undefined
+        ? unboundedDecision(policy, step, units)
+        : toDecision(policy, step, units);
+    if (blocked) decision.blocked = true;
     if (granted > 0) decision.granted = granted;
     return decision;
   });

@@ -76,9 +76,9 @@ describe('OverlongWaits', () => {
     const counted: string[] = [];
     const metrics = { overlongWait: (p: string) => counted.push(p) } as unknown as RateLimitMetrics;
     const waits = new OverlongWaits(logger, () => metrics);
-    waits.check([{ policy }], [decided(10_000 + MAX_CLOCK_SKEW_MS)]); // within the skew: not reported
-    waits.check([{ policy }], [decided(40_000)]);
-    waits.check([{ policy }], [decided(40_000)]);
+    waits.check([decided(10_000 + MAX_CLOCK_SKEW_MS)]); // within the skew: not reported
+    waits.check([decided(40_000)]);
+    waits.check([decided(40_000)]);
     expect(counted).toEqual(['skewed', 'skewed']);
     expect(logger.warnings).toHaveLength(1);
     expect(logger.warnings[0]).toContain('policy skewed: the store asked for a wait of 40000 ms');
