@@ -1,3 +1,5 @@
+import { availableParallelism } from 'node:os';
+
 import { SLOW, SLOW_PROJECT } from './test/provision/tiers.mjs';
 
 /** Jest runs the TypeScript sources as native ES modules (Nest 12 is ESM only). */
@@ -34,6 +36,9 @@ const servers = {
  */
 export default {
   testTimeout: 30000,
+  // Jest's default, one worker fewer than the cores, is one on 2 cores: every file in sequence, while most of them
+  // wait on servers, processes and sockets rather than compute. Two workers at least; more where there are cores.
+  maxWorkers: Math.max(2, availableParallelism() - 1),
   projects: [
     {
       ...common,
