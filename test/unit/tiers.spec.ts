@@ -36,6 +36,15 @@ describe('the tiers of the suite', () => {
     expect(files.map((file) => ({ file, tiers: tiersOf(file) })).filter(({ tiers }) => tiers.length !== 1)).toEqual([]);
   });
 
+  it('runs each consumer app of test/consumers in a spec file of its own', () => {
+    const apps = readdirSync(join(ROOT, 'test', 'consumers'), { withFileTypes: true })
+      .filter((entry) => entry.isDirectory() && /^(nest|contexts-nest)\d+/.test(entry.name))
+      .map((entry) => entry.name);
+    expect(apps.length).toBeGreaterThanOrEqual(7);
+    const spec = (app: string) => `test/consumers/${app.startsWith('nest') ? 'consumers-' : ''}${app}.spec.ts`;
+    expect(apps.filter((app) => !files.includes(spec(app)))).toEqual([]);
+  });
+
   it('has a slow tier of the files of SLOW, each naming files that exist', () => {
     expect(TIERS.slow.paths).toEqual(SLOW);
     for (const path of SLOW) expect([path, files.some((file) => within(path, file))]).toEqual([path, true]);
