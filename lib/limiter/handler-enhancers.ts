@@ -3,7 +3,6 @@ import {
   type CanActivate,
   Catch,
   type ExceptionFilter,
-  type ExecutionContext,
   type NestInterceptor,
   UseFilters,
   UseGuards,
