@@ -75,6 +75,11 @@ export class InvocationStateError extends Error {
  * its charges (outcome and settlement). Kept on the invocation object under one private symbol; guards,
  * interceptors and the exception filter reach it through `of`/`find` and change it only through its methods,
  * each of which throws on a transition its state does not allow.
+ *
+ * The reservation scope of RateLimitService.reserve() (service/reservation-scopes.ts) is not kept here: it
+ * belongs to the HTTP request, not to one invocation. The server's 'request' listener makes it on Node's
+ * request before Nest makes any ExecutionContext, the response's close ends it, and middleware and every
+ * resolver of a GraphQL operation share it; service/ also imports nothing of limiter/.
  */
 export class Invocation {
   private current: InvocationState = 'new';
