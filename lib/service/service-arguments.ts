@@ -14,10 +14,10 @@ export class ServiceArguments {
 
   constructor(private readonly planner: RoutePlanner) {}
 
-  /** A policy given to the service; a limit that is a function of the request is refused (but for usage). */
-  policy(policy: RateLimitPolicy | string, forUsage = false): ResolvedPolicy {
+  /** A policy the service decides on: one whose limit is a function of the request is refused (lookup takes it). */
+  policy(policy: RateLimitPolicy | string): ResolvedPolicy {
     const resolved = this.lookup(policy);
-    if (!forUsage && (Number.isNaN(resolved.limit) || Number.isNaN(resolved.capacity))) {
+    if (Number.isNaN(resolved.limit) || Number.isNaN(resolved.capacity)) {
       const field = Number.isNaN(resolved.limit) ? 'limit' : 'burst';
       throw new RateLimitPolicyError(
         `has a ${field} that depends on the request; RateLimitService needs a number: pass the policy object with a numeric ${field} (the same name shares the state)`,
@@ -75,6 +75,17 @@ export class ServiceArguments {
       });
     }
     return key;
+  }
+
+  /** A duration (of a block): a whole number of milliseconds >= 1. */
+  duration(durationMs: unknown, policy: ResolvedPolicy): number {
+    if (typeof durationMs !== 'number' || !Number.isSafeInteger(durationMs) || durationMs < 1) {
+      throw new RateLimitPolicyError(
+        `durationMs must be a whole number of milliseconds >= 1, got ${JSON.stringify(durationMs)}`,
+        { policy: policy.name, field: 'durationMs', where: 'RateLimitService' },
+      );
+    }
+    return durationMs;
   }
 
   /** A cost or an amount: a non-negative integer. */

@@ -2,7 +2,7 @@ import { jest } from '@jest/globals';
 
 import { MemoryRateLimitStore, RateLimitPolicyError, validatePolicy } from '../../lib/index.js';
 import { DecisionEngine } from '../../lib/engine/decision-engine.js';
-import { ServiceCalls } from '../../lib/engine/service-calls.js';
+import { ServiceCalls } from '../../lib/service/service-calls.js';
 import type { ResolvedPolicy } from '../../lib/policy/policy.types.js';
 import type { RateLimitStore, RateLimitStoreItem } from '../../lib/stores/rate-limit-store.js';
 import { FakeClock } from '../../lib/testing/index.js';

@@ -1,10 +1,10 @@
+import type { DecisionEngine } from '../engine/decision-engine.js';
+import { withConcurrencyWaits } from '../engine/slot-wait.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
-import type { RateLimitStoreItem } from '../stores/rate-limit-store.js';
 import type { EngineStore } from '../stores/engine-store.js';
+import type { RateLimitStoreItem } from '../stores/rate-limit-store.js';
 import { elementAt } from '../util/element-at.js';
-import type { DecisionEngine } from './decision-engine.js';
-import { withConcurrencyWaits } from './slot-wait.js';
 
 /**
  * RateLimitService's store operations outside decisions (peek, usage, reset, block, refund, charge, resetAll) on the
