@@ -8,8 +8,8 @@ import type { RateLimitStore, RateLimitStoreItem } from '../../lib/stores/rate-l
 import { FakeClock } from '../../lib/testing/index.js';
 import { TEST_START_MS } from '../support/time.js';
 
-// The engine's path of a charge (ServiceCalls.charge, which RateLimitService's settle takes as refund() takes
-// change()): the store's charge() under its breaker, or a clear refusal before the store is asked.
+// RateLimitService's path of a charge (ServiceCalls.charge, which its settle takes as refund() takes change()):
+// the store's charge() under its breaker, or a clear refusal before the store is asked.
 
 const quiet = { log() {}, warn() {}, error() {} };
 
