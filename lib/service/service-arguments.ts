@@ -3,7 +3,6 @@ import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import type { RateLimitPolicy, ResolvedPolicy } from '../policy/policy.types.js';
 import { validatePolicy } from '../policy/validate-policy.js';
 import { checkCost } from '../policy/value-checks.js';
-import type { RateLimitStore } from '../stores/rate-limit-store.js';
 
 /** How many declared names an error about an undeclared one lists. */
 const DECLARED_NAMES_SHOWN = 20;
@@ -125,21 +124,4 @@ function unscoped(policy: ResolvedPolicy): ResolvedPolicy {
     "has scope 'route': each route has its own budget; name the route's, as 'name@Class.method'",
     { policy: policy.name, field: 'scope', where: 'RateLimitService' },
   );
-}
-
-/** A store's block and unblock, or an error naming the store that has none (a custom store). */
-export function blockOn(
-  store: RateLimitStore,
-  policy: ResolvedPolicy,
-): Required<Pick<RateLimitStore, 'block' | 'unblock'>> {
-  if (store.block === undefined || store.unblock === undefined) {
-    throw new RateLimitPolicyError(
-      `the store (${store.constructor.name}) cannot block keys: it has no block()/unblock()`,
-      {
-        policy: policy.name,
-        where: 'RateLimitService',
-      },
-    );
-  }
-  return { block: store.block.bind(store), unblock: store.unblock.bind(store) };
 }

@@ -119,6 +119,38 @@ export class ServiceCalls {
   }
 
   /**
+   * Blocks the items' keys for `durationMs` (RateLimitService.block), as change() runs a refund; a store without
+   * block() is refused before it is asked (not a store failure: the breaker does not count it, onError is not
+   * told), with an error naming it.
+   */
+  async block(
+    items: readonly { policy: ResolvedPolicy; key: string }[],
+    durationMs: number,
+    policy: ResolvedPolicy,
+  ): Promise<void> {
+    const block = this.blocking(policy).block;
+    await this.change(items, () => block(items, durationMs), policy);
+  }
+
+  /** Lifts the items' blocks (RateLimitService.unblock), as block() sets them. */
+  async unblock(items: readonly { policy: ResolvedPolicy; key: string }[], policy: ResolvedPolicy): Promise<void> {
+    const unblock = this.blocking(policy).unblock;
+    await this.change(items, () => unblock(items), policy);
+  }
+
+  /** The block and unblock of `policy`'s store, or an error naming the store that has none (a custom store). */
+  private blocking(policy: ResolvedPolicy): Required<Pick<EngineStore, 'block' | 'unblock'>> {
+    const store = this.engine.storeOf(policy);
+    if (store.block === undefined || store.unblock === undefined) {
+      throw new RateLimitPolicyError(
+        `the store (${store.constructor.name}) cannot block keys: it has no block()/unblock()`,
+        { policy: policy.name, where: 'RateLimitService' },
+      );
+    }
+    return { block: store.block.bind(store), unblock: store.unblock.bind(store) };
+  }
+
+  /**
    * Removes all state of the module from each store it uses (RateLimitService.resetAll), then makes every
    * instance's cache of denials forget; resolves with the number of keys or rows removed.
    */

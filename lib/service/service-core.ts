@@ -10,7 +10,7 @@ import { AcquireQueues } from './acquire-queue.js';
 import { quotaUsage } from './quota-usage.js';
 import { type RateLimitReservation, Reservation, type ReservationStore, type ReservedItem } from './reservation.js';
 import type { ReservationScopes } from './reservation-scopes.js';
-import { blockOn, checkActuals, ServiceArguments } from './service-arguments.js';
+import { checkActuals, ServiceArguments } from './service-arguments.js';
 import { ServiceCalls } from './service-calls.js';
 
 /** An item of consumeMany and reserve: a policy (or its name), the key, and the cost (default 1). */
@@ -127,12 +127,12 @@ export class ServiceCore {
   async block(policy: RateLimitPolicy | string, key: string, durationMs: number): Promise<void> {
     const item = this.one(policy, key, true);
     const checked = this.args.duration(durationMs, item.policy);
-    await this.calls.change([item], (store) => blockOn(store, item.policy).block([item], checked), item.policy);
+    await this.calls.block([item], checked, item.policy);
   }
 
   async unblock(policy: RateLimitPolicy | string, key: string): Promise<void> {
     const item = this.one(policy, key, true);
-    await this.calls.change([item], (store) => blockOn(store, item.policy).unblock([item]), item.policy);
+    await this.calls.unblock([item], item.policy);
   }
 
   resetAll(): Promise<number> {
