@@ -15,8 +15,8 @@ import { RateLimiter } from './rate-limiter.js';
 @Injectable()
 export class RateLimitService implements OnModuleDestroy {
   /**
-   * Does the work (lib/service/); this class gives it to Nest's injection. Its methods stay async so that a bad
-   * argument, which the core throws, rejects the returned promise as before.
+   * Does the work (lib/service/); this class gives it to Nest's injection. Its methods are async so that a bad
+   * argument, which the core throws, rejects the promise they return rather than throwing.
    */
   private readonly core: ServiceCore;
 
