@@ -2,29 +2,15 @@ import type { INestApplication } from '@nestjs/common';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { Test } from '@nestjs/testing';
 
-import {
-  MemoryRateLimitStore,
-  RateLimitModule,
-  RateLimitPolicyError,
-  RateLimitService,
-  type RateLimitStore,
-  type RateLimitStoreItem,
-} from '../../lib/index.js';
+import { MemoryRateLimitStore, RateLimitModule, RateLimitPolicyError, RateLimitService } from '../../lib/index.js';
+import { FailingStore } from '../support/failing-store.js';
 
 // Regression: RateLimitService.block() and unblock() on a store without block()/unblock() (a store of the user's,
 // written from the public contract) refused inside the store call, so the refusal counted as a failure of the
 // store: it went to onError as one, and five of them in a row opened the store's circuit breaker, after which
 // every request met its fail mode though the store answered. charge() already refused before the store was
-// asked; block() and unblock() now do too.
-
-/** A store of a user's with the four required operations only: the memory store's. */
-class ContractOnlyStore implements RateLimitStore {
-  constructor(private readonly inner: MemoryRateLimitStore) {}
-  consume = (items: readonly RateLimitStoreItem[]) => this.inner.consume(items);
-  peek = (items: readonly Omit<RateLimitStoreItem, 'cost'>[]) => this.inner.peek(items);
-  refund = (items: readonly RateLimitStoreItem[]) => this.inner.refund(items);
-  reset = (items: readonly Omit<RateLimitStoreItem, 'cost'>[]) => this.inner.reset(items);
-}
+// asked; block() and unblock() now do too. The store here is FailingStore, always answering: the four required
+// operations of a remote store, under the module's breaker.
 
 describe('regression: block() on a store without block() counted as a store failure', () => {
   let app: INestApplication;
@@ -35,7 +21,7 @@ describe('regression: block() on a store without block() counted as a store fail
     const moduleRef = await Test.createTestingModule({
       imports: [
         RateLimitModule.forRoot({
-          store: new ContractOnlyStore(new MemoryRateLimitStore()),
+          store: new FailingStore(new MemoryRateLimitStore()),
           defaults: [{ name: 'per-key', algorithm: 'fixed-window', limit: 10, window: '1m' }],
           onError: (error, policy) => errors.push(`${policy}: ${error.message}`),
         }),
@@ -51,7 +37,7 @@ describe('regression: block() on a store without block() counted as a store fail
     for (let i = 0; i < 6; i++) {
       await expect(service.block('per-key', 'k', 1000)).rejects.toThrow(RateLimitPolicyError);
       await expect(service.unblock('per-key', 'k')).rejects.toThrow(
-        'the store (ContractOnlyStore) cannot block keys: it has no block()/unblock()',
+        'the store (FailingStore) cannot block keys: it has no block()/unblock()',
       );
     }
     expect(errors).toEqual([]);
