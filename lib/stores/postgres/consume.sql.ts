@@ -50,7 +50,7 @@ const earlierEntryPoint = (
   p_blocks bigint[]) RETURNS text
 LANGUAGE sql AS $fn$
   SELECT ${S}.rate_limit_consume_v4(p_slack, p_single, p_algo, p_nows, p_rounds, p_reqs, p_keys, p_algos, p_lims,
-    p_ws, p_caps, p_costs, p_shadows, p_blocks)
+    p_ws, p_caps, p_costs, p_shadows, p_blocks, false)
 $fn$;
 `;
 
@@ -59,7 +59,7 @@ $fn$;
  * arrive while its statements are busy). Each request is decided as consumeAll decides it; requests are decided
  * in their order, in rounds: the store puts a request that shares a key with an earlier one in a later round,
  * and each round is one statement (consumeStatementSql); a call of one item is that statement for one item
- * (rl_consume_item_v4). A request with two items on one key goes to rate_limit_v4().
+ * (rl_consume_item_v4). Every consume of the store comes here: one SQL path.
  *   p_slack     ms added to every row's expiry
  *   p_single    whether every request has one item
  *   p_algo      the code of every item's algorithm when they share one, else 0
@@ -69,6 +69,8 @@ $fn$;
  *   p_keys, p_algos, p_lims, p_ws, p_caps, p_costs: per item, as for rate_limit_v4()
  *   p_shadows   per item, whether it is a shadow item; NULL (the array) when none is
  *   p_blocks    per item, the block in ms that a denial of it starts (0: none); NULL (the array) when none has
+ *   p_repeated  whether a request holds a key more than once: its items on the key then decide one after the
+ *               other (consumeStatementSql's `repeated`, for items of any algorithm; p_algo and p_single unused)
  * Returns "allowed,remaining,reset_ms,retry_ms" per item (allowed 2: denied and blocked), joined by commas, in
  * item order.
  * Per-key transaction-level advisory locks, taken in key order (as 0.1.0 takes them, so that its instances and
@@ -81,7 +83,7 @@ $fn$;
 export const consumeSql = (S: string): string => `${consumeItemSql(S)}
 CREATE OR REPLACE FUNCTION ${S}.rate_limit_consume_v4(p_slack bigint, p_single boolean, p_algo int, p_nows bigint[],
   p_rounds int[], p_reqs int[], p_keys text[], p_algos int[], p_lims bigint[], p_ws bigint[], p_caps bigint[],
-  p_costs bigint[], p_shadows boolean[], p_blocks bigint[]) RETURNS text
+  p_costs bigint[], p_shadows boolean[], p_blocks bigint[], p_repeated boolean) RETURNS text
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $fn$
 DECLARE
   db_now bigint;
@@ -97,7 +99,9 @@ BEGIN
   END IF;
   PERFORM pg_advisory_xact_lock(hashtextextended(u, 0)) FROM unnest(p_keys) AS u ORDER BY u;
   FOR rnd IN 1..cardinality(p_rounds) LOOP
-    IF p_single THEN
+    IF p_repeated THEN
+${consumeStatementSql(S, { algo: null, single: false, repeated: true, items: ROUND_ITEMS, into: 'part' })}
+    ELSIF p_single THEN
 ${byAlgorithm(S, { single: true, items: ROUND_ITEMS, into: 'part' })}
     ELSE
 ${byAlgorithm(S, { single: false, items: ROUND_ITEMS, into: 'part' })}
@@ -114,6 +118,6 @@ CREATE OR REPLACE FUNCTION ${S}.rate_limit_consume(p_slack bigint, p_single bool
   p_costs bigint[]) RETURNS text
 LANGUAGE sql AS $fn$
   SELECT ${S}.rate_limit_consume_v4(p_slack, p_single, p_algo, p_nows, p_rounds, p_reqs, p_keys, p_algos, p_lims,
-    p_ws, p_caps, p_costs, NULL, NULL)
+    p_ws, p_caps, p_costs, NULL, NULL, false)
 $fn$;
 `;

@@ -111,8 +111,6 @@ export class PostgresRateLimitStore implements EngineStore {
     if (items.length === 0) return [];
     const now = this.now();
     const columns = itemColumns(items, this.identities, now);
-    // Two items on one key decide one after the other: the general function does that.
-    if (items.length > 1 && new Set(columns.keys).size < items.length) return this.decide('consume', items);
     return decisionsFromReply('consume', items, await this.batcher.consume(columns, now, call), 'PostgreSQL');
   }
 
@@ -178,10 +176,7 @@ export class PostgresRateLimitStore implements EngineStore {
     this.pruner = undefined;
   }
 
-  private async decide(
-    op: 'consume' | 'peek' | 'refund',
-    items: readonly StoreCallItem[],
-  ): Promise<RateLimitDecision[]> {
+  private async decide(op: 'peek' | 'refund', items: readonly StoreCallItem[]): Promise<RateLimitDecision[]> {
     if (items.length === 0) return [];
     return decisionsFromReply(op, items, await this.run(op, items), 'PostgreSQL');
   }

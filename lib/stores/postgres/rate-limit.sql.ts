@@ -75,6 +75,8 @@ const OBSOLETE_FUNCTIONS = [
   'rl_algo_refunded_v3(int, text, bigint, bigint, bigint, bigint, bigint)',
   'rl_standing_v3(int, text, bigint, bigint, bigint, bigint, bigint)',
   'rl_consume_item_v3(bigint, int, bigint, text, bigint, bigint, bigint, bigint, boolean, bigint)',
+  // before every consume went through it
+  'rate_limit_consume_v4(bigint, boolean, int, bigint[], int[], int[], text[], int[], bigint[], bigint[], bigint[], bigint[], boolean[], bigint[])',
 ];
 
 /**

@@ -60,5 +60,6 @@ export function statementValues(ordered: readonly Consume[], rounds: number[], s
   const [first] = algos;
   const algo = first !== undefined && algos.every((a) => a === first) ? first : 0;
   const single = reqs.length === ordered.length;
-  return [slackMs, single, algo, storeClock ? null : nows, rounds, reqs, ...concatenated, shadows, blocks];
+  const repeated = ordered.some(({ columns: { keys } }) => keys.length > 1 && new Set(keys).size < keys.length);
+  return [slackMs, single, algo, storeClock ? null : nows, rounds, reqs, ...concatenated, shadows, blocks, repeated];
 }

@@ -4,12 +4,12 @@ import type { PgPool } from '../client-types.js';
 
 import { columnArrays, type ItemColumns } from './item-columns.js';
 
-/** The operations of rate_limit_v4. */
-export type Operation = 'consume' | 'peek' | 'refund' | 'reset' | 'block' | 'unblock';
+/** The operations of rate_limit_v4 that the store sends (a consume goes to rate_limit_consume_v4). */
+export type Operation = 'peek' | 'refund' | 'reset' | 'block' | 'unblock';
 
 /**
  * The store's decision statements on its schema (`S`, quoted), each a named statement, parsed and planned
- * once per connection rather than at every decision: rate_limit_consume_v4 for the batcher's consumes,
+ * once per connection rather than at every decision: rate_limit_consume_v4 for every consume (through the batcher),
  * rate_limit_charge_v4 for charges, and rate_limit_v4 for everything else.
  */
 export class PostgresStatements {
@@ -29,7 +29,7 @@ export class PostgresStatements {
     this.pool = pool as unknown as Pool;
     this.consumeStatement = {
       name: `nest-rate-limit:consume:v2:${schema}`,
-      text: `SELECT ${S}.rate_limit_consume_v4($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) AS r`,
+      text: `SELECT ${S}.rate_limit_consume_v4($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) AS r`,
     };
     this.operationStatement = {
       name: `nest-rate-limit:v2:${schema}`,
@@ -59,17 +59,9 @@ export class PostgresStatements {
 
   /** One rate_limit_v4 call of `op` on the items' columns at `now` (null: the database's clock): its reply. */
   async operation(op: Operation, columns: ItemColumns, now: number | null): Promise<unknown> {
-    const consume = op === 'consume';
     const result = await this.pool.query<{ r: string[] }>({
       ...this.operationStatement,
-      values: [
-        op,
-        now,
-        this.ttlSlackMs,
-        ...columnArrays(columns),
-        consume ? columns.shadows : null,
-        consume ? columns.blocks : null,
-      ],
+      values: [op, now, this.ttlSlackMs, ...columnArrays(columns), null, null],
     });
     return result.rows[0]?.r;
   }
