@@ -9,7 +9,7 @@ import {
   startsBlockSql,
   type ConsumedItem,
 } from './all-or-nothing.sql.js';
-import { decisionReply, replyText, standingReply } from './reply.sql.js';
+import { decisionReply, standingReply } from './reply.sql.js';
 import { newestPeriodSql } from './state-rows.sql.js';
 
 const QUOTA = ALGORITHM_CODES.quota;
@@ -48,7 +48,7 @@ export interface ConsumeStatement {
 }
 
 /**
- * The consume statement, one template for the rounds of rate_limit_consume_v4 and for its single-item call
+ * The consume statement, one template for the rounds of rate_limit_consume and for its single-item call
  * (consume.sql.ts): a set-based statement that reads every key of its items (a key appears once in them), decides each item through the algorithms' inlined SQL twins, and writes what the requests allowed consumed, by the all-or-nothing rule
  * (all-or-nothing.sql.ts): a request is allowed when every enforced item is (a shadow item never denies the
  * others), and then writes its allowed items; a denied request writes nothing, and reports its other items as
@@ -122,7 +122,7 @@ export function consumeStatementSql(
           ${passesSql(consumedItem('c', 'x'))} AS passes,
           ${single ? letsThroughSql(consumedItem('c', 'x')) : `bool_and(${letsThroughSql(consumedItem('c', 'x'))}) OVER (PARTITION BY c.req)`} AS all_ok
         FROM (${read}) c
-        CROSS JOIN LATERAL ${S}.rl_algo_decision_v4(${algo ?? 'c.a'}, c.st, c.lim, c.w, c.cap, c.now_ms, c.cost) x) r
+        CROSS JOIN LATERAL ${S}.rl_algo_decision(${algo ?? 'c.a'}, c.st, c.lim, c.w, c.cap, c.now_ms, c.cost) x) r
     )`;
   return `
     ${decided}${written
@@ -134,7 +134,6 @@ export function consumeStatementSql(
       { blocks: 'd.blocks', requestAllowed: 'd.all_ok', passes: 'd.passes' },
       decisionReply('d'),
       standingReply('d.remaining_now', 'd.reset_now'),
-      replyText,
     )}, ',' ORDER BY d.i)
     INTO ${into} FROM decided d;`;
 }
@@ -149,7 +148,7 @@ export function consumeStatementSql(
  */
 function repeatedSql(S: string, read: string): string {
   const decision = (item: string, state: string) =>
-    `${S}.rl_algo_decision_v4(${item}.a, ${state}, ${item}.lim, ${item}.w, ${item}.cap, ${item}.now_ms, ${item}.cost)`;
+    `${S}.rl_algo_decision(${item}.a, ${state}, ${item}.lim, ${item}.w, ${item}.cap, ${item}.now_ms, ${item}.cost)`;
   const kept = 'i, req, k, a, lim, cost, now_ms, sh, bl, st, until_ms, w, cap, o';
   const of = (row: string) =>
     kept

@@ -41,8 +41,8 @@ const CONSUMES_IN_FLIGHT = 2;
  * transaction locks, so it is atomic under concurrency, and a consume writes only when every enforced policy
  * allows (and the block that a denial starts, in the same statement). Consumes that arrive while the store's
  * statements are busy go out together, one statement deciding many requests
- * (`SELECT rate_limit_consume_v4(...)`); peek, refund, reset, block and unblock go through
- * `SELECT rate_limit_v4(...)`, a charge through `SELECT rate_limit_charge_v4(...)`. Rows carry their expiry, are never read once expired, and are deleted in the
+ * (`SELECT rate_limit_consume(...)`, every consume); peek, refund, charge, reset, block and unblock go through
+ * `SELECT rate_limit(...)`. Rows carry their expiry, are never read once expired, and are deleted in the
  * background in small batches.
  * @example const store = new PostgresRateLimitStore({ pool: new Pool({ connectionString }) }); await store.migrate();
  */
@@ -96,9 +96,8 @@ export class PostgresRateLimitStore implements EngineStore {
   }
 
   /**
-   * Creates the schema, tables and functions, or brings an earlier version's up to date: safe to run at every
-   * start, from many processes at once, and beside instances of earlier versions (migrateSchema in
-   * schema-migration.ts says how).
+   * Creates the schema, tables and functions: safe to run at every start, from many processes at once, and
+   * beside instances of other versions (migrateSchema in schema-migration.ts says how).
    */
   migrate(): Promise<void> {
     return migrateSchema(this.pool, this.schema);
@@ -122,13 +121,14 @@ export class PostgresRateLimitStore implements EngineStore {
     return this.decide('refund', items);
   }
 
-  /** Takes each item's cost without deciding, past the limit: one rate_limit_charge_v4 statement. */
+  /** Takes each item's cost without deciding, past the limit (a shadow item's: nothing): one statement. */
   async charge(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
     checkChargeable(items);
-    if (items.length === 0) return [];
-    const now = this.now();
-    const reply = await this.statements.charge(itemColumns(items, this.identities, now), now);
-    return decisionsFromReply('charge', items, reply, 'PostgreSQL');
+    // a charge replies as a peek of each key afterwards, whatever the cost (decisionsFromReply)
+    return this.decide(
+      'charge',
+      items.map((item) => (item.shadow === true ? { ...item, cost: 0 } : item)),
+    );
   }
 
   async reset(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<void> {
@@ -176,7 +176,10 @@ export class PostgresRateLimitStore implements EngineStore {
     this.pruner = undefined;
   }
 
-  private async decide(op: 'peek' | 'refund', items: readonly StoreCallItem[]): Promise<RateLimitDecision[]> {
+  private async decide(
+    op: 'peek' | 'refund' | 'charge',
+    items: readonly StoreCallItem[],
+  ): Promise<RateLimitDecision[]> {
     if (items.length === 0) return [];
     return decisionsFromReply(op, items, await this.run(op, items), 'PostgreSQL');
   }

@@ -32,7 +32,7 @@ export function inRounds<T extends Consume>(batch: T[]): { ordered: T[]; rounds:
   return { ordered: byRound.flat(), rounds };
 }
 
-/** The values of one rate_limit_consume_v4 call, in the order of its parameters. */
+/** The values of one rate_limit_consume call, in the order of its parameters. */
 export function statementValues(ordered: readonly Consume[], rounds: number[], slackMs: number): unknown[] {
   const nows: (number | null)[] = [];
   const reqs: number[] = [];
