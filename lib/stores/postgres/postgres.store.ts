@@ -2,7 +2,7 @@ import type { Pool } from 'pg';
 
 import { type Clock, systemClock } from '../../util/clock.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../../policy/policy.types.js';
-import { checkChargeable } from '../consume-all.js';
+import { DecidingStore } from '../deciding-store.js';
 import { decisionsFromReply } from '../decisions.js';
 import type { RateLimitStoreItem } from '../rate-limit-store.js';
 import type {
@@ -46,7 +46,7 @@ const CONSUMES_IN_FLIGHT = 2;
  * background in small batches.
  * @example const store = new PostgresRateLimitStore({ pool: new Pool({ connectionString }) }); await store.migrate();
  */
-export class PostgresRateLimitStore implements EngineStore {
+export class PostgresRateLimitStore extends DecidingStore implements EngineStore {
   private readonly pool: Pool;
   /**
    * Changes outside decisions, announced with NOTIFY to every instance; the listener keeps one connection of
@@ -65,6 +65,7 @@ export class PostgresRateLimitStore implements EngineStore {
   private pruner: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: PostgresRateLimitStoreOptions) {
+    super();
     if (options?.pool === undefined)
       throw new TypeError('nest-rate-limit: PostgresRateLimitStore needs `pool`, a pg Pool');
     // pg's own types inside (a devDependency); the options name only the structural PgPool.
@@ -113,24 +114,6 @@ export class PostgresRateLimitStore implements EngineStore {
     return decisionsFromReply('consume', items, await this.batcher.consume(columns, now, call), 'PostgreSQL');
   }
 
-  peek(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<RateLimitDecision[]> {
-    return this.decide('peek', items);
-  }
-
-  refund(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
-    return this.decide('refund', items);
-  }
-
-  /** Takes each item's cost without deciding, past the limit (a shadow item's: nothing): one statement. */
-  async charge(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
-    checkChargeable(items);
-    // a charge replies as a peek of each key afterwards, whatever the cost (decisionsFromReply)
-    return this.decide(
-      'charge',
-      items.map((item) => (item.shadow === true ? { ...item, cost: 0 } : item)),
-    );
-  }
-
   async reset(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<void> {
     if (items.length > 0) await this.run('reset', items);
   }
@@ -176,12 +159,14 @@ export class PostgresRateLimitStore implements EngineStore {
     this.pruner = undefined;
   }
 
-  private async decide(
+  protected async decide(
     op: 'peek' | 'refund' | 'charge',
     items: readonly StoreCallItem[],
   ): Promise<RateLimitDecision[]> {
     if (items.length === 0) return [];
-    return decisionsFromReply(op, items, await this.run(op, items), 'PostgreSQL');
+    // a shadow item is not charged; a charge replies as a peek of each key afterwards, whatever the cost
+    const sent = op === 'charge' ? items.map((item) => (item.shadow === true ? { ...item, cost: 0 } : item)) : items;
+    return decisionsFromReply(op, items, await this.run(op, sent), 'PostgreSQL');
   }
 
   private run(op: Operation, items: readonly StoreCallItem[]): Promise<unknown> {
