@@ -65,9 +65,38 @@ export function consumeStatementSql(
   S: string,
   { algo, single, repeated = false, items, into }: ConsumeStatement,
 ): string {
-  const mixed = algo === null;
-  const rates = algo !== QUOTA; // the round may hold items of rate limits, in rate_limit_state
-  const quotas = mixed || algo === QUOTA; // and of quotas, in rate_limit_quota_usage
+  const read = readSql(S, algo, items);
+  const decided = repeated
+    ? repeatedSql(S, read)
+    : `WITH decided AS MATERIALIZED (
+      SELECT r.*, ${consumesSql('r.all_ok', 'r.passes', 'r.cost')} AS consumes, ${startsBlockSql(consumedItem('r', 'r'))} AS blocks
+      FROM (SELECT c.*, ${DECISION_COLUMNS.map((column) => `x.${column}`).join(', ')},
+          ${passesSql(consumedItem('c', 'x'))} AS passes,
+          ${single ? letsThroughSql(consumedItem('c', 'x')) : `bool_and(${letsThroughSql(consumedItem('c', 'x'))}) OVER (PARTITION BY c.req)`} AS all_ok
+        FROM (${read}) c
+        CROSS JOIN LATERAL ${S}.rl_algo_decision(${algo ?? 'c.a'}, c.st, c.lim, c.w, c.cap, c.now_ms, c.cost) x) r
+    )`;
+  return `
+    ${decided}${writesSql(S, algo, repeated)}
+    SELECT string_agg(${itemReplySql(
+      consumedItem('d', 'd'),
+      { blocks: 'd.blocks', requestAllowed: 'd.all_ok', passes: 'd.passes' },
+      decisionReply('d'),
+      standingReply('d.remaining_now', 'd.reset_now'),
+    )}, ',' ORDER BY d.i)
+    INTO ${into} FROM decided d;`;
+}
+
+/** The tables of a statement for `algo`: rate_limit_state for rate limits, rate_limit_quota_usage for quotas. */
+const tablesOf = (algo: number | null) => ({
+  mixed: algo === null,
+  rates: algo !== QUOTA,
+  quotas: algo === null || algo === QUOTA,
+});
+
+/** Every item with its key as the statement reads it: st (its state), until_ms (the end of its block), w, cap. */
+function readSql(S: string, algo: number | null, items: string): string {
+  const { mixed, rates, quotas } = tablesOf(algo);
   const isQuota = mixed ? `it.a = ${QUOTA}` : 'true';
   // a quota counts in the key's newest period when that is not older than the item's: a clock ahead may have
   // begun the next one; the newest row holds the key's block whatever its period
@@ -83,15 +112,20 @@ export function consumeStatementSql(
       `LEFT JOIN ${S}.rate_limit_state s ON ${mixed ? `it.a <> ${QUOTA} AND ` : ''}s.key = it.k AND s.expires_at > it.now_ms`,
     quotas && `LEFT JOIN LATERAL (${newestPeriodSql(S, `${isQuota} AND u.key = it.k`)}) q ON true`,
   ];
-  // every item with its key as the statement read it (st: its state, until_ms: the end of its block)
-  const read = `SELECT it.i, it.req, it.k, it.a, it.lim, it.cost, it.now_ms, it.sh, it.bl, ${state} AS st,
+  return `SELECT it.i, it.req, it.k, it.a, it.lim, it.cost, it.now_ms, it.sh, it.bl, ${state} AS st,
             coalesce(${until}, 0) AS until_ms,
             ${quotas ? `CASE WHEN ${newer} THEN q.period_start ELSE it.w END` : 'it.w'} AS w,
             ${quotas ? `CASE WHEN ${newer} THEN q.period_end ELSE it.cap END` : 'it.cap'} AS cap
           FROM ${items}
           ${reads.filter(Boolean).join('\n          ')}`;
-  // what an item writes: its new state when its request consumes, or the block its denial starts (of the items
-  // of a request on one key, the last that writes: repeatedSql)
+}
+
+/**
+ * The statement's writes, from `decided`: an item's new state when its request consumes, or the block its denial
+ * starts (of the items of a request on one key, the last that writes: repeatedSql).
+ */
+function writesSql(S: string, algo: number | null, repeated: boolean): string {
+  const { mixed, rates, quotas } = tablesOf(algo);
   const writes = `(d.consumes OR d.blocks > 0)${repeated ? ' AND d.writer' : ''}`;
   const written = [
     rates &&
@@ -113,29 +147,10 @@ export function consumeStatementSql(
         period_end = excluded.period_end, updated_at = now(), blocked_until = excluded.blocked_until
     )`,
   ];
-  const d = consumedItem('d', 'd');
-  const decided = repeated
-    ? repeatedSql(S, read)
-    : `WITH decided AS MATERIALIZED (
-      SELECT r.*, ${consumesSql('r.all_ok', 'r.passes', 'r.cost')} AS consumes, ${startsBlockSql(consumedItem('r', 'r'))} AS blocks
-      FROM (SELECT c.*, ${DECISION_COLUMNS.map((column) => `x.${column}`).join(', ')},
-          ${passesSql(consumedItem('c', 'x'))} AS passes,
-          ${single ? letsThroughSql(consumedItem('c', 'x')) : `bool_and(${letsThroughSql(consumedItem('c', 'x'))}) OVER (PARTITION BY c.req)`} AS all_ok
-        FROM (${read}) c
-        CROSS JOIN LATERAL ${S}.rl_algo_decision(${algo ?? 'c.a'}, c.st, c.lim, c.w, c.cap, c.now_ms, c.cost) x) r
-    )`;
-  return `
-    ${decided}${written
-      .filter(Boolean)
-      .map((write) => `, ${write}`)
-      .join('')}
-    SELECT string_agg(${itemReplySql(
-      d,
-      { blocks: 'd.blocks', requestAllowed: 'd.all_ok', passes: 'd.passes' },
-      decisionReply('d'),
-      standingReply('d.remaining_now', 'd.reset_now'),
-    )}, ',' ORDER BY d.i)
-    INTO ${into} FROM decided d;`;
+  return written
+    .filter(Boolean)
+    .map((write) => `, ${write}`)
+    .join('');
 }
 
 /**
