@@ -35,8 +35,9 @@ export {
   type RateLimitModuleOptionsFactory,
 } from './nest/rate-limit.module-definition.js';
 export { type RateLimitModuleOptions } from './nest/rate-limit.options.js';
-export { RateLimitService, type RateLimitServiceItem } from './nest/rate-limit.service.js';
+export { RateLimitService } from './nest/rate-limit.service.js';
 export { type RateLimitReservation } from './service/reservation.js';
+export { type RateLimitServiceItem } from './service/service-core.js';
 export { MemoryRateLimitStore, type MemoryRateLimitStoreOptions } from './stores/memory/memory.store.js';
 export { PostgresRateLimitStore, type PostgresRateLimitStoreOptions } from './stores/postgres/postgres.store.js';
 export { postgresSchemaSql } from './stores/postgres/rate-limit.sql.js';

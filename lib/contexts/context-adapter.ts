@@ -53,8 +53,9 @@ export interface ContextAdapter {
 
   /**
    * The object that identifies one decision point of this context (an HTTP request, a GraphQL resolver
-   * invocation, a WebSocket message, an RPC message): the limiter keeps there whether it has decided. The
-   * same object must be returned to the guard and the interceptor of one invocation.
+   * invocation, a WebSocket message, an RPC message): the limiter keeps its record of the invocation there
+   * (lib/limiter/invocation.ts). The same object must be returned to the guard and the interceptor of one
+   * invocation.
    */
   invocation(ctx: ExecutionContext): object;
 

@@ -3,7 +3,6 @@ import {
   type CanActivate,
   Catch,
   type ExceptionFilter,
-  type ExecutionContext,
   type NestInterceptor,
   UseFilters,
   UseGuards,
@@ -12,70 +11,8 @@ import {
 import { EMPTY, from, switchMap, tap } from 'rxjs';
 
 import { RateLimitDroppedEvent } from '../contexts/context-adapter.js';
-import type { Evaluation } from '../engine/decision-engine.js';
 import type { GuardedHandler } from '../planning/route-plan.js';
-
-/** Where the module stands with an invocation: decided, or left to the interceptor (after every guard). */
-export const STATE = Symbol('nest-rate-limit:state');
-/** The limiter that deferred an invocation, for the shared interceptor to complete it with. */
-export const LIMITER = Symbol('nest-rate-limit:limiter');
-/** What the global guard decided before authentication, for the interceptor to complete. */
-export const EARLY = Symbol('nest-rate-limit:early-decisions');
-/** The watch of an invocation charged under `count` policies, waiting for its outcome. */
-export const OUTCOME = Symbol('nest-rate-limit:outcome');
-/** The settlement of an invocation charged under `settle` policies, waiting for its handler's result. */
-export const SETTLEMENT = Symbol('nest-rate-limit:settlement');
-export const DECIDED = 1;
-export const DEFERRED = 2;
-
-/** Who asks for a decision: an explicit guard decides now; the global guard may defer to the interceptor. */
-export type DecisionPoint = 'guard' | 'global-guard' | 'interceptor';
-
-/** What decides invocations: the module's RateLimiter. */
-export interface Decider {
-  handle(ctx: ExecutionContext, point: DecisionPoint): Promise<void>;
-}
-
-/** What waits for an invocation's outcome (lib/limiter/outcome.ts): told how the handler's result settled. */
-export interface OutcomeWatch {
-  /** The handler threw, its promise rejected or its Observable errored. */
-  threw(error: unknown): void;
-  /** The handler's result completed. */
-  completed(): void;
-  /** The result was unsubscribed from before it settled. */
-  abandoned(): void;
-}
-
-/** What settles an invocation's charge (lib/limiter/settlement.ts): told what its handler's result did. */
-export interface SettlementWatch {
-  /** The result completed; `last` holds the last value it gave (none: an Observable that emitted nothing). */
-  completed(last: { readonly value: unknown } | undefined): void;
-  /** The handler threw, its promise rejected or its Observable errored. */
-  threw(): void;
-  /**
-   * The result was unsubscribed from before it settled (a stream whose client went away); `emitted`: whether
-   * it gave a value.
-   */
-  abandoned(emitted: boolean): void;
-}
-
-/** The limiter's marks on an invocation object. */
-export interface Invocation {
-  [STATE]?: number;
-  [LIMITER]?: Decider;
-  [EARLY]?: Evaluation;
-  [OUTCOME]?: OutcomeWatch;
-  [SETTLEMENT]?: SettlementWatch;
-}
-
-/**
- * The invocation object of a context before its adapter is known: the request for HTTP, the arguments of
- * the call for the others (one array per resolver invocation, message or event, shared by its guards and
- * interceptors). Adapters return the same objects. (The request is the first argument: what
- * `switchToHttp().getRequest()` returns, without the functions switchToHttp() makes on every call.)
- */
-export const invocationOf = (ctx: ExecutionContext): Invocation =>
-  ctx.getType() === 'http' ? ctx.getArgByIndex<Invocation>(0) : (ctx.getArgs() as Invocation);
+import { type Decider, Invocation, invocationOf } from './invocation.js';
 
 /**
  * The interceptor the limiter attaches to handlers whose user-keyed policies wait for their own guards. One
@@ -84,9 +21,8 @@ export const invocationOf = (ctx: ExecutionContext): Invocation =>
  */
 const DEFERRED_DECISIONS: NestInterceptor = {
   intercept(ctx, next) {
-    const invocation = invocationOf(ctx);
-    const limiter = invocation[LIMITER];
-    if (invocation[STATE] !== DEFERRED || limiter === undefined) return next.handle();
+    const limiter = Invocation.find(invocationOf(ctx))?.deferredTo();
+    if (limiter === undefined) return next.handle();
     return from(limiter.handle(ctx, 'interceptor')).pipe(switchMap(() => next.handle()));
   },
 };
@@ -98,12 +34,13 @@ const DEFERRED_DECISIONS: NestInterceptor = {
  */
 const OUTCOME_OBSERVER: NestInterceptor = {
   intercept(ctx, next) {
-    const invocation = invocationOf(ctx);
+    const carrier = invocationOf(ctx);
+    const watch = () => Invocation.find(carrier)?.outcomeWatch();
     return next.handle().pipe(
       tap({
-        error: (error: unknown) => invocation[OUTCOME]?.threw(error),
-        complete: () => invocation[OUTCOME]?.completed(),
-        unsubscribe: () => invocation[OUTCOME]?.abandoned(),
+        error: (error: unknown) => watch()?.threw(error),
+        complete: () => watch()?.completed(),
+        unsubscribe: () => watch()?.abandoned(),
       }),
     );
   },
@@ -116,14 +53,15 @@ const OUTCOME_OBSERVER: NestInterceptor = {
  */
 const SETTLEMENT_OBSERVER: NestInterceptor = {
   intercept(ctx, next) {
-    const invocation = invocationOf(ctx);
+    const carrier = invocationOf(ctx);
+    const watch = () => Invocation.find(carrier)?.settlementWatch();
     let last: { value: unknown } | undefined;
     return next.handle().pipe(
       tap({
         next: (value: unknown) => (last = { value }),
-        error: () => invocation[SETTLEMENT]?.threw(),
-        complete: () => invocation[SETTLEMENT]?.completed(last),
-        unsubscribe: () => invocation[SETTLEMENT]?.abandoned(last !== undefined),
+        error: () => watch()?.threw(),
+        complete: () => watch()?.completed(last),
+        unsubscribe: () => watch()?.abandoned(last !== undefined),
       }),
     );
   },
@@ -209,6 +147,13 @@ export function attachEnhancers(
     decorateHandler(prototype, method, context === 'rpc' ? withRpcGuard : withGatewayGuard);
   }
 }
+
+/**
+ * Whether the deferral interceptor is on `handler` (ctx.getHandler()): the global guard leaves a decision only
+ * to an interceptor that will make it.
+ */
+export const completesDeferrals = (handler: object): boolean =>
+  decorated.get(withDeferredDecisions)?.has(handler) === true;
 
 /**
  * Puts the outcome interceptor on the handlers with `count` policies, whoever decides them (the global guard,

@@ -4,7 +4,7 @@ import { unitsStillHeld } from '../algorithms/still-held.js';
 import type { ContextAdapter } from '../contexts/context-adapter.js';
 import { elementAt } from '../util/element-at.js';
 import { type DecisionEngine, type EngineItem, type Evaluation, sourceAt } from '../engine/decision-engine.js';
-import { type Invocation, OUTCOME, type OutcomeWatch } from './handler-enhancers.js';
+import type { Invocation, OutcomeWatch } from './invocation.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import type { OutcomeRule } from '../planning/route-plan.js';
 import type { RateLimitOutcome } from '../policy/policy.types.js';
@@ -71,12 +71,12 @@ export class OutcomeRefunds {
    */
   track(ctx: ExecutionContext, adapter: ContextAdapter, invocation: Invocation, evaluation: Evaluation): void {
     if (!evaluation.items.some((item) => item.count !== undefined)) return;
-    let watch = invocation[OUTCOME] as PendingOutcome | undefined;
+    let watch = invocation.outcomeWatch() as PendingOutcome | undefined;
     if (watch === undefined) {
       const endsOnItsOwn = adapter.watchEnd !== undefined;
       const pending = new PendingOutcome(this, ctx, endsOnItsOwn);
       watch = pending;
-      invocation[OUTCOME] = pending;
+      invocation.watchOutcome(pending);
       if (endsOnItsOwn) adapter.watchEnd?.(ctx, (status) => pending.ended(status));
     }
     watch.add({ evaluation, atMs: this.engine.now() });

@@ -7,17 +7,8 @@ import type { RoutePlan, RoutePlanner } from '../planning/route-planner.js';
 import type { RateLimitHeaders } from '../responses/rate-limit-headers.js';
 import { conclude } from './conclusion.js';
 import type { DecisionEvents } from './decision-events.js';
-import {
-  DECIDED,
-  type Decider,
-  type DecisionPoint,
-  DEFERRED,
-  EARLY,
-  type Invocation,
-  invocationOf,
-  LIMITER,
-  STATE,
-} from './handler-enhancers.js';
+import { completesDeferrals } from './handler-enhancers.js';
+import { type Decider, type DecisionPoint, Invocation, invocationOf, InvocationStateError } from './invocation.js';
 import type { OutcomeRefunds } from './outcome.js';
 import type { Settlements } from './settlement.js';
 import type { RequestResolver } from './request-items.js';
@@ -77,7 +68,7 @@ export class RequestLimiter implements Decider {
 
   /** True when there is nothing left to decide for this invocation (the interceptor's fast path). */
   isDecided(ctx: ExecutionContext): boolean {
-    return invocationOf(ctx)[STATE] === DECIDED;
+    return Invocation.find(invocationOf(ctx))?.isDecided() === true;
   }
 
   /**
@@ -94,22 +85,20 @@ export class RequestLimiter implements Decider {
       if (!this.adapters.knows(type)) return;
       adapter = await this.adapters.load(type);
     }
-    const invocation = adapter.invocation(ctx) as Invocation;
-    const state = invocation[STATE];
-    if (state === DECIDED || (state === DEFERRED && point !== 'interceptor')) return;
+    const invocation = Invocation.of(adapter.invocation(ctx), ctx);
+    const { state } = invocation;
+    // A deferred invocation waits for the interceptor, whichever guard meets it on the way.
+    if (state === 'decided' || (state === 'deferred' && point !== 'interceptor')) return;
     const plan = this.planner.planFor(ctx.getClass(), ctx.getHandler());
-    if (state === DEFERRED) return this.decideLate(ctx, adapter, invocation, plan);
-    if (plan.policies.length === 0) {
-      invocation[STATE] = DECIDED;
-      return;
-    }
+    if (state === 'deferred') return this.decideLate(ctx, adapter, invocation, plan);
+    if (plan.policies.length === 0) return invocation.decide();
     // Global guards run before class and handler guards: when a user-keyed policy sees no user yet,
     // authentication may still be ahead. The other policies are decided now (so invocations your
     // authentication rejects still count against the IP), the user-keyed ones by the interceptor.
     if (point === 'global-guard' && plan.deferred && this.resolver.userOf(ctx, adapter) === undefined) {
       return this.decideEarly(ctx, adapter, invocation, plan);
     }
-    invocation[STATE] = DECIDED;
+    invocation.decide();
     const evaluation = await this.steps.evaluate({
       ctx,
       adapter,
@@ -133,17 +122,24 @@ export class RequestLimiter implements Decider {
     invocation: Invocation,
     plan: RoutePlan,
   ): Promise<void> {
-    invocation[STATE] = DEFERRED;
-    invocation[LIMITER] = this;
-    const early = await this.steps.evaluate({ ctx, adapter, plan, entries: plan.early, before: NOTHING, first: true });
-    invocation[EARLY] = early;
-    if (denies(early)) {
-      invocation[STATE] = DECIDED;
-      conclude(ctx, adapter, this.headers, this.events, [early]);
+    // Deferred to nobody, its user-keyed policies would never be decided: refused before anything is charged.
+    if (!completesDeferrals(ctx.getHandler())) {
+      throw new InvocationStateError(
+        `nest-rate-limit: the global guard cannot leave the user-keyed policies of ${plan.where} to the ` +
+          'interceptor: the handler does not carry it, so they would never be decided (a bug of ' +
+          'nest-rate-limit; please report it)',
+      );
     }
+    const early = await this.steps.evaluate({ ctx, adapter, plan, entries: plan.early, before: NOTHING, first: true });
+    if (denies(early)) {
+      invocation.decide(); // a denial ends it: nothing is left for the interceptor
+      conclude(ctx, adapter, this.headers, this.events, [early]);
+      return;
+    }
+    invocation.defer(this, early);
     // Watched from now on: a refusal of the route's own guards is an outcome too (HTTP sees its status).
     if (plan.counted) this.outcomes.track(ctx, adapter, invocation, early);
-    if (plan.settled && !denies(early)) this.settlements.track(ctx, adapter, invocation, early);
+    if (plan.settled) this.settlements.track(ctx, adapter, invocation, early);
   }
 
   /**
@@ -156,8 +152,7 @@ export class RequestLimiter implements Decider {
     invocation: Invocation,
     plan: RoutePlan,
   ): Promise<void> {
-    invocation[STATE] = DECIDED;
-    const early = invocation[EARLY] ?? NOTHING;
+    const early = invocation.decideLate();
     const late = await this.steps.evaluate({ ctx, adapter, plan, entries: plan.late, before: early, first: false });
     if (denies(late)) await this.engine.compensate(early);
     conclude(ctx, adapter, this.headers, this.events, [early, late]);

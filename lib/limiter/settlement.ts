@@ -10,7 +10,7 @@ import { checkCost } from '../policy/value-checks.js';
 import type { RateLimitStore } from '../stores/rate-limit-store.js';
 import { elementAt } from '../util/element-at.js';
 import { handlerLabel } from '../util/handler-label.js';
-import { type Invocation, SETTLEMENT, type SettlementWatch } from './handler-enhancers.js';
+import type { Invocation, SettlementWatch } from './invocation.js';
 
 /** An item of a decision that a `settle` policy charged at its estimate, with where and when it was charged. */
 interface Estimate {
@@ -70,10 +70,11 @@ export class Settlements {
       estimates.push({ item, settle, store, atMs, resetMs: decision.resetMs, evaluation });
     });
     if (estimates.length === 0) return;
-    let watch = invocation[SETTLEMENT] as PendingSettlement | undefined;
+    let watch = invocation.settlementWatch() as PendingSettlement | undefined;
     if (watch === undefined) {
       const pending = new PendingSettlement(this, ctx);
-      invocation[SETTLEMENT] = watch = pending;
+      watch = pending;
+      invocation.settleWith(pending);
       // After the handler's own end, which the interceptor reports in the same turn as the response's.
       adapter.watchEnd?.(ctx, () => setImmediate(() => pending.threw()));
     }

@@ -1,22 +1,9 @@
 import { Injectable, type OnModuleDestroy } from '@nestjs/common';
 
-import type { ServiceCalls } from '../engine/service-calls.js';
-import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import type { RateLimitDecision, RateLimitPolicy } from '../policy/policy.types.js';
-import { checkAcquireOptions } from '../service/acquire-options.js';
 import type { RateLimitReservation } from '../service/reservation.js';
-import { blockOn, type ServiceArguments } from '../service/service-arguments.js';
-import { elementAt } from '../util/element-at.js';
-import { quotaUsage } from './quota-usage.js';
+import { type RateLimitServiceItem, ServiceCore } from '../service/service-core.js';
 import { RateLimiter } from './rate-limiter.js';
-import { ServiceDecisions } from './service-decisions.js';
-
-/** An item of consumeMany and reserve: a policy (or its name), the key, and the cost (default 1). */
-export interface RateLimitServiceItem {
-  policy: RateLimitPolicy | string;
-  key: string;
-  cost?: number;
-}
 
 /**
  * Rate limiting from your own code, on the module's store: for checks a decorator cannot express, such as
@@ -27,13 +14,14 @@ export interface RateLimitServiceItem {
  */
 @Injectable()
 export class RateLimitService implements OnModuleDestroy {
-  private readonly decisions: ServiceDecisions;
-  private readonly args: ServiceArguments;
-  private readonly calls: ServiceCalls;
+  /**
+   * Does the work (lib/service/); this class gives it to Nest's injection. Its methods are async so that a bad
+   * argument, which the core throws, rejects the promise they return rather than throwing.
+   */
+  private readonly core: ServiceCore;
 
-  constructor(private readonly limiter: RateLimiter) {
-    this.decisions = new ServiceDecisions(limiter);
-    ({ args: this.args, calls: this.calls } = this.decisions);
+  constructor(limiter: RateLimiter) {
+    this.core = new ServiceCore(limiter);
   }
 
   /** Consumes `cost` (default 1) units of `policy` for `key`. */
@@ -42,7 +30,7 @@ export class RateLimitService implements OnModuleDestroy {
     key: string,
     opts: { cost?: number } = {},
   ): Promise<RateLimitDecision> {
-    return elementAt(await this.consumeMany([{ policy, key, cost: opts.cost }]), 0, 'the decisions of a consume');
+    return this.core.consume(policy, key, opts.cost);
   }
 
   /**
@@ -50,7 +38,7 @@ export class RateLimitService implements OnModuleDestroy {
    * 'shadow' never denies the others: its decision says whether it would have (and then it consumed nothing).
    */
   async consumeMany(items: readonly RateLimitServiceItem[]): Promise<RateLimitDecision[]> {
-    return this.decisions.decide(this.decisions.resolve(items));
+    return this.core.consumeMany(items);
   }
 
   /**
@@ -70,7 +58,7 @@ export class RateLimitService implements OnModuleDestroy {
     items: readonly RateLimitServiceItem[],
     opts: { signal?: AbortSignal } = {},
   ): Promise<RateLimitReservation> {
-    return this.decisions.reserve(items, opts.signal);
+    return this.core.reserve(items, opts.signal);
   }
 
   /**
@@ -92,18 +80,12 @@ export class RateLimitService implements OnModuleDestroy {
     key: string,
     opts: { cost?: number; maxWaitMs: number; signal?: AbortSignal; fairKey?: string; weight?: number },
   ): Promise<RateLimitDecision> {
-    const p = this.args.policy(policy);
-    const checked = this.args.key(key, p);
-    const terms = checkAcquireOptions(opts, (field, problem) => {
-      throw new RateLimitPolicyError(problem, { policy: p.name, field, where: 'RateLimitService' });
-    });
-    const cost = this.args.amount(opts.cost ?? 1, p, 'cost');
-    return this.decisions.waiting.acquire({ policy: p, key: checked, cost, ...terms });
+    return this.core.acquire(policy, key, opts);
   }
 
   /** Rejects the acquires still waiting (with RateLimitUnavailableException) rather than leave them hanging. */
   onModuleDestroy(): void {
-    this.decisions.waiting.close();
+    this.core.close();
   }
 
   /**
@@ -115,17 +97,12 @@ export class RateLimitService implements OnModuleDestroy {
    * @example const d = await rateLimits.peek('login-per-ip', 'ip:203.0.113.9'); // d.remaining
    */
   async peek(policy: RateLimitPolicy | string, key: string): Promise<RateLimitDecision> {
-    const p = this.args.policy(policy);
-    const item = { policy: p, key: this.args.key(key, p) };
-    return elementAt(await this.calls.peek(item), 0, "the store's reply to peek");
+    return this.core.peek(policy, key);
   }
 
   /** Gives `amount` units back to `key` (never beyond the policy's capacity). */
   async refund(policy: RateLimitPolicy | string, key: string, amount: number): Promise<RateLimitDecision> {
-    const p = this.args.policy(policy);
-    const item = { policy: p, key: this.args.key(key, p), cost: this.args.amount(amount, p, 'amount') };
-    const decisions = await this.calls.change([item], (store) => store.refund([item]), p);
-    return elementAt(decisions, 0, "the store's reply to refund");
+    return this.core.refund(policy, key, amount);
   }
 
   /**
@@ -134,22 +111,12 @@ export class RateLimitService implements OnModuleDestroy {
    * @example await rateLimits.block('login-per-ip', 'ip:203.0.113.9', 3_600_000);
    */
   async block(policy: RateLimitPolicy | string, key: string, durationMs: number): Promise<void> {
-    const p = this.args.lookup(policy);
-    const item = { policy: p, key: this.args.key(key, p) };
-    if (!Number.isSafeInteger(durationMs) || durationMs < 1) {
-      throw new RateLimitPolicyError(
-        `durationMs must be a whole number of milliseconds >= 1, got ${JSON.stringify(durationMs)}`,
-        { policy: p.name, field: 'durationMs', where: 'RateLimitService' },
-      );
-    }
-    await this.calls.change([item], (store) => blockOn(store, p).block([item], durationMs), p);
+    return this.core.block(policy, key, durationMs);
   }
 
   /** Lifts a block of `key` under `policy`, set by the policy's `block` or by block(). */
   async unblock(policy: RateLimitPolicy | string, key: string): Promise<void> {
-    const p = this.args.lookup(policy);
-    const item = { policy: p, key: this.args.key(key, p) };
-    await this.calls.change([item], (store) => blockOn(store, p).unblock([item]), p);
+    return this.core.unblock(policy, key);
   }
 
   /**
@@ -160,7 +127,7 @@ export class RateLimitService implements OnModuleDestroy {
    * @example afterEach(() => app.get(RateLimitService).resetAll());
    */
   resetAll(): Promise<number> {
-    return this.calls.resetAll();
+    return this.core.resetAll();
   }
 
   /**
@@ -171,9 +138,7 @@ export class RateLimitService implements OnModuleDestroy {
    * @example await rateLimits.reset('per-user', 'user:42');
    */
   async reset(policy: RateLimitPolicy | string, key: string): Promise<void> {
-    const p = this.args.policy(policy);
-    const item = { policy: p, key: this.args.key(key, p) };
-    await this.calls.change([item], (store) => store.reset([item]), p);
+    return this.core.reset(policy, key);
   }
 
   /**
@@ -189,6 +154,6 @@ export class RateLimitService implements OnModuleDestroy {
     key: string,
     at?: Date,
   ): Promise<{ used: number; limit: number | undefined; periodStart: Date; periodEnd: Date }> {
-    return quotaUsage(this.limiter.engine, this.decisions, this.args.policy(policy, true), key, at);
+    return this.core.usage(policy, key, at);
   }
 }

@@ -1,5 +1,5 @@
 import { compileList } from '../lists/address-list.js';
-import type { RateLimitPolicy } from './policy.types.js';
+import type { RateLimitPolicy, ResolvedPolicy } from './policy.types.js';
 import { checkCost, describeValue } from './value-checks.js';
 import { parseWindow } from './window.js';
 
@@ -38,8 +38,28 @@ export function checkLimitField(limit: unknown, fail: Fail): void {
   }
 }
 
+/**
+ * Checks the fields every kind of policy has (checkCommonFields) and resolves those the engine reads: the
+ * fail mode, `localLimit` (no more than `staticLimit`), the mode, the block and the lease, to spread into the
+ * resolved policy.
+ */
+export function resolveCommonFields(
+  policy: RateLimitPolicy,
+  staticLimit: number,
+  fail: Fail,
+): Pick<ResolvedPolicy, 'failMode' | 'localLimit' | 'mode' | 'blockMs' | 'lease'> {
+  checkCommonFields(policy, fail);
+  return {
+    failMode: policy.failMode,
+    ...localLimitOf(policy, staticLimit, fail),
+    mode: policy.mode,
+    ...blockOf(policy, fail),
+    ...leaseOf(policy, fail),
+  };
+}
+
 /** Checks scope, cost, key, failMode, mode, the lists and count. */
-export function checkCommonFields(policy: RateLimitPolicy, fail: Fail): void {
+function checkCommonFields(policy: RateLimitPolicy, fail: Fail): void {
   if (policy.scope !== undefined && policy.scope !== 'shared' && policy.scope !== 'route') {
     fail('scope', `must be 'shared' or 'route', got ${describeValue(policy.scope)}`);
   }
@@ -86,7 +106,7 @@ function checkSettle(policy: RateLimitPolicy, fail: Fail): void {
 }
 
 /** The policy's `block` in milliseconds, as a field to spread into the resolved policy. */
-export function blockOf(policy: RateLimitPolicy, fail: Fail): { blockMs?: number } {
+function blockOf(policy: RateLimitPolicy, fail: Fail): { blockMs?: number } {
   if (policy.block === undefined) return {};
   const blockMs = parseWindow(policy.block);
   if (blockMs === undefined) {
@@ -102,7 +122,7 @@ export function blockOf(policy: RateLimitPolicy, fail: Fail): { blockMs?: number
 const LEASABLE: readonly unknown[] = ['fixed-window', 'sliding-window-counter', 'token-bucket', 'gcra', 'quota'];
 
 /** The policy's `lease`, as a field to spread into the resolved policy. */
-export function leaseOf(policy: RateLimitPolicy, fail: Fail): { lease?: number } {
+function leaseOf(policy: RateLimitPolicy, fail: Fail): { lease?: number } {
   const { lease } = policy;
   if (lease === undefined) return {};
   if (typeof lease !== 'number' || !Number.isSafeInteger(lease) || lease < 2) {
@@ -131,7 +151,7 @@ export function leaseOf(policy: RateLimitPolicy, fail: Fail): { lease?: number }
  * static `limit`, and only beside `failMode: 'local'` when the policy names its fail mode (without one, the
  * module's fail mode decides, checked where the policy is planned).
  */
-export function localLimitOf(policy: RateLimitPolicy, staticLimit: number, fail: Fail): { localLimit?: number } {
+function localLimitOf(policy: RateLimitPolicy, staticLimit: number, fail: Fail): { localLimit?: number } {
   const { localLimit } = policy;
   if (localLimit === undefined) return {};
   if (typeof localLimit !== 'number' || !Number.isSafeInteger(localLimit) || localLimit < 1) {

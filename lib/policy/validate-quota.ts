@@ -1,14 +1,6 @@
 import { checkTimeZone } from '../util/time-zone.js';
 import { fieldNames } from '../util/unknown-fields.js';
-import {
-  blockOf,
-  checkCommonFields,
-  checkLimitField,
-  COMMON_FIELDS,
-  type Fail,
-  leaseOf,
-  localLimitOf,
-} from './common-fields.js';
+import { checkLimitField, COMMON_FIELDS, type Fail, resolveCommonFields } from './common-fields.js';
 import type { RateLimitQuotaPolicy, ResolvedPolicy } from './policy.types.js';
 import { shapeTag } from './state-shape.js';
 import { describeValue } from './value-checks.js';
@@ -37,9 +29,9 @@ export function validateQuota(policy: RateLimitQuotaPolicy, name: string, fail: 
   if (policy.burst !== undefined) fail('burst', 'is not used by quotas');
   const { limit } = policy;
   checkLimitField(limit, fail);
-  checkCommonFields(policy, fail);
   // A limit that is a function is decided per request; NaN here admits nothing if it were ever used as is.
   const staticLimit = typeof limit === 'number' ? limit : NaN;
+  const common = resolveCommonFields(policy, staticLimit, fail);
   return Object.freeze({
     name,
     id: name,
@@ -52,11 +44,7 @@ export function validateQuota(policy: RateLimitQuotaPolicy, name: string, fail: 
     limit: staticLimit,
     windowMs: PERIOD_MS[policy.period],
     capacity: staticLimit,
-    failMode: policy.failMode,
-    ...localLimitOf(policy, staticLimit, fail),
-    mode: policy.mode,
-    ...blockOf(policy, fail),
-    ...leaseOf(policy, fail),
+    ...common,
     quota: Object.freeze({ period: policy.period, timeZone }),
     source: policy,
   });

@@ -1,14 +1,6 @@
 import { emissionUs, MAX_LEAD_US } from './emission.js';
 import { fieldNames } from '../util/unknown-fields.js';
-import {
-  blockOf,
-  checkCommonFields,
-  checkLimitField,
-  COMMON_FIELDS,
-  type Fail,
-  leaseOf,
-  localLimitOf,
-} from './common-fields.js';
+import { checkLimitField, COMMON_FIELDS, type Fail, resolveCommonFields } from './common-fields.js';
 import type { RateLimitWindowPolicy, ResolvedPolicy } from './policy.types.js';
 import { checkGcraRate, checkUnits, describeValue } from './value-checks.js';
 import { shapeTag } from './state-shape.js';
@@ -59,11 +51,10 @@ export function validateWindowPolicy(policy: RateLimitWindowPolicy, name: string
     );
   }
   if (policy.algorithm === 'gcra') checkGcra(staticLimit, capacity, windowMs as number, fail);
-  checkCommonFields(policy, fail);
-  const local = localLimitOf(policy, staticLimit, fail);
+  const common = resolveCommonFields(policy, staticLimit, fail);
   // the local fallback decides a GCRA policy at its local limit: a rate its µs interval must hold as well
-  if (policy.algorithm === 'gcra' && local.localLimit !== undefined) {
-    failOn('localLimit', checkGcraRate(local.localLimit, windowMs as number), fail);
+  if (policy.algorithm === 'gcra' && common.localLimit !== undefined) {
+    failOn('localLimit', checkGcraRate(common.localLimit, windowMs as number), fail);
   }
   return Object.freeze({
     name,
@@ -73,11 +64,7 @@ export function validateWindowPolicy(policy: RateLimitWindowPolicy, name: string
     limit: staticLimit,
     windowMs: windowMs as number,
     capacity,
-    failMode: policy.failMode,
-    ...local,
-    mode: policy.mode,
-    ...blockOf(policy, fail),
-    ...leaseOf(policy, fail),
+    ...common,
     ...(anchor === 'first-request' ? { anchor } : {}),
     source: policy,
   });

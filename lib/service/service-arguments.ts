@@ -3,7 +3,6 @@ import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import type { RateLimitPolicy, ResolvedPolicy } from '../policy/policy.types.js';
 import { validatePolicy } from '../policy/validate-policy.js';
 import { checkCost } from '../policy/value-checks.js';
-import type { RateLimitStore } from '../stores/rate-limit-store.js';
 
 /** How many declared names an error about an undeclared one lists. */
 const DECLARED_NAMES_SHOWN = 20;
@@ -14,10 +13,10 @@ export class ServiceArguments {
 
   constructor(private readonly planner: RoutePlanner) {}
 
-  /** A policy given to the service; a limit that is a function of the request is refused (but for usage). */
-  policy(policy: RateLimitPolicy | string, forUsage = false): ResolvedPolicy {
+  /** A policy the service decides on: one whose limit is a function of the request is refused (lookup takes it). */
+  policy(policy: RateLimitPolicy | string): ResolvedPolicy {
     const resolved = this.lookup(policy);
-    if (!forUsage && (Number.isNaN(resolved.limit) || Number.isNaN(resolved.capacity))) {
+    if (Number.isNaN(resolved.limit) || Number.isNaN(resolved.capacity)) {
       const field = Number.isNaN(resolved.limit) ? 'limit' : 'burst';
       throw new RateLimitPolicyError(
         `has a ${field} that depends on the request; RateLimitService needs a number: pass the policy object with a numeric ${field} (the same name shares the state)`,
@@ -77,6 +76,17 @@ export class ServiceArguments {
     return key;
   }
 
+  /** A duration (of a block): a whole number of milliseconds >= 1. */
+  duration(durationMs: unknown, policy: ResolvedPolicy): number {
+    if (typeof durationMs !== 'number' || !Number.isSafeInteger(durationMs) || durationMs < 1) {
+      throw new RateLimitPolicyError(
+        `durationMs must be a whole number of milliseconds >= 1, got ${JSON.stringify(durationMs)}`,
+        { policy: policy.name, field: 'durationMs', where: 'RateLimitService' },
+      );
+    }
+    return durationMs;
+  }
+
   /** A cost or an amount: a non-negative integer. */
   amount(amount: unknown, policy: ResolvedPolicy, field: string): number {
     return checkCost(amount, (problem) => {
@@ -114,21 +124,4 @@ function unscoped(policy: ResolvedPolicy): ResolvedPolicy {
     "has scope 'route': each route has its own budget; name the route's, as 'name@Class.method'",
     { policy: policy.name, field: 'scope', where: 'RateLimitService' },
   );
-}
-
-/** A store's block and unblock, or an error naming the store that has none (a custom store). */
-export function blockOn(
-  store: RateLimitStore,
-  policy: ResolvedPolicy,
-): Required<Pick<RateLimitStore, 'block' | 'unblock'>> {
-  if (store.block === undefined || store.unblock === undefined) {
-    throw new RateLimitPolicyError(
-      `the store (${store.constructor.name}) cannot block keys: it has no block()/unblock()`,
-      {
-        policy: policy.name,
-        where: 'RateLimitService',
-      },
-    );
-  }
-  return { block: store.block.bind(store), unblock: store.unblock.bind(store) };
 }

@@ -101,6 +101,48 @@ describe('PostgreSQL consumes that arrive together', () => {
     }
   });
 
+  it('decide requests that hold a key more than once like the reference, in statements with others (shadows, blocks, quotas)', async () => {
+    const clock = new FakeClock(TEST_START_MS);
+    const s = store(clock);
+    const reference = new ReferenceStore(clock);
+    const log = validatePolicy({ name: 'log', algorithm: 'sliding-window-log', limit: 4, window: '1m', block: '20s' });
+    const bucket = validatePolicy({ name: 'bucket', algorithm: 'token-bucket', limit: 3, window: '1m' });
+    const daily = validatePolicy({ name: 'daily', algorithm: 'quota', limit: 6, period: 'day', block: '1h' });
+    const request = (user: string, i: number): RateLimitStoreItem[] => [
+      { policy: log, key: user, cost: 1 + (i % 2) },
+      { policy: bucket, key: user, cost: 1 },
+      { policy: log, key: user, cost: i % 3, shadow: i % 4 === 3 },
+      { policy: daily, key: user, cost: 1 },
+      { policy: daily, key: user, cost: 1 + (i % 2) },
+    ];
+    const users = ['a', 'b', 'c'];
+    const seen: RateLimitDecision[] = [];
+    for (let turn = 0; turn < 5; turn++) {
+      // each user's requests in arrival order, some of one item beside them: several rounds per statement
+      const batch = users.flatMap((user, u) => [
+        request(user, turn + u),
+        [{ policy: bucket, key: user, cost: 1 }],
+        request(user, turn + u + 1),
+      ]);
+      const { result: actual, statements } = await statementsDuring(db.pool, () =>
+        Promise.all(batch.map((items) => s.consume(items))),
+      );
+      expect(statements.length).toBeLessThan(batch.length);
+      const expected: RateLimitDecision[][] = [];
+      for (const items of batch) expected.push(await reference.consume(items));
+      expect(actual).toEqual(expected);
+      seen.push(...expected.flat());
+      const peeks = (target: PostgresRateLimitStore | ReferenceStore) =>
+        Promise.all(batch.map((items) => target.peek(items)));
+      expect(await peeks(s)).toEqual(await peeks(reference));
+      clock.advance(15_000);
+    }
+    // the sequence went through allowed requests, denials and blocks
+    expect(new Set(seen.map((d) => (d.blocked === true ? 'blocked' : String(d.allowed))))).toEqual(
+      new Set(['true', 'false', 'blocked']),
+    );
+  });
+
   it('take their time from the database with clock: "store"', async () => {
     const s = store('store');
     const policy = validatePolicy({ name: 'db-clock', algorithm: 'gcra', limit: 50, window: '1h' });

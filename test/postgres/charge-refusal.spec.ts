@@ -14,7 +14,7 @@ beforeAll(async () => {
 });
 afterAll(() => db.drop());
 
-it('rate_limit_charge_v4 refuses a concurrency limit and leaves its slots as they were', async () => {
+it("rate_limit's charge refuses a concurrency limit and leaves its slots as they were", async () => {
   const S = `"${db.schema}"`;
   const args = (cost: number) => [
     TEST_START_MS,
@@ -27,14 +27,14 @@ it('rate_limit_charge_v4 refuses a concurrency limit and leaves its slots as the
     [cost],
   ];
   const consumed = await db.pool.query(
-    `SELECT ${S}.rate_limit_v4('consume', $1, $2, $3, $4, $5, $6, $7, $8, NULL, NULL) AS r`,
+    `SELECT ${S}.rate_limit_consume($2, true, ($4::int[])[1], ARRAY[$1::bigint], '{1}', '{1}', $3, $4, $5, $6, $7, $8, NULL, NULL, false) AS r`,
     args(1),
   );
-  expect(consumed.rows[0].r.map(Number)).toEqual([1, 1, 300_000, 0]);
+  expect(consumed.rows[0].r.split(',').map(Number)).toEqual([1, 1, 300_000, 0]);
   const state = () => db.pool.query(`SELECT state FROM ${S}.rate_limit_state WHERE key = 'k'`);
   const before = (await state()).rows;
   await expect(
-    db.pool.query(`SELECT ${S}.rate_limit_charge_v4($1, $2, $3, $4, $5, $6, $7, $8, NULL) AS r`, args(1)),
+    db.pool.query(`SELECT ${S}.rate_limit('charge', $1, $2, $3, $4, $5, $6, $7, $8) AS r`, args(1)),
   ).rejects.toThrow(/a concurrency limit cannot be charged/);
   expect((await state()).rows).toEqual(before);
 });

@@ -9,6 +9,7 @@ import {
   type ResolvedPolicy,
 } from '../../lib/index.js';
 import { storageKey } from '../../lib/stores/storage-key.js';
+import { periodOf } from '../../lib/algorithms/quota/quota.js';
 import { nth } from './harness.js';
 import { createTestSchema, type TestSchema } from './postgres.js';
 
@@ -56,37 +57,24 @@ export const storageKeyOf = (policy: { readonly id: string; readonly shape: stri
 export const storeOn = (db: SchemaRef, clock: Clock): PostgresRateLimitStore =>
   new PostgresRateLimitStore({ pool: db.pool, schema: db.schema, clock, pruneIntervalMs: 0 });
 
-/** The consume entry points of earlier schemas (rate_limit_consume: without the arrays of shadows and blocks). */
-type EarlierConsume = 'rate_limit_consume' | 'rate_limit_consume_v2' | 'rate_limit_consume_v3';
-
 /**
- * A consume of one unit of `policy` on storage key `key` at `nowMs`, through an earlier schema's entry point, as
- * an application of that version sends it; the reply as the function returns it ("allowed,remaining,...").
+ * A consume of one unit of `policy` on storage key `key` at `nowMs` through rate_limit_consume as 0.1.0 declares it
+ * (test/support/schema-0.1.0.sql), as an instance of 0.1.0 sends it; the reply as the function returns it
+ * ("allowed,remaining,resetMs,retryAfterMs"). A quota's window and capacity are its period's edges.
  */
-export async function consumeThrough(
-  db: SchemaRef,
-  entryPoint: EarlierConsume,
-  policy: ResolvedPolicy,
-  key: string,
-  nowMs: number,
-): Promise<string> {
+export async function consumeAs010(db: SchemaRef, policy: ResolvedPolicy, key: string, nowMs: number): Promise<string> {
   const code = ALGORITHM_CODES[policy.algorithm];
-  const shadowsAndBlocks = entryPoint === 'rate_limit_consume' ? '' : ', NULL, NULL';
+  const [window, capacity] =
+    policy.quota === undefined ? [policy.windowMs, policy.capacity] : edgesOf(periodOf(policy, nowMs));
   const { rows } = await db.pool.query<{ r: string }>(
-    `SELECT ${db.schema}.${entryPoint}(1000, true, $1, $2, '{1}', '{1}', $3, $4, $5, $6, $7, '{1}'${shadowsAndBlocks}) AS r`,
-    [code, [nowMs], [key], [code], [policy.limit], [policy.windowMs], [policy.capacity]],
+    `SELECT ${db.schema}.rate_limit_consume(1000, true, $1, $2, '{1}', '{1}', $3, $4, $5, $6, $7, '{1}', NULL, NULL,
+      false) AS r`,
+    [code, [nowMs], [key], [code], [policy.limit], [window], [capacity]],
   );
   return nth(rows, 0).r;
 }
 
-/** The state string of a rate limit's storage key, undefined when it has no row. */
-export async function stateOf(db: SchemaRef, key: string): Promise<string | undefined> {
-  const { rows } = await db.pool.query<{ state: string }>(
-    `SELECT state FROM ${db.schema}.rate_limit_state WHERE key = $1`,
-    [key],
-  );
-  return rows[0]?.state;
-}
+const edgesOf = ({ startMs, endMs }: { startMs: number; endMs: number }) => [startMs, endMs];
 
 /** The functions of the test's schema: each name with how many functions have it. */
 export async function schemaFunctions(db: SchemaRef): Promise<{ proname: string; n: number }[]> {
@@ -114,12 +102,14 @@ export async function decideAlike(
   expect(actual).toEqual(expected);
 }
 
-/**
- * The schema's functions that ought to be gone after this version's migration: a name defined more than once (an
- * overload left behind) or one `obsolete` matches.
- */
-export async function strayFunctions(db: SchemaRef, obsolete: RegExp): Promise<{ proname: string; n: number }[]> {
-  return (await schemaFunctions(db)).filter((f) => f.n !== 1 || obsolete.test(f.proname));
+/** The definitions (pg_get_functiondef) of the test's schema's functions, by name. */
+export async function functionDefinitions(db: SchemaRef): Promise<Record<string, string>> {
+  const { rows } = await db.pool.query<{ proname: string; definition: string }>(
+    `SELECT proname, pg_get_functiondef(pg_proc.oid) AS definition FROM pg_proc
+      JOIN pg_namespace ON pg_namespace.oid = pronamespace WHERE nspname = $1 ORDER BY proname`,
+    [db.schema],
+  );
+  return Object.fromEntries(rows.map((row) => [row.proname, row.definition]));
 }
 
 /**

@@ -4,7 +4,7 @@ import { RateLimitStoreTimeoutError, withTimeout } from '../../lib/stores/store-
 import { ConsumeBatcher } from '../../lib/stores/postgres/consume-batcher.js';
 import type { ItemColumns } from '../../lib/stores/postgres/item-columns.js';
 
-/** The keys column of a statement's values (rate_limit_consume_v4's 7th parameter). */
+/** The keys column of a statement's values (rate_limit_consume's 7th parameter). */
 const KEYS = 6;
 
 /** A request of one item per key. */

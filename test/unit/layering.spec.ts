@@ -30,7 +30,7 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
     'planning',
     'contexts',
   ],
-  service: ['util', 'policy', 'algorithms', 'stores', 'responses', 'planning'],
+  service: ['util', 'policy', 'algorithms', 'stores', 'engine', 'responses', 'planning', 'limiter'],
   nest: [
     'util',
     'policy',
@@ -93,6 +93,33 @@ function crossings(): string[] {
   });
 }
 
+/**
+ * The import cycles of a graph (module -> the modules it imports), each once, as the path around it from its
+ * first module in sorted order: "a.ts -> b.ts -> a.ts". A depth-first walk: an import of a module still on the
+ * walk's path closes a cycle.
+ */
+function cyclesOf(graph: ReadonlyMap<string, readonly string[]>): string[] {
+  const found = new Map<string, string>();
+  const done = new Set<string>();
+  const path: string[] = [];
+  const visit = (file: string): void => {
+    path.push(file);
+    for (const next of graph.get(file) ?? []) {
+      const at = path.indexOf(next);
+      if (at >= 0) {
+        const cycle = path.slice(at);
+        const first = cycle.indexOf([...cycle].sort()[0] ?? next);
+        const around = [...cycle.slice(first), ...cycle.slice(0, first)];
+        found.set([...around].sort().join(' '), [...around, around[0]].join(' -> '));
+      } else if (!done.has(next)) visit(next);
+    }
+    path.pop();
+    done.add(file);
+  };
+  for (const file of [...graph.keys()].sort()) if (!done.has(file)) visit(file);
+  return [...found.values()].sort();
+}
+
 /** The table of CONTRIBUTING.md's "Layers": folder -> the folders it may import. */
 function contributingTable(): Record<string, string[]> {
   const text = readFileSync(join(import.meta.dirname, '../../CONTRIBUTING.md'), 'utf8');
@@ -138,6 +165,23 @@ describe('the layers of lib/', () => {
       (MAY_IMPORT[folder] ?? []).filter((dep) => order.indexOf(dep) >= i).map((dep) => `${folder} -> ${dep}`),
     );
     expect(upward).toEqual([]);
+  });
+
+  it('no module imports itself through others: lib/ has no import cycle, type imports included', () => {
+    const files = new Set(modules.map(({ file }) => file));
+    const graph = new Map(modules.map(({ file, imports }) => [file, imports.filter((i) => files.has(i))]));
+    expect(cyclesOf(graph)).toEqual([]);
+  });
+
+  it('finds and names the cycles of a graph', () => {
+    const graph = new Map([
+      ['c.ts', ['a.ts', 'd.ts']],
+      ['a.ts', ['b.ts']],
+      ['b.ts', ['c.ts', 'd.ts']],
+      ['d.ts', ['d.ts']],
+      ['e.ts', ['a.ts']],
+    ]);
+    expect(cyclesOf(graph)).toEqual(['a.ts -> b.ts -> c.ts -> a.ts', 'd.ts -> d.ts']);
   });
 
   it("the engine's leases and coherence know nothing of the engine above them", () => {

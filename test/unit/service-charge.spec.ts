@@ -2,14 +2,14 @@ import { jest } from '@jest/globals';
 
 import { MemoryRateLimitStore, RateLimitPolicyError, validatePolicy } from '../../lib/index.js';
 import { DecisionEngine } from '../../lib/engine/decision-engine.js';
-import { ServiceCalls } from '../../lib/engine/service-calls.js';
+import { ServiceCalls } from '../../lib/service/service-calls.js';
 import type { ResolvedPolicy } from '../../lib/policy/policy.types.js';
 import type { RateLimitStore, RateLimitStoreItem } from '../../lib/stores/rate-limit-store.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { TEST_START_MS } from '../support/time.js';
 
-// The engine's path of a charge (ServiceCalls.charge, which RateLimitService's settle takes as refund() takes
-// change()): the store's charge() under its breaker, or a clear refusal before the store is asked.
+// RateLimitService's path of a charge (ServiceCalls.charge, which its settle takes as refund() takes change()):
+// the store's charge() under its breaker, or a clear refusal before the store is asked.
 
 const quiet = { log() {}, warn() {}, error() {} };
 

@@ -46,7 +46,7 @@ describe('constants shared with Lua and SQL are interpolated, never copied', () 
     expect(sql.map(({ file }) => file)).toEqual(
       expect.arrayContaining([
         join('stores/postgres/consume-statement.sql.ts'),
-        join('stores/postgres/consume-items.sql.ts'),
+        join('stores/postgres/operations.sql.ts'),
       ]),
     );
   });

@@ -12,7 +12,7 @@ export const GCRA_CODES = [GCRA, GCRA_PER_PLAN] as const;
  * SQL twin of gcra.ts, for both its kernels (`plan`: the per-plan one). State string: the TAT in µs since the
  * epoch, "<tat>"; per plan "<tat>/<limit it was written with>". A state of the previous twins (the token
  * bucket's, which decided GCRA before: "<taken>@<at>@<limit>", "<taken>@<at>", or 0.1.0's "<TAT ms>:<rest>")
- * is read by rl_bucket_taken_v3 as units taken at a time and the limit they drain at, and stands for the TAT
+ * is read by rl_bucket_taken as units taken at a time and the limit they drain at, and stands for the TAT
  * `at × 1000 + ceil(taken × 1000 / limit)`, written with that limit; it is kept as it was while nothing is
  * written. Products that could leave bigint are computed in numeric: (burst − cost) × the written interval,
  * and the conversion of a lead to another interval (rl_mul_div_ceil, exact).
@@ -27,7 +27,7 @@ $fn$;
 -- How a key stands at now_ms: its lead over now in µs (0: none or behind), the interval of the limit it was
 -- written with, this limit's interval, the burst (bounded so that burst × interval <= ${MAX_LEAD_US}), and whether
 -- the state carries its limit (a new state keeps it: per plan, or a static policy of the same name)
-CREATE OR REPLACE FUNCTION ${S}.rl_gcra_standing_v4(st text, lim bigint, w bigint, cap bigint, now_ms bigint)
+CREATE OR REPLACE FUNCTION ${S}.rl_gcra_standing(st text, lim bigint, w bigint, cap bigint, now_ms bigint)
 RETURNS TABLE (lead bigint, tw bigint, t bigint, burst bigint, planned boolean, lim_w bigint)
 LANGUAGE sql IMMUTABLE AS $fn$
   SELECT greatest(0, s.tat - now_ms * 1000),
@@ -40,12 +40,12 @@ LANGUAGE sql IMMUTABLE AS $fn$
       -- 1: a TAT; 2: a TAT and its limit; 3: the previous twins' state; NULL: none
       FROM (SELECT CASE WHEN st IS NULL OR st = '' THEN NULL WHEN st ~ '^-?[0-9]+$' THEN 1
           WHEN st ~ '^-?[0-9]+/[1-9][0-9]*$' THEN 2 ELSE 3 END AS kind OFFSET 0) k
-        LEFT JOIN LATERAL ${S}.rl_bucket_taken_v3(st, ${GCRA}, lim, w, cap, now_ms) b ON k.kind = 3
+        LEFT JOIN LATERAL ${S}.rl_bucket_taken(st, ${GCRA}, lim, w, cap, now_ms) b ON k.kind = 3
       OFFSET 0) s
 $fn$;
 
 -- a consume of nothing (cost 0) writes nothing: the state it reports is the one it was given
-CREATE OR REPLACE FUNCTION ${S}.rl_gcra_decision_v4(st text, plan boolean, lim bigint, w bigint, cap bigint,
+CREATE OR REPLACE FUNCTION ${S}.rl_gcra_decision(st text, plan boolean, lim bigint, w bigint, cap bigint,
   now_ms bigint, cost bigint) RETURNS TABLE (${SQL_DECISION})
 LANGUAGE sql IMMUTABLE AS $fn$
   SELECT
@@ -62,25 +62,25 @@ LANGUAGE sql IMMUTABLE AS $fn$
         CASE WHEN r.t = r.tw THEN r.lead ELSE ${S}.rl_mul_div_ceil(r.lead, r.t, r.tw) END + cost * r.t END AS nxt
     FROM (SELECT g.*, greatest(0, g.burst - ${S}.rl_ceil_div(g.lead, g.tw)) AS rem, q.room,
         cost <= g.burst AND g.lead <= q.room AS ok
-      FROM ${S}.rl_gcra_standing_v4(st, lim, w, cap, now_ms) g,
+      FROM ${S}.rl_gcra_standing(st, lim, w, cap, now_ms) g,
         LATERAL (SELECT CASE WHEN cost <= g.burst THEN (g.burst - cost)::numeric * g.tw END AS room) q
       OFFSET 0) r OFFSET 0) v
 $fn$;
 
 -- in the time of the limit the state was written with, which it keeps
-CREATE OR REPLACE FUNCTION ${S}.rl_gcra_refunded_v4(st text, plan boolean, lim bigint, w bigint, cap bigint,
+CREATE OR REPLACE FUNCTION ${S}.rl_gcra_refunded(st text, plan boolean, lim bigint, w bigint, cap bigint,
   now_ms bigint, amount bigint) RETURNS TABLE (new_st text)
 LANGUAGE sql IMMUTABLE AS $fn$
   SELECT CASE WHEN r.back < r.lead THEN (now_ms * 1000 + r.lead - r.back::bigint)::text
       || CASE WHEN plan OR r.planned THEN '/' || r.lim_w::text ELSE '' END END
   FROM (SELECT g.lead, g.planned, g.lim_w, amount::numeric * g.tw AS back
-    FROM ${S}.rl_gcra_standing_v4(st, lim, w, cap, now_ms) g OFFSET 0) r
+    FROM ${S}.rl_gcra_standing(st, lim, w, cap, now_ms) g OFFSET 0) r
 $fn$;
 
 -- past the burst (a debt), the lead clamped at the debt cap (maxLeadUs in gcra.ts: a key already past it keeps
 -- it); a key still counting in the time of the limit it was written with, which it keeps, a lapsed one at this
 -- limit (amount × interval is computed only below the bound)
-CREATE OR REPLACE FUNCTION ${S}.rl_gcra_charged_v4(st text, plan boolean, lim bigint, w bigint, cap bigint,
+CREATE OR REPLACE FUNCTION ${S}.rl_gcra_charged(st text, plan boolean, lim bigint, w bigint, cap bigint,
   now_ms bigint, amount bigint) RETURNS TABLE (new_st text)
 LANGUAGE sql IMMUTABLE AS $fn$
   SELECT (now_ms * 1000 + CASE WHEN amount > (c.most - c.lead) / c.tw THEN c.most ELSE c.lead + amount * c.tw END)::text
@@ -88,6 +88,6 @@ LANGUAGE sql IMMUTABLE AS $fn$
   FROM (SELECT g.lead, g.planned, CASE WHEN g.lead > 0 THEN g.tw ELSE g.t END AS tw,
       CASE WHEN g.lead > 0 THEN g.lim_w ELSE lim END AS lim_w,
       greatest(g.lead, least(${MAX_LEAD_US}, ${1 + DEBT_CAP_CAPACITIES} * g.burst * g.t)) AS most
-    FROM ${S}.rl_gcra_standing_v4(st, lim, w, cap, now_ms) g OFFSET 0) c
+    FROM ${S}.rl_gcra_standing(st, lim, w, cap, now_ms) g OFFSET 0) c
 $fn$;
 `;

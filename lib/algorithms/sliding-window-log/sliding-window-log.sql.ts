@@ -14,17 +14,19 @@ LANGUAGE sql IMMUTABLE AS $fn$
     THEN greatest(now_ms, split_part(split_part(st, ',', -1), ':', 1)::bigint) ELSE now_ms END
 $fn$;
 
--- The entries alive at at_ms, oldest first.
-CREATE OR REPLACE FUNCTION ${S}.rl_swl_live(st text, w bigint, at_ms bigint, OUT times bigint[], OUT costs bigint[])
+-- The entries alive at the key's time (at_ms, rl_swl_key_time), oldest first, and the units they hold.
+CREATE OR REPLACE FUNCTION ${S}.rl_swl_live(st text, w bigint, now_ms bigint, OUT at_ms bigint, OUT times bigint[],
+  OUT costs bigint[], OUT used bigint)
 LANGUAGE plpgsql IMMUTABLE AS $fn$
 DECLARE
   entry text;
   n int := 0;
 BEGIN
-  times := '{}'; costs := '{}';
+  at_ms := ${S}.rl_swl_key_time(st, now_ms); times := '{}'; costs := '{}'; used := 0;
   FOREACH entry IN ARRAY coalesce(string_to_array(st, ','), '{}') LOOP
     IF entry ~ '^-?[0-9]+:[0-9]+$' AND split_part(entry, ':', 1)::bigint + w > at_ms THEN
       n := n + 1; times[n] := split_part(entry, ':', 1)::bigint; costs[n] := split_part(entry, ':', 2)::bigint;
+      used := used + costs[n];
     END IF;
   END LOOP;
 END $fn$;
@@ -43,38 +45,44 @@ BEGIN
   RETURN st;
 END $fn$;
 
+-- The state string of entries with amount units more at at_ms, the newest time (none when amount is 0).
+CREATE OR REPLACE FUNCTION ${S}.rl_swl_added(times bigint[], costs bigint[], at_ms bigint, amount bigint) RETURNS text
+LANGUAGE plpgsql IMMUTABLE AS $fn$
+DECLARE
+  n int := cardinality(times);
+BEGIN
+  IF amount > 0 AND n > 0 AND times[n] = at_ms THEN
+    costs[n] := costs[n] + amount;
+  ELSIF amount > 0 THEN
+    times[n + 1] := at_ms; costs[n + 1] := amount;
+  END IF;
+  RETURN ${S}.rl_swl_join(times, costs, false);
+END $fn$;
+
 CREATE OR REPLACE FUNCTION ${S}.rl_swl_decision(st text, lim bigint, w bigint, now_ms bigint, cost bigint,
   OUT new_st text, OUT allowed int, OUT remaining bigint, OUT reset_ms bigint, OUT retry_ms bigint,
   OUT remaining_now bigint, OUT reset_now bigint)
 LANGUAGE plpgsql IMMUTABLE AS $fn$
 DECLARE
-  at_ms bigint := ${S}.rl_swl_key_time(st, now_ms);
-  live record := ${S}.rl_swl_live(st, w, at_ms);
-  times bigint[] := live.times;
-  costs bigint[] := live.costs;
+  live record := ${S}.rl_swl_live(st, w, now_ms);
   n int := cardinality(live.times);
-  used bigint := 0;
   freed bigint := 0;
 BEGIN
-  FOR i IN 1..n LOOP used := used + costs[i]; END LOOP;
-  remaining_now := greatest(0, lim - used);
-  reset_now := CASE WHEN n = 0 THEN 0 ELSE times[n] + w - now_ms END;
-  IF cost <= lim AND used + cost <= lim THEN
-    IF cost > 0 AND n > 0 AND times[n] = at_ms THEN
-      costs[n] := costs[n] + cost;
-    ELSIF cost > 0 THEN
-      n := n + 1; times[n] := at_ms; costs[n] := cost;
-    END IF;
-    new_st := ${S}.rl_swl_join(times, costs, false); allowed := 1; remaining := lim - used - cost; retry_ms := 0;
-    reset_ms := CASE WHEN n = 0 THEN 0 ELSE times[n] + w - now_ms END;
+  remaining_now := greatest(0, lim - live.used);
+  reset_now := CASE WHEN n = 0 THEN 0 ELSE live.times[n] + w - now_ms END;
+  IF cost <= lim AND live.used + cost <= lim THEN
+    new_st := ${S}.rl_swl_added(live.times, live.costs, live.at_ms, cost); allowed := 1;
+    remaining := lim - live.used - cost; retry_ms := 0;
+    -- the newest entry is the one at the key's time when the consume logged one
+    reset_ms := CASE WHEN cost > 0 THEN live.at_ms + w - now_ms ELSE reset_now END;
     RETURN;
   END IF;
   new_st := st; allowed := 0; remaining := remaining_now; reset_ms := reset_now; retry_ms := ${NEVER_FITS};
   IF cost <= lim THEN
     -- the oldest entries leave the window first: wait for the one that frees enough units
     FOR i IN 1..n LOOP
-      freed := freed + costs[i];
-      IF freed >= used + cost - lim THEN retry_ms := times[i] + w - now_ms; EXIT; END IF;
+      freed := freed + live.costs[i];
+      IF freed >= live.used + cost - lim THEN retry_ms := live.times[i] + w - now_ms; EXIT; END IF;
     END LOOP;
   END IF;
 END $fn$;
@@ -85,7 +93,7 @@ CREATE OR REPLACE FUNCTION ${S}.rl_swl_refunded_from(st text, w bigint, now_ms b
   oldest_first boolean) RETURNS text
 LANGUAGE plpgsql IMMUTABLE AS $fn$
 DECLARE
-  live record := ${S}.rl_swl_live(st, w, ${S}.rl_swl_key_time(st, now_ms));
+  live record := ${S}.rl_swl_live(st, w, now_ms);
   costs bigint[] := live.costs;
   n int := cardinality(live.costs);
   left_units bigint := amount;
@@ -107,23 +115,8 @@ LANGUAGE sql IMMUTABLE AS $fn$ SELECT ${S}.rl_swl_refunded_from(st, w, now_ms, a
 
 -- logs an entry of amount at the key's time, past the limit (the live units up to ${MAX_CHARGED_UNITS})
 CREATE OR REPLACE FUNCTION ${S}.rl_swl_charged(st text, w bigint, now_ms bigint, amount bigint) RETURNS text
-LANGUAGE plpgsql IMMUTABLE AS $fn$
-DECLARE
-  at_ms bigint := ${S}.rl_swl_key_time(st, now_ms);
-  live record := ${S}.rl_swl_live(st, w, at_ms);
-  times bigint[] := live.times;
-  costs bigint[] := live.costs;
-  n int := cardinality(live.times);
-  used bigint := 0;
-  added bigint;
-BEGIN
-  FOR i IN 1..n LOOP used := used + costs[i]; END LOOP;
-  added := least(amount, greatest(0, ${MAX_CHARGED_UNITS} - used));
-  IF added > 0 AND n > 0 AND times[n] = at_ms THEN
-    costs[n] := costs[n] + added;
-  ELSIF added > 0 THEN
-    n := n + 1; times[n] := at_ms; costs[n] := added;
-  END IF;
-  RETURN ${S}.rl_swl_join(times, costs, false);
-END $fn$;
+LANGUAGE sql IMMUTABLE AS $fn$
+  SELECT ${S}.rl_swl_added(l.times, l.costs, l.at_ms, least(amount, greatest(0, ${MAX_CHARGED_UNITS} - l.used)))
+  FROM ${S}.rl_swl_live(st, w, now_ms) l
+$fn$;
 `;

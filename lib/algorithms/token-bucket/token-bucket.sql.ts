@@ -7,7 +7,7 @@ const { 'token-bucket': TB, gcra: GCRA } = ALGORITHM_CODES;
 
 /**
  * SQL twin of token-bucket.ts (and, before GCRA had twins of its own, of gcra.ts: gcra.sql.ts reads the states
- * it wrote for GCRA keys through rl_bucket_taken_v3). State string:
+ * it wrote for GCRA keys through rl_bucket_taken). State string:
  * "<units taken, scaled by window_ms>@<time in ms they were counted at>@<limit they were written with>"; the
  * units drain at that limit until the next write. States of earlier twins are converted where they are read:
  * "<taken>@<at>" (without its limit) drains at the current limit; the token bucket's "<tokens left,
@@ -17,12 +17,11 @@ const { 'token-bucket': TB, gcra: GCRA } = ALGORITHM_CODES;
  * Either is what the earlier twin would have decided with.
  * Products that could leave bigint are not computed: a cost beyond the capacity never fits, an elapsed time
  * that gives everything back gives everything back, a refund larger than what was taken empties the key.
- * The names end in _v3 because their meaning changed (rate-limit.sql.ts says why names are not reused).
  */
 export const tokenBucketSql = (S: string): string => `
 -- units taken at now_ms, the time they are counted at and the rate they drain at until the next write; a
 -- clock that steps back gives nothing back
-CREATE OR REPLACE FUNCTION ${S}.rl_bucket_taken_v3(st text, algo int, lim bigint, w bigint, cap bigint, now_ms bigint)
+CREATE OR REPLACE FUNCTION ${S}.rl_bucket_taken(st text, algo int, lim bigint, w bigint, cap bigint, now_ms bigint)
 RETURNS TABLE (taken bigint, at_ms bigint, rate bigint)
 LANGUAGE sql IMMUTABLE AS $fn$
   SELECT
@@ -43,7 +42,7 @@ LANGUAGE sql IMMUTABLE AS $fn$
 $fn$;
 
 -- a consume of nothing (cost 0) writes nothing: the state it reports is the one it was given
-CREATE OR REPLACE FUNCTION ${S}.rl_bucket_decision_v3(st text, algo int, lim bigint, w bigint, cap bigint,
+CREATE OR REPLACE FUNCTION ${S}.rl_bucket_decision(st text, algo int, lim bigint, w bigint, cap bigint,
   now_ms bigint, cost bigint) RETURNS TABLE (${SQL_DECISION})
 LANGUAGE sql IMMUTABLE AS $fn$
   SELECT
@@ -57,25 +56,25 @@ LANGUAGE sql IMMUTABLE AS $fn$
   FROM (SELECT b.taken, b.at_ms, b.rate, f.full_units, b.taken + f.need AS nxt,
       cost <= cap AND b.taken + f.need <= f.full_units AS ok
     FROM (SELECT cap * w AS full_units, CASE WHEN cost > cap THEN 0 ELSE cost * w END AS need OFFSET 0) f,
-      LATERAL ${S}.rl_bucket_taken_v3(st, algo, lim, w, cap, now_ms) b OFFSET 0) v
+      LATERAL ${S}.rl_bucket_taken(st, algo, lim, w, cap, now_ms) b OFFSET 0) v
 $fn$;
 
-CREATE OR REPLACE FUNCTION ${S}.rl_bucket_refunded_v3(st text, algo int, lim bigint, w bigint, cap bigint,
+CREATE OR REPLACE FUNCTION ${S}.rl_bucket_refunded(st text, algo int, lim bigint, w bigint, cap bigint,
   now_ms bigint, amount bigint) RETURNS TABLE (new_st text)
 LANGUAGE sql IMMUTABLE AS $fn$
   SELECT CASE WHEN r.nxt > 0 THEN r.nxt::text || '@' || r.at_ms::text || '@' || lim::text END
   FROM (SELECT b.at_ms, CASE WHEN amount > b.taken / w THEN 0 ELSE b.taken - amount * w END AS nxt
-    FROM ${S}.rl_bucket_taken_v3(st, algo, lim, w, cap, now_ms) b OFFSET 0) r
+    FROM ${S}.rl_bucket_taken(st, algo, lim, w, cap, now_ms) b OFFSET 0) r
 $fn$;
 
 -- taken may pass the capacity (a debt), up to the debt cap (maxTaken in token-bucket.ts: a key already past it
 -- keeps what it owes); amount × w is not computed where it could leave bigint
-CREATE OR REPLACE FUNCTION ${S}.rl_bucket_charged_v3(st text, algo int, lim bigint, w bigint, cap bigint,
+CREATE OR REPLACE FUNCTION ${S}.rl_bucket_charged(st text, algo int, lim bigint, w bigint, cap bigint,
   now_ms bigint, amount bigint) RETURNS TABLE (new_st text)
 LANGUAGE sql IMMUTABLE AS $fn$
   SELECT CASE WHEN r.nxt > 0 THEN r.nxt::text || '@' || r.at_ms::text || '@' || lim::text END
   FROM (SELECT m.at_ms, CASE WHEN amount > (m.most - m.taken) / w THEN m.most ELSE m.taken + amount * w END AS nxt
     FROM (SELECT b.at_ms, b.taken, greatest(b.taken, least(${MAX_TAKEN}, ${1 + DEBT_CAP_CAPACITIES} * cap * w)) AS most
-      FROM ${S}.rl_bucket_taken_v3(st, algo, lim, w, cap, now_ms) b OFFSET 0) m OFFSET 0) r
+      FROM ${S}.rl_bucket_taken(st, algo, lim, w, cap, now_ms) b OFFSET 0) m OFFSET 0) r
 $fn$;
 `;

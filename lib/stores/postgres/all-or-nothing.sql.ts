@@ -1,10 +1,9 @@
-import { ALLOWED, DENIED, blockedReply, blockingReply, type ReplySql } from './reply.sql.js';
+import { ALLOWED, DENIED, blockedReply, blockingReply, replyText, type ReplySql } from './reply.sql.js';
 
 /**
- * The all-or-nothing rule of a consume with blocks, as consumeAll (consume-all.ts) states it, written once for
- * every SQL consume: the set-based statement of the rounds and the single-item call (consume-statement.sql.ts)
- * and the item-by-item consume of rate_limit_v4 (consume-items.sql.ts). Each builder takes the SQL names under
- * which its caller holds an item's values, and returns an SQL expression.
+ * The all-or-nothing rule of a consume with blocks, as consumeAll (consume-all.ts) states it, for the consume
+ * statement (consume-statement.sql.ts). Each builder takes the SQL names under which the statement holds an
+ * item's values, and returns an SQL expression.
  */
 export interface ConsumedItem {
   /** The decision's allowed code (SQL_DECISION's `allowed`). */
@@ -45,7 +44,7 @@ export const startsBlockSql = (item: ConsumedItem): string =>
   `CASE WHEN ${item.until} <= ${item.now} AND ${item.allowed} = ${DENIED} AND NOT ${item.shadow} THEN ${item.block} ELSE 0 END`;
 
 /**
- * The item's reply, written by `write` (replyText or replyArray): blocked before the request; starting a block
+ * The item's reply, as replyText writes it: blocked before the request; starting a block
  * (`blocks`, startsBlockSql's value); its decision when its request is allowed or it did not pass itself; else
  * how its key stands (`standing`), since a denied request consumes nothing.
  */
@@ -54,10 +53,9 @@ export function itemReplySql(
   values: { blocks: string; requestAllowed: string; passes: string },
   decision: ReplySql,
   standing: ReplySql,
-  write: (reply: ReplySql) => string,
 ): string {
-  return `CASE WHEN ${item.until} > ${item.now} THEN ${write(blockedReply(item.until, item.now))}
-        WHEN ${values.blocks} > 0 THEN ${write(blockingReply(decision, values.blocks))}
-        WHEN ${values.requestAllowed} OR NOT ${values.passes} THEN ${write(decision)}
-        ELSE ${write(standing)} END`;
+  return `CASE WHEN ${item.until} > ${item.now} THEN ${replyText(blockedReply(item.until, item.now))}
+        WHEN ${values.blocks} > 0 THEN ${replyText(blockingReply(decision, values.blocks))}
+        WHEN ${values.requestAllowed} OR NOT ${values.passes} THEN ${replyText(decision)}
+        ELSE ${replyText(standing)} END`;
 }

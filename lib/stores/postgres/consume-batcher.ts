@@ -23,7 +23,7 @@ interface Statement {
 const MAX_REQUESTS = 64;
 
 /**
- * Sends consumes to rate_limit_consume_v4, gathering the requests that arrive while `parallel` statements are
+ * Sends consumes to rate_limit_consume, gathering the requests that arrive while `parallel` statements are
  * busy into the next statement: a request alone is sent at once, and under load one statement (one round trip,
  * one transaction) decides many. Each request stays all-or-nothing and is decided in arrival order with the
  * requests that share a key with it: in one statement by rounds (see consume.sql.ts); across statements by

@@ -4,7 +4,7 @@ import { systemClock } from '../../util/clock.js';
 import type { StoreCallItem } from '../engine-store.js';
 import type { StoredIdentities } from '../storage-key.js';
 
-/** The items of one request as rate_limit_consume_v4 takes them: one entry per item in each column. */
+/** The items of one request as rate_limit_consume takes them: one entry per item in each column. */
 export interface ItemColumns {
   readonly keys: readonly string[];
   readonly algos: readonly number[];

@@ -2,7 +2,7 @@ import type { Pool } from 'pg';
 
 import { type Clock, systemClock } from '../../util/clock.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../../policy/policy.types.js';
-import { checkChargeable } from '../consume-all.js';
+import { DecidingStore } from '../deciding-store.js';
 import { decisionsFromReply } from '../decisions.js';
 import type { RateLimitStoreItem } from '../rate-limit-store.js';
 import type {
@@ -41,12 +41,12 @@ const CONSUMES_IN_FLIGHT = 2;
  * transaction locks, so it is atomic under concurrency, and a consume writes only when every enforced policy
  * allows (and the block that a denial starts, in the same statement). Consumes that arrive while the store's
  * statements are busy go out together, one statement deciding many requests
- * (`SELECT rate_limit_consume_v4(...)`); peek, refund, reset, block and unblock go through
- * `SELECT rate_limit_v4(...)`, a charge through `SELECT rate_limit_charge_v4(...)`. Rows carry their expiry, are never read once expired, and are deleted in the
+ * (`SELECT rate_limit_consume(...)`, every consume); peek, refund, charge, reset, block and unblock go through
+ * `SELECT rate_limit(...)`. Rows carry their expiry, are never read once expired, and are deleted in the
  * background in small batches.
  * @example const store = new PostgresRateLimitStore({ pool: new Pool({ connectionString }) }); await store.migrate();
  */
-export class PostgresRateLimitStore implements EngineStore {
+export class PostgresRateLimitStore extends DecidingStore implements EngineStore {
   private readonly pool: Pool;
   /**
    * Changes outside decisions, announced with NOTIFY to every instance; the listener keeps one connection of
@@ -65,6 +65,7 @@ export class PostgresRateLimitStore implements EngineStore {
   private pruner: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: PostgresRateLimitStoreOptions) {
+    super();
     if (options?.pool === undefined)
       throw new TypeError('nest-rate-limit: PostgresRateLimitStore needs `pool`, a pg Pool');
     // pg's own types inside (a devDependency); the options name only the structural PgPool.
@@ -96,9 +97,8 @@ export class PostgresRateLimitStore implements EngineStore {
   }
 
   /**
-   * Creates the schema, tables and functions, or brings an earlier version's up to date: safe to run at every
-   * start, from many processes at once, and beside instances of earlier versions (migrateSchema in
-   * schema-migration.ts says how).
+   * Creates the schema, tables and functions: safe to run at every start, from many processes at once, and
+   * beside instances of other versions (migrateSchema in schema-migration.ts says how).
    */
   migrate(): Promise<void> {
     return migrateSchema(this.pool, this.schema);
@@ -111,26 +111,7 @@ export class PostgresRateLimitStore implements EngineStore {
     if (items.length === 0) return [];
     const now = this.now();
     const columns = itemColumns(items, this.identities, now);
-    // Two items on one key decide one after the other: the general function does that.
-    if (items.length > 1 && new Set(columns.keys).size < items.length) return this.decide('consume', items);
     return decisionsFromReply('consume', items, await this.batcher.consume(columns, now, call), 'PostgreSQL');
-  }
-
-  peek(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<RateLimitDecision[]> {
-    return this.decide('peek', items);
-  }
-
-  refund(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
-    return this.decide('refund', items);
-  }
-
-  /** Takes each item's cost without deciding, past the limit: one rate_limit_charge_v4 statement. */
-  async charge(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
-    checkChargeable(items);
-    if (items.length === 0) return [];
-    const now = this.now();
-    const reply = await this.statements.charge(itemColumns(items, this.identities, now), now);
-    return decisionsFromReply('charge', items, reply, 'PostgreSQL');
   }
 
   async reset(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<void> {
@@ -178,12 +159,14 @@ export class PostgresRateLimitStore implements EngineStore {
     this.pruner = undefined;
   }
 
-  private async decide(
-    op: 'consume' | 'peek' | 'refund',
+  protected async decide(
+    op: 'peek' | 'refund' | 'charge',
     items: readonly StoreCallItem[],
   ): Promise<RateLimitDecision[]> {
     if (items.length === 0) return [];
-    return decisionsFromReply(op, items, await this.run(op, items), 'PostgreSQL');
+    // a shadow item is not charged; a charge replies as a peek of each key afterwards, whatever the cost
+    const sent = op === 'charge' ? items.map((item) => (item.shadow === true ? { ...item, cost: 0 } : item)) : items;
+    return decisionsFromReply(op, items, await this.run(op, sent), 'PostgreSQL');
   }
 
   private run(op: Operation, items: readonly StoreCallItem[]): Promise<unknown> {

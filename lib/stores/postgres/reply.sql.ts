@@ -6,7 +6,7 @@ export const { allowed: ALLOWED, denied: DENIED, blocked: BLOCKED } = REPLY;
 /**
  * One item's reply as SQL expressions, in the order of the Redis script's: allowed (protocol.ts' REPLY),
  * remaining, reset_ms, retry_ms. Every function that answers an item builds it here and writes it with
- * replyText or replyArray, so the replies of the consume statement (the rounds and the single-item call), rate_limit_v4 and peek are one.
+ * replyText or replyArray, so the replies of the consume statement and of rate_limit are one.
  */
 export type ReplySql = readonly [allowed: string, remaining: string, resetMs: string, retryMs: string];
 
@@ -44,5 +44,5 @@ export const standingReply = (remaining: string, reset: string): ReplySql => [`$
 export const replyText = (reply: ReplySql): string =>
   reply.map((e) => (/^-?\d+$/.test(e) ? `'${e}'` : `(${e})::text`)).join(` || ',' || `);
 
-/** A reply as rate_limit_v3 returns it: bigint[] of the four values. */
+/** A reply as rate_limit returns it: bigint[] of the four values. */
 export const replyArray = (reply: ReplySql): string => `ARRAY[${reply.join(', ')}]::bigint[]`;

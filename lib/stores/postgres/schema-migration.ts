@@ -2,10 +2,9 @@ import type { PgPool } from '../client-types.js';
 import { postgresSchemaSql } from './rate-limit.sql.js';
 
 /**
- * Creates the schema, tables and functions (CREATE ... IF NOT EXISTS / OR REPLACE), adds the columns that the
- * tables of an earlier version lack, and drops the functions it left: safe to run at every start, from many
- * processes at once, and beside instances of earlier versions (see OBSOLETE_FUNCTIONS in rate-limit.sql.ts). It
- * runs in one transaction, on one connection of the pool, under a transaction-level advisory lock of the schema's
+ * Creates the schema, tables and functions (CREATE ... IF NOT EXISTS / OR REPLACE): safe to run at every
+ * start, from many processes at once, and beside instances of the version before (CONTRIBUTING.md, "Changing
+ * the PostgreSQL schema", says how a release keeps it so). It runs in one transaction, on one connection of the pool, under a transaction-level advisory lock of the schema's
  * name, so concurrent migrations of a schema wait for each other instead of racing (CREATE SCHEMA IF NOT EXISTS,
  * CREATE OR REPLACE FUNCTION and ALTER TABLE are not safe against themselves); on error it rolls back and
  * rethrows.
@@ -15,8 +14,7 @@ export async function migrateSchema(pool: PgPool, schema: string): Promise<void>
   let broken: Error | undefined;
   try {
     await client.query('BEGIN');
-    // A statement of its own: the schema SQL then runs on a snapshot taken after the lock was granted. The
-    // lock keeps the package's first name, so that instances of earlier versions wait for it too.
+    // A statement of its own: the schema SQL then runs on a snapshot taken after the lock was granted.
     await client.query("SELECT pg_advisory_xact_lock(hashtextextended('nestjs-rate-limit:migrate:' || $1, 0))", [
       schema,
     ]);

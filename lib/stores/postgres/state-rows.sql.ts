@@ -15,7 +15,7 @@ export const newestPeriodSql = (S: string, where: string): string =>
 
 /**
  * Reading and writing one key's row, its block included, for the functions that go item by item (peek,
- * refund, block, reset, and the consumes of rate_limit_v4). A block is the row's `blocked_until` (ms since
+ * refund, block, reset, and the consumes of rate_limit). A block is the row's `blocked_until` (ms since
  * the epoch; NULL: none), beside the state it leaves as it was:
  * - rate limits: the row of rate_limit_state, which lives at least as long as the block (a key that holds
  *   only a block has the state '', which every twin reads as none);
@@ -86,14 +86,14 @@ END $fn$;
 
 -- How a key stands, as peek reports it: allowed (${ALLOWED}, or ${DENIED} with the wait of a cost of 1; ${BLOCKED}: blocked),
 -- remaining, reset_ms, retry_ms.
-CREATE OR REPLACE FUNCTION ${S}.rl_standing_v4(algo int, st text, lim bigint, w bigint, cap bigint, now_ms bigint,
+CREATE OR REPLACE FUNCTION ${S}.rl_standing(algo int, st text, lim bigint, w bigint, cap bigint, now_ms bigint,
   until_ms bigint) RETURNS bigint[]
 LANGUAGE sql STABLE AS $fn$
   SELECT CASE WHEN until_ms > now_ms THEN ${replyArray(blockedReply('until_ms', 'now_ms'))}
     WHEN r.remaining >= 1 THEN ${replyArray(standingReply('r.remaining', 'r.reset_ms'))}
     ELSE ARRAY[${DENIED}, r.remaining, r.reset_ms,
-      (SELECT p.retry_ms FROM ${S}.rl_algo_decision_v4(algo, st, lim, w, cap, now_ms, 1) p)] END
-  FROM ${S}.rl_algo_decision_v4(algo, st, lim, w, cap, now_ms, 0) r
+      (SELECT p.retry_ms FROM ${S}.rl_algo_decision(algo, st, lim, w, cap, now_ms, 1) p)] END
+  FROM ${S}.rl_algo_decision(algo, st, lim, w, cap, now_ms, 0) r
 $fn$;
 
 -- Forgets the keys' state and blocks; a quota's usage of the periods before the caller's stays (billing).

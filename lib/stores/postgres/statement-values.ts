@@ -32,7 +32,7 @@ export function inRounds<T extends Consume>(batch: T[]): { ordered: T[]; rounds:
   return { ordered: byRound.flat(), rounds };
 }
 
-/** The values of one rate_limit_consume_v4 call, in the order of its parameters. */
+/** The values of one rate_limit_consume call, in the order of its parameters. */
 export function statementValues(ordered: readonly Consume[], rounds: number[], slackMs: number): unknown[] {
   const nows: (number | null)[] = [];
   const reqs: number[] = [];
@@ -60,5 +60,6 @@ export function statementValues(ordered: readonly Consume[], rounds: number[], s
   const [first] = algos;
   const algo = first !== undefined && algos.every((a) => a === first) ? first : 0;
   const single = reqs.length === ordered.length;
-  return [slackMs, single, algo, storeClock ? null : nows, rounds, reqs, ...concatenated, shadows, blocks];
+  const repeated = ordered.some(({ columns: { keys } }) => keys.length > 1 && new Set(keys).size < keys.length);
+  return [slackMs, single, algo, storeClock ? null : nows, rounds, reqs, ...concatenated, shadows, blocks, repeated];
 }

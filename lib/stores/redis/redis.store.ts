@@ -1,6 +1,6 @@
 import { type Clock, systemClock } from '../../util/clock.js';
 import type { RateLimitDecision } from '../../policy/policy.types.js';
-import { checkChargeable } from '../consume-all.js';
+import { DecidingStore } from '../deciding-store.js';
 import { decisionsFromReply } from '../decisions.js';
 import type { NodeRedisClient, RedisClient, ValkeyGlideClient } from '../client-types.js';
 import type { RateLimitStoreItem } from '../rate-limit-store.js';
@@ -38,7 +38,7 @@ type Operation = 'consume' | 'check' | 'peek' | 'refund' | 'charge' | 'reset' | 
  * when every policy allows it; on one Redis, the consumes of one turn of the event loop share a call.
  * @example new RedisRateLimitStore({ client: new Redis(process.env.REDIS_URL) })
  */
-export class RedisRateLimitStore implements EngineStore {
+export class RedisRateLimitStore extends DecidingStore implements EngineStore {
   /** The connection the store sends its commands on. */
   readonly client: RedisClient | NodeRedisClient | ValkeyGlideClient;
   /**
@@ -64,6 +64,7 @@ export class RedisRateLimitStore implements EngineStore {
   private readonly batcher: CallBatcher<RequestArgs>;
 
   constructor(options: RedisRateLimitStoreOptions) {
+    super();
     if (options?.client === undefined) {
       throw new TypeError(
         'nest-rate-limit: RedisRateLimitStore needs `client`, an ioredis, node-redis or Valkey GLIDE client',
@@ -90,20 +91,6 @@ export class RedisRateLimitStore implements EngineStore {
     return this.decide('consume', items);
   }
 
-  peek(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<RateLimitDecision[]> {
-    return this.decide('peek', items);
-  }
-
-  refund(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
-    return this.decide('refund', items);
-  }
-
-  /** Takes each item's cost without deciding, past the limit: the script's 'charge', one call per slot. */
-  async charge(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
-    checkChargeable(items);
-    return this.decide('charge', items);
-  }
-
   async reset(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<void> {
     await this.eachSlot('reset', items);
   }
@@ -122,7 +109,7 @@ export class RedisRateLimitStore implements EngineStore {
     return this.program.load();
   }
 
-  private async decide(
+  protected async decide(
     op: 'consume' | 'peek' | 'refund' | 'charge',
     items: readonly StoreCallItem[],
   ): Promise<RateLimitDecision[]> {

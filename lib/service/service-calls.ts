@@ -1,10 +1,10 @@
+import type { DecisionEngine } from '../engine/decision-engine.js';
+import { withConcurrencyWaits } from '../engine/slot-wait.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
-import type { RateLimitStoreItem } from '../stores/rate-limit-store.js';
 import type { EngineStore } from '../stores/engine-store.js';
+import type { RateLimitStoreItem } from '../stores/rate-limit-store.js';
 import { elementAt } from '../util/element-at.js';
-import type { DecisionEngine } from './decision-engine.js';
-import { withConcurrencyWaits } from './slot-wait.js';
 
 /**
  * RateLimitService's store operations outside decisions (peek, usage, reset, block, refund, charge, resetAll) on the
@@ -116,6 +116,38 @@ export class ServiceCalls {
     }
     const charge = store.charge.bind(store);
     return this.change(items, () => charge(items), policy);
+  }
+
+  /**
+   * Blocks the items' keys for `durationMs` (RateLimitService.block), as change() runs a refund; a store without
+   * block() is refused before it is asked (not a store failure: the breaker does not count it, onError is not
+   * told), with an error naming it.
+   */
+  async block(
+    items: readonly { policy: ResolvedPolicy; key: string }[],
+    durationMs: number,
+    policy: ResolvedPolicy,
+  ): Promise<void> {
+    const block = this.blocking(policy).block;
+    await this.change(items, () => block(items, durationMs), policy);
+  }
+
+  /** Lifts the items' blocks (RateLimitService.unblock), as block() sets them. */
+  async unblock(items: readonly { policy: ResolvedPolicy; key: string }[], policy: ResolvedPolicy): Promise<void> {
+    const unblock = this.blocking(policy).unblock;
+    await this.change(items, () => unblock(items), policy);
+  }
+
+  /** The block and unblock of `policy`'s store, or an error naming the store that has none (a custom store). */
+  private blocking(policy: ResolvedPolicy): Required<Pick<EngineStore, 'block' | 'unblock'>> {
+    const store = this.engine.storeOf(policy);
+    if (store.block === undefined || store.unblock === undefined) {
+      throw new RateLimitPolicyError(
+        `the store (${store.constructor.name}) cannot block keys: it has no block()/unblock()`,
+        { policy: policy.name, where: 'RateLimitService' },
+      );
+    }
+    return { block: store.block.bind(store), unblock: store.unblock.bind(store) };
   }
 
   /**

@@ -1,10 +1,10 @@
 import { quotaPeriodAt } from '../algorithms/quota/quota-period.js';
 import type { DecisionEngine } from '../engine/decision-engine.js';
-import type { ServiceCalls } from '../engine/service-calls.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import type { ResolvedPolicy } from '../policy/policy.types.js';
-import type { ServiceArguments } from '../service/service-arguments.js';
 import { elementAt } from '../util/element-at.js';
+import type { ServiceArguments } from './service-arguments.js';
+import type { ServiceCalls } from './service-calls.js';
 
 /** A quota limit no usage reaches, to read usage through peek: 2^52. */
 const USAGE_PROBE_LIMIT = 2 ** 52;
