@@ -31,8 +31,9 @@ const servers = {
 /**
  * One project per need, because Jest runs a project's global setup only when the run has a test of it: a run
  * of test/unit starts, installs and checks nothing; test/docs gets chromium, and test/docs/site/ the docs site
- * too, built once for the run; the rest redis-server and a PostgreSQL (test/provision/). The slow files (SLOW) are a project of their own, which
- * `npm test` leaves out (`--ignoreProjects slow`) and `npm run test:slow` runs.
+ * too, built once for the run; the rest redis-server and a PostgreSQL (test/provision/). The slow files (SLOW,
+ * test/provision/tiers.mjs) are a project of their own, which `npm test` leaves out (`--ignoreProjects slow`)
+ * and `npm run test:slow` runs.
  */
 export default {
   testTimeout: 30000,
