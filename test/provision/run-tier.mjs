@@ -1,6 +1,6 @@
 // `npm run test:tier -- <name> [Jest's options]`: runs one tier of test/provision/tiers.mjs with Jest, as
-// `npm test` runs them all (ES modules on); a slow tier in the `slow` project, the others outside it. Without a
-// name, or with an unknown one, it lists the tiers.
+// `npm test` runs them all (ES modules on); a slow tier in the `slow` project, one file at a time, the others
+// outside it. Without a name, or with an unknown one, it lists the tiers.
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
@@ -13,7 +13,8 @@ const JEST = `${ROOT}node_modules/jest/bin/jest.js`;
 function jestArguments(name, rest = []) {
   const tier = TIERS[name];
   const escape = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  const projects = tier.slow ? ['--selectProjects', SLOW_PROJECT] : ['--ignoreProjects', SLOW_PROJECT];
+  // The slow files one at a time: the soak and the overload regressions load the machine, and time it.
+  const projects = tier.slow ? ['--runInBand', '--selectProjects', SLOW_PROJECT] : ['--ignoreProjects', SLOW_PROJECT];
   return [...rest, ...projects, '--', ...tier.paths.map((path) => `^${escape(ROOT + path)}`)];
 }
 

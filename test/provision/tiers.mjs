@@ -4,13 +4,17 @@
 // (`npm run test:slow`). Paths are relative to the repository, a folder ending in `/`.
 
 /**
- * Out of `npm test`, each for minutes of its own: the consumer apps install Nest 10–12 from the npm registry
- * and compile them; the soak is 2 minutes of load by design; the fleet simulations push hundreds of thousands of
- * requests through real engines (their output and flags stay in the fast tier: fleet-simulator.spec.ts).
+ * Out of `npm test`, each for minutes of its own, and run one file at a time (run-tier.mjs): the consumer apps
+ * install Nest 10–12 from the npm registry and compile them; the soak is 2 minutes of load by design; the
+ * overload regressions flood an app on a 100 ms store timeout, which another file's work beside them can
+ * exceed; the fleet simulations push hundreds of thousands of requests through real engines (their output and
+ * flags stay in the fast tier: fleet-simulator.spec.ts).
  */
 export const SLOW = [
   'test/consumers/',
   'test/fault/soak.spec.ts',
+  'test/regressions/overload.spec.ts',
+  'test/regressions/overload-postgres.spec.ts',
   'packages/simulator/test/fleet-bounds.spec.ts',
   'packages/simulator/test/fleet-store-calls.spec.ts',
   'packages/simulator/test/fleet-long-runs.spec.ts',
@@ -33,7 +37,7 @@ export const TIERS = {
   fuzz: { paths: ['test/fuzz/'], needs: 'redis-server, PostgreSQL' },
   package: { paths: ['test/testing/', 'test/sample-app/', 'test/migration/'], needs: 'redis-server' },
   consumers: { paths: ['test/consumers/'], needs: 'the npm registry', slow: true },
-  slow: { paths: SLOW, needs: 'redis-server, the npm registry', slow: true },
+  slow: { paths: SLOW, needs: 'redis-server, PostgreSQL, the npm registry', slow: true },
 };
 
 /** The Jest project of the slow files (jest.config.js). */
