@@ -17,7 +17,8 @@ export const SLOW = [
   'test/regressions/overload-postgres.spec.ts',
   'packages/simulator/test/fleet-bounds.spec.ts',
   'packages/simulator/test/fleet-store-calls.spec.ts',
-  'packages/simulator/test/fleet-long-runs.spec.ts',
+  'packages/simulator/test/fleet-under-admission.spec.ts',
+  'packages/simulator/test/fleet-shares.spec.ts',
 ];
 
 /** Each tier: the folders (or files) it runs, and what it needs. `slow`: its files are all in SLOW. */

@@ -3,8 +3,8 @@ import { admissions, expectWithinTheAlgorithm, mostPerWindow, SCENARIOS } from '
 
 // The fleet simulation's bound: whatever the traffic and the leases, the fleet never admits more than its
 // algorithm allows (in the slow tier: each run pushes its requests through real engines). Store calls:
-// fleet-store-calls.spec.ts; under-admission and shares: fleet-long-runs.spec.ts; output and flags:
-// fleet-simulator.spec.ts.
+// fleet-store-calls.spec.ts; under-admission: fleet-under-admission.spec.ts; shares: fleet-shares.spec.ts;
+// output and flags: fleet-simulator.spec.ts.
 
 describe('fleet simulation: the fleet never admits more than the algorithm allows', () => {
   describe.each(Object.entries(SCENARIOS))('%s', (_name, scenario) => {

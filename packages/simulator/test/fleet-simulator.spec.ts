@@ -14,7 +14,7 @@ import {
 } from '../src/fleet/index.js';
 
 // The fleet simulation's output and its command line's flags (the fast tier). What the runs admit and call is
-// checked in the slow tier: fleet-bounds.spec.ts, fleet-store-calls.spec.ts, fleet-long-runs.spec.ts.
+// checked in the slow tier: fleet-bounds, fleet-store-calls, fleet-under-admission and fleet-shares.spec.ts.
 
 const CLI = join(process.cwd(), 'packages', 'simulator', 'bin', 'simulate.mjs');
 
