@@ -36,12 +36,12 @@ function generated(units) {
  * The definitions of the Redis store's Lua program, after the constants (luaConstants()), in the order of their
  * requires and provides: ${definitions.map((unit) => unit.file).join(', ')}.
  */
-export const LUA_DEFINITIONS = \`
+export const LUA_DEFINITIONS: string = \`
 ${templated(definitions.map((unit) => code(unit.text)).join('\n'))}
 \`;
 
 /** The part of the program that runs at every call (${CALL_FILE}), after the definitions. */
-export const LUA_CALL = \`
+export const LUA_CALL: string = \`
 ${templated(code(call.text))}
 \`;
 `;

@@ -5,7 +5,7 @@
  * The definitions of the Redis store's Lua program, after the constants (luaConstants()), in the order of their
  * requires and provides: lib/stores/redis/lua/prelude.lua, lib/stores/redis/lua/state-codec.lua, lib/algorithms/gcra/gcra.lua, lib/algorithms/period-counter.lua, lib/algorithms/fixed-window/fixed-window.lua, lib/algorithms/quota/quota.lua, lib/algorithms/sliding-window-counter/sliding-window-counter.lua, lib/algorithms/sliding-window-log/sliding-window-log.lua, lib/algorithms/concurrency/concurrency.lua, lib/algorithms/token-bucket/token-bucket.lua, lib/stores/redis/lua/lean.lua, lib/stores/redis/lua/dispatcher.lua, lib/stores/redis/lua/requests.lua.
  */
-export const LUA_DEFINITIONS = `
+export const LUA_DEFINITIONS: string = `
 local floor, min, max = math.floor, math.min, math.max
 local function fmt(n) return string.format('%d', n) end
 local function ceil_div(a, b)
@@ -1031,7 +1031,7 @@ end
 `;
 
 /** The part of the program that runs at every call (lib/stores/redis/lua/call.lua), after the definitions. */
-export const LUA_CALL = `
+export const LUA_CALL: string = `
 local op = ARGV[1]
 if op == 'batch' then return batch(KEYS, ARGV) end
 if op == 'consume' and #KEYS == 1 then
