@@ -47,11 +47,31 @@ ${templated(code(call.text))}
 `;
 }
 
-/** The problems of the whole program: top-level locals past the budget, a name the checks of the files missed. */
+/**
+ * The problems of the whole program (its files in order, after the constants): one that does not parse (a
+ * `return` outside call.lua), a name the checks of the files missed, top-level locals past the budget.
+ */
 function programProblems(units, constants) {
+  const starts = [];
+  let next = constants.length + 1;
+  for (const unit of units) {
+    starts.push({ line: next, file: unit.file });
+    next += unit.text.split('\n').length;
+  }
+  const where = (line) => {
+    const start = starts.findLast((s) => s.line <= line) ?? starts[0];
+    return `${start.file}:${line - start.line + 1}`;
+  };
   const text = [...constants.map((name) => `local ${name} = 0`), ...units.map((unit) => unit.text)].join('\n');
-  const { topLevel, free } = analyse(parseLua(text, 'the assembled program'), new Set());
-  const problems = [...free].map(([name]) => `the assembled program uses \`${name}\`, which nothing defines`);
+  let chunk;
+  try {
+    chunk = parseLua(text, 'the assembled program');
+  } catch (error) {
+    const at = /\[(\d+):\d+\]/.exec(error.message);
+    return { problems: [`${at ? where(Number(at[1])) : '?'}: ${error.message}`], topLevel: 0 };
+  }
+  const { topLevel, free } = analyse(chunk, new Set());
+  const problems = [...free].map(([name, line]) => `${where(line)}: in the program, nothing defines \`${name}\``);
   if (topLevel.length > TOP_LEVEL_BUDGET) {
     problems.push(`the program has ${topLevel.length} top-level locals, more than ${TOP_LEVEL_BUDGET} (Lua: 200)`);
   }

@@ -56,7 +56,12 @@ export function readUnit(file) {
   const lines = text.split('\n');
   const requires = headerList(lines, 'requires', file);
   const provides = headerList(lines, 'provides', file);
-  const names = analyse(parseLua(text, file), new Set(requires));
+  const chunk = parseLua(text, file);
+  const names = analyse(chunk, new Set(requires));
+  const returns = chunk.body.find((statement) => statement.type === 'ReturnStatement');
+  if (returns && file !== CALL_FILE) {
+    throw new Error(`${file}:${returns.loc.start.line}: returns at its top level: only ${CALL_FILE} may`);
+  }
   return { file, text, requires, provides, ...names };
 }
 
@@ -73,7 +78,7 @@ export function orderedUnits() {
   for (const unit of units) {
     for (const { name, line } of unit.topLevel) {
       if (definedAt.has(name))
-        problems.push(`${unit.file}:${line}: \`${name}\` is defined twice (also in ${definedAt.get(name)})`);
+        problems.push(`\`${name}\` is defined twice: ${definedAt.get(name)} and ${unit.file}:${line}`);
       else definedAt.set(name, `${unit.file}:${line}`);
     }
     for (const name of unit.provides) {
