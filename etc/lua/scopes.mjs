@@ -47,139 +47,143 @@ export function parseLua(text, file) {
 /**
  * Walks a chunk. `outer` holds the names defined ahead of it (a file's requires). Returns the chunk's top-level
  * locals (name and line, in order), the outer names it uses, the free names that are neither outer nor Redis'
- * (each with its first line) and the locals never read (parameters and `_`-names aside).
+ * (each with its first line) and the locals never read (parameters and `_`-names aside; `top` for a top-level
+ * one).
  */
 export function analyse(chunk, outer) {
-  const topLevel = [];
-  const usedOuter = new Set();
-  const free = new Map();
-  const unused = [];
-  const scopes = [];
-  const declare = (id, kind) => {
-    const scope = scopes[scopes.length - 1];
-    const entry = { name: id.name, line: id.loc.start.line, kind, reads: 0, top: scopes.length === 1 };
-    scope.push(entry);
-    if (scopes.length === 1) topLevel.push(entry);
-  };
-  const lookup = (name) => {
-    for (let s = scopes.length - 1; s >= 0; s--) {
-      const scope = scopes[s];
+  const walker = new Walker(outer);
+  walker.block(chunk.body);
+  return { topLevel: walker.topLevel, usedOuter: walker.usedOuter, free: walker.free, unused: walker.unused };
+}
+
+class Walker {
+  topLevel = [];
+  usedOuter = new Set();
+  free = new Map();
+  unused = [];
+  scopes = [];
+
+  constructor(outer) {
+    this.outer = outer;
+  }
+
+  declare(id, kind) {
+    const entry = { name: id.name, line: id.loc.start.line, kind, reads: 0, top: this.scopes.length === 1 };
+    this.scopes[this.scopes.length - 1].push(entry);
+    if (entry.top) this.topLevel.push(entry);
+  }
+
+  lookup(name) {
+    for (let s = this.scopes.length - 1; s >= 0; s--) {
+      const scope = this.scopes[s];
       for (let i = scope.length - 1; i >= 0; i--) if (scope[i].name === name) return scope[i];
     }
     return undefined;
-  };
-  const read = (id) => {
-    const local = lookup(id.name);
-    if (local) local.reads++;
-    else if (outer.has(id.name)) usedOuter.add(id.name);
-    else if (!REDIS_GLOBALS.has(id.name) && !free.has(id.name)) free.set(id.name, id.loc.start.line);
-  };
-  const open = () => scopes.push([]);
-  const close = () => {
-    for (const entry of scopes.pop()) {
-      if (entry.kind !== 'parameter' && entry.reads === 0 && !entry.name.startsWith('_')) unused.push(entry);
+  }
+
+  /** A name read (`write`: assigned, which is no read of a local). */
+  use(id, write = false) {
+    const local = this.lookup(id.name);
+    if (local) {
+      if (!write) local.reads++;
+    } else if (this.outer.has(id.name)) this.usedOuter.add(id.name);
+    else if ((write || !REDIS_GLOBALS.has(id.name)) && !this.free.has(id.name))
+      this.free.set(id.name, id.loc.start.line);
+  }
+
+  /** Statements in a scope of their own, after the names `first` declares in it (parameters, loop variables). */
+  block(body, first = () => {}, last = () => {}) {
+    this.scopes.push([]);
+    first();
+    body.forEach((node) => this.statement(node));
+    last();
+    for (const entry of this.scopes.pop()) {
+      if (entry.kind !== 'parameter' && entry.reads === 0 && !entry.name.startsWith('_')) this.unused.push(entry);
     }
-  };
-  const block = (body, declareFirst = () => {}) => {
-    open();
-    declareFirst();
-    body.forEach(statement);
-    close();
-  };
-  const expressions = (list) => list.forEach(expression);
-  function expression(node) {
+  }
+
+  expressions(list) {
+    list.forEach((node) => this.expression(node));
+  }
+
+  expression(node) {
     if (!node) return;
     switch (node.type) {
       case 'Identifier':
-        return read(node);
+        return this.use(node);
       case 'MemberExpression':
-        return expression(node.base);
-      case 'IndexExpression':
-        expression(node.base);
-        return expression(node.index);
-      case 'CallExpression':
-        expression(node.base);
-        return expressions(node.arguments);
-      case 'TableCallExpression':
-        expression(node.base);
-        return expression(node.arguments);
       case 'StringCallExpression':
-        return expression(node.base);
+        return this.expression(node.base);
+      case 'IndexExpression':
+        return this.expressions([node.base, node.index]);
+      case 'CallExpression':
+        return this.expressions([node.base, ...node.arguments]);
+      case 'TableCallExpression':
+        return this.expressions([node.base, node.arguments]);
       case 'TableConstructorExpression':
-        for (const field of node.fields) {
-          if (field.type === 'TableKey') expression(field.key);
-          expression(field.value);
-        }
-        return;
+        return node.fields.forEach((field) =>
+          this.expressions([field.type === 'TableKey' ? field.key : null, field.value]),
+        );
       case 'BinaryExpression':
       case 'LogicalExpression':
-        expression(node.left);
-        return expression(node.right);
+        return this.expressions([node.left, node.right]);
       case 'UnaryExpression':
-        return expression(node.argument);
+        return this.expression(node.argument);
       case 'FunctionDeclaration':
-        return functionBody(node);
+        return this.functionBody(node);
       default:
         return; // literals, `...`
     }
   }
-  function functionBody(node) {
-    block(node.body, () => node.parameters.forEach((p) => p.type === 'Identifier' && declare(p, 'parameter')));
+
+  functionBody(node) {
+    this.block(node.body, () =>
+      node.parameters.forEach((p) => p.type === 'Identifier' && this.declare(p, 'parameter')),
+    );
   }
-  // an assignment's target: a name is written, not read; a field's table and index are read
-  function target(node) {
-    if (node.type === 'Identifier') {
-      const local = lookup(node.name);
-      if (!local && !outer.has(node.name)) free.set(node.name, free.get(node.name) ?? node.loc.start.line);
-      if (!local && outer.has(node.name)) usedOuter.add(node.name);
-    } else expression(node);
+
+  /** An assignment's target: a name is written, not read; a field's table and index are read. */
+  target(node) {
+    if (node.type === 'Identifier') this.use(node, true);
+    else this.expression(node);
   }
-  function statement(node) {
+
+  statement(node) {
     switch (node.type) {
       case 'LocalStatement':
-        expressions(node.init);
-        return node.variables.forEach((v) => declare(v, 'local'));
+        this.expressions(node.init);
+        return node.variables.forEach((v) => this.declare(v, 'local'));
       case 'AssignmentStatement':
-        expressions(node.init);
-        return node.variables.forEach(target);
+        this.expressions(node.init);
+        return node.variables.forEach((v) => this.target(v));
       case 'CallStatement':
-        return expression(node.expression);
+        return this.expression(node.expression);
       case 'FunctionDeclaration':
-        if (node.isLocal) {
-          declare(node.identifier, 'local');
-          return functionBody(node);
-        }
-        if (node.identifier) target(node.identifier);
-        return functionBody(node);
+        if (node.isLocal) this.declare(node.identifier, 'local');
+        else if (node.identifier) this.target(node.identifier);
+        return this.functionBody(node);
       case 'IfStatement':
         return node.clauses.forEach((clause) => {
-          expression(clause.condition);
-          block(clause.body);
+          this.expression(clause.condition);
+          this.block(clause.body);
         });
       case 'WhileStatement':
-        expression(node.condition);
-        return block(node.body);
+        this.expression(node.condition);
+        return this.block(node.body);
       case 'DoStatement':
-        return block(node.body);
+        return this.block(node.body);
       case 'RepeatStatement':
-        open();
-        node.body.forEach(statement);
-        expression(node.condition);
-        return close();
+        return this.block(node.body, undefined, () => this.expression(node.condition));
       case 'ForNumericStatement':
-        expressions([node.start, node.end, node.step]);
-        return block(node.body, () => declare(node.variable, 'loop'));
+        this.expressions([node.start, node.end, node.step]);
+        return this.block(node.body, () => this.declare(node.variable, 'loop'));
       case 'ForGenericStatement':
-        expressions(node.iterators);
-        return block(node.body, () => node.variables.forEach((v) => declare(v, 'loop')));
+        this.expressions(node.iterators);
+        return this.block(node.body, () => node.variables.forEach((v) => this.declare(v, 'loop')));
       case 'ReturnStatement':
-        return expressions(node.arguments);
+        return this.expressions(node.arguments);
       default:
         return; // break, goto, labels
     }
   }
-  open();
-  chunk.body.forEach(statement);
-  close();
-  return { topLevel, usedOuter, free, unused };
 }
