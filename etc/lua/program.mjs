@@ -7,7 +7,8 @@ import ts from 'typescript';
 
 import { analyse, parseLua } from './scopes.mjs';
 
-export const ROOT = join(import.meta.dirname, '../..');
+/** The repository (LUA_ASSEMBLE_ROOT: another, for the assembler's own spec, test/unit/lua-assembler.spec.ts). */
+export const ROOT = process.env.LUA_ASSEMBLE_ROOT ?? join(import.meta.dirname, '../..');
 /** The part of the program that runs at every call; every other file is a definition. */
 export const CALL_FILE = 'lib/stores/redis/lua/call.lua';
 /** Where the constants the Lua shares with TypeScript are defined (LUA_CONSTANTS). */
