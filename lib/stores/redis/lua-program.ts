@@ -1,8 +1,6 @@
 import { RateLimitStoreTimeoutError } from '../store-timeout.js';
 import { isReplyError, type RedisDriver } from './clients/redis-driver.js';
-import { type LuaProgram, luaProgram } from './rate-limit.lua.js';
-
-const SHIPPED = luaProgram();
+import { type LuaProgram, RATE_LIMIT_PROGRAM } from './rate-limit.lua.js';
 
 /**
  * Where a test gives RedisRateLimitStore another program (its options' property of this key, which no user
@@ -23,7 +21,7 @@ export class RedisLuaProgram {
 
   constructor(
     private readonly client: RedisDriver,
-    private readonly program: LuaProgram = SHIPPED,
+    private readonly program: LuaProgram = RATE_LIMIT_PROGRAM,
   ) {
     // Every master of a Cluster would need the library: the script, which travels with the call, is simpler.
     this.functions = client.isCluster ? 'no' : 'unknown';

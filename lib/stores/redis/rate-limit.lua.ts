@@ -47,20 +47,21 @@ export function luaProgram({ lean = true }: { lean?: boolean } = {}): LuaProgram
   return { script, sha, functionName, library };
 }
 
-const PROGRAM = luaProgram();
+/** The program as shipped, with its lean path. */
+export const RATE_LIMIT_PROGRAM: LuaProgram = luaProgram();
 
 /** The one script of the Redis store: every algorithm's Lua twin and the multi-item dispatcher. */
-export const RATE_LIMIT_SCRIPT = PROGRAM.script;
+export const RATE_LIMIT_SCRIPT = RATE_LIMIT_PROGRAM.script;
 
 /** SHA1 of the script, computed here so that the caller's client needs no defineCommand. */
-export const RATE_LIMIT_SCRIPT_SHA = PROGRAM.sha;
+export const RATE_LIMIT_SCRIPT_SHA = RATE_LIMIT_PROGRAM.sha;
 
 /**
  * The function (Redis 7 `FCALL`) of the same code: its library builds the twins once, at the first call, and each
  * call then runs only the dispatcher. Named after the script's hash, so that applications on different versions of
  * the module can share a Redis.
  */
-export const RATE_LIMIT_FUNCTION = PROGRAM.functionName;
+export const RATE_LIMIT_FUNCTION = RATE_LIMIT_PROGRAM.functionName;
 
 /** The library that registers RATE_LIMIT_FUNCTION (`FUNCTION LOAD REPLACE`). */
-export const RATE_LIMIT_LIBRARY = PROGRAM.library;
+export const RATE_LIMIT_LIBRARY = RATE_LIMIT_PROGRAM.library;
