@@ -30,23 +30,29 @@ local function make_SWL()
     if #times == 0 then return 0 end
     return times[#times] + w - now
   end
-  function SWL.step(st, limit, w, cap, now, cost)
-    local at = swl_key_time(st, now)
-    local times, costs = swl_alive(st, w, at)
+  local function swl_used(costs)
     local used = 0
     for i = 1, #costs do
       used = used + costs[i]
     end
+    return used
+  end
+  -- `amount` units taken at `at`: the newest entry's, when it is of that time, else a new one
+  local function swl_add(times, costs, at, amount)
+    local last = #times
+    if last > 0 and times[last] == at then
+      costs[last] = costs[last] + amount
+    else
+      times[last + 1] = at
+      costs[last + 1] = amount
+    end
+  end
+  function SWL.step(st, limit, w, cap, now, cost)
+    local at = swl_key_time(st, now)
+    local times, costs = swl_alive(st, w, at)
+    local used = swl_used(costs)
     if cost <= limit and used + cost <= limit then
-      if cost > 0 then
-        local last = #times
-        if last > 0 and times[last] == at then
-          costs[last] = costs[last] + cost
-        else
-          times[last + 1] = at
-          costs[last + 1] = cost
-        end
-      end
+      if cost > 0 then swl_add(times, costs, at, cost) end
       local new_st = false
       if #times > 0 then new_st = { times, costs } end
       return new_st, 1, limit - used - cost, swl_reset(times, w, now), 0
@@ -93,20 +99,8 @@ local function make_SWL()
   function SWL.charge(st, limit, w, cap, now, amount)
     local at = swl_key_time(st, now)
     local times, costs = swl_alive(st, w, at)
-    local used = 0
-    for i = 1, #costs do
-      used = used + costs[i]
-    end
-    local added = min(amount, max(0, MAX_CHARGED_UNITS - used))
-    if added > 0 then
-      local last = #times
-      if last > 0 and times[last] == at then
-        costs[last] = costs[last] + added
-      else
-        times[last + 1] = at
-        costs[last + 1] = added
-      end
-    end
+    local added = min(amount, max(0, MAX_CHARGED_UNITS - swl_used(costs)))
+    if added > 0 then swl_add(times, costs, at, added) end
     if #times > 0 then return { times, costs } end
     return false
   end
