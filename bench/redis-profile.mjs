@@ -20,7 +20,7 @@ import { Redis } from 'ioredis';
 import { validatePolicy } from '../dist/index.js';
 import { batchArgs, requestArgs } from '../dist/stores/redis/call-args.js';
 import { StoredIdentities } from '../dist/stores/storage-key.js';
-import { dispatcherCall } from '../dist/stores/redis/dispatcher.lua.js';
+import { LUA_CALL as dispatcherCall } from '../dist/stores/redis/program.generated.js';
 import { RATE_LIMIT_FUNCTION, RATE_LIMIT_LIBRARY, RATE_LIMIT_SCRIPT } from '../dist/stores/redis/rate-limit.lua.js';
 import { freePort, ping } from './net.mjs';
 
@@ -43,7 +43,7 @@ for (let i = 0; !(await ping(port)); i++) {
 }
 const client = new Redis({ port });
 
-const definitions = RATE_LIMIT_SCRIPT.slice(0, RATE_LIMIT_SCRIPT.length - dispatcherCall.length - 1);
+const definitions = RATE_LIMIT_SCRIPT.slice(0, RATE_LIMIT_SCRIPT.length - dispatcherCall.length);
 const library = `#!lua name=profile
 local function build()
 ${definitions}

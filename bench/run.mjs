@@ -311,30 +311,19 @@ function redisBenchmark(port, pipeline, command) {
   return { rps: Number(row[1]), p50: Number(row[4]), p99: Number(row[6]) };
 }
 
-/** The library's script with every algorithm but GCRA replaced by an empty table (same dispatcher). */
-async function gcraOnlyScript(script) {
-  try {
-    const lua = await Promise.all([
-      import('../dist/algorithms/fixed-window/fixed-window.lua.js').then((m) => [m.fixedWindowLua, 'FW']),
-      import('../dist/algorithms/sliding-window-log/sliding-window-log.lua.js').then((m) => [
-        m.slidingWindowLogLua,
-        'SWL',
-      ]),
-      import('../dist/algorithms/sliding-window-counter/sliding-window-counter.lua.js').then((m) => [
-        m.slidingWindowCounterLua,
-        'SWC',
-      ]),
-      import('../dist/algorithms/token-bucket/token-bucket.lua.js').then((m) => [m.tokenBucketLua, 'TB']),
-    ]);
-    let trimmed = script;
-    for (const [source, table] of lua) {
-      if (typeof source !== 'string' || !trimmed.includes(source)) return undefined;
-      trimmed = trimmed.replace(source, `\nlocal ${table} = {}\n`);
-    }
-    return trimmed;
-  } catch {
-    return undefined;
+/**
+ * The library's script with the makers of the fixed window, both sliding windows and the token bucket building an
+ * empty table (same dispatcher). A maker is a `local function make_X()` of its .lua file, whose body ends at the
+ * next unindented `end` (StyLua's format).
+ */
+function gcraOnlyScript(script) {
+  let trimmed = script;
+  for (const table of ['FW', 'SWL', 'SWC', 'TB']) {
+    const maker = new RegExp(`^local function make_${table}\\(\\)\\n[\\s\\S]*?^end$`, 'm');
+    if (!maker.test(trimmed)) return undefined;
+    trimmed = trimmed.replace(maker, `local function make_${table}() return {} end`);
   }
+  return trimmed;
 }
 
 async function runRedisBenchmark(redis) {
@@ -358,7 +347,7 @@ async function runRedisBenchmark(redis) {
     '1',
   ];
   const scripts = [{ name: 'this module’s script (GCRA, 1 policy)', command: ours(sha) }];
-  const trimmed = await gcraOnlyScript(RATE_LIMIT_SCRIPT);
+  const trimmed = gcraOnlyScript(RATE_LIMIT_SCRIPT);
   if (trimmed !== undefined) {
     scripts.push({
       name: 'the same script with only the GCRA twin defined',

@@ -16,7 +16,7 @@ export interface StepResult<S> {
 
 /**
  * An algorithm as pure functions of (state, policy, now, cost). The memory store runs them as they are; each
- * has a Lua twin (`<name>.lua.ts`) with the same meaning for Redis. All arithmetic is on integers below 2^53
+ * has a Lua twin (`<name>.lua`) with the same meaning for Redis. All arithmetic is on integers below 2^53
  * (validation bounds capacity × windowMs), so both twins compute bit-identical results.
  */
 export interface Algorithm<S> {

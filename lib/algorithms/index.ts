@@ -41,7 +41,10 @@ export const ALGORITHM_STEPS: Readonly<Record<AlgorithmKernel, Algorithm<unknown
   'gcra-per-plan': gcraPerPlan as Algorithm<unknown>,
 };
 
-/** The number by which the Redis script picks each algorithm's Lua twin (its position in ALGORITHMS_LUA). */
+/**
+ * The number by which the Redis program picks each algorithm's Lua twin (the dispatcher's MAKERS, by the CODE_*
+ * constants of lua-constants.ts).
+ */
 export const ALGORITHM_CODES: Readonly<Record<AlgorithmKernel, number>> = {
   'fixed-window': 1,
   'sliding-window-log': 2,

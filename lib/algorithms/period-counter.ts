@@ -69,49 +69,6 @@ export function chargePeriod(state: PeriodCount | undefined, period: number, amo
   return next > 0 ? { period, count: next } : undefined;
 }
 
-/** Lua twin of stepPeriod, refundPeriod and chargePeriod. State: { period, count }, stored by pair_encode (state-codec.lua.ts). */
-export const periodCounterLua = `
-local function period_decode(raw)
-  local p, n = pair_decode(raw)
-  if not p or n < 0 then return false end
-  return { p, n }
-end
-local function period_encode(st) return pair_encode(st[1], st[2]) end
-local function period_newest(st, period)
-  if st and st[1] > period then return st[1] end
-  return period
-end
-local function period_step(st, period, period_end, limit, cost)
-  local count = 0
-  if st and st[1] == period then count = st[2] end
-  if cost > limit then
-    local reset = 0
-    if count > 0 then reset = period_end end
-    return st, 0, max(0, limit - count), reset, NEVER
-  end
-  if count + cost <= limit then
-    local n = count + cost
-    if n == 0 then return false, 1, limit, 0, 0 end
-    return { period, n }, 1, limit - n, period_end, 0
-  end
-  return st, 0, max(0, limit - count), period_end, period_end
-end
-local function period_refund(st, period, amount)
-  if not st or st[1] ~= period then return false end
-  local count = max(0, st[2] - amount)
-  if count > 0 then return { period, count } end
-  return false
-end
-local function period_charge(st, period, amount)
-  local count = 0
-  if st and st[1] == period then count = st[2] end
-  local n = count + amount
-  if amount > ${MAX_CHARGED_UNITS} - count then n = max(count, ${MAX_CHARGED_UNITS}) end
-  if n > 0 then return { period, n } end
-  return false
-end
-`;
-
 /**
  * SQL twin of newestPeriod, stepPeriod, refundPeriod and chargePeriod, on the state string "<period>:<count>". Inlinable SQL
  * functions: the planner expands them into the statement that calls them, which is planned once per connection

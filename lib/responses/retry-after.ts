@@ -31,9 +31,13 @@ export interface ChosenWait<D extends RateLimitDecision | undefined = RateLimitD
  * (lib/limiter/conclusion.ts, lib/limiter/step-evaluation.ts) and RateLimitExceededException (thrown by
  * RateLimitService.acquire() and by your own code). Its inputs, in the order they were made:
  *
- * 1. **The algorithm's step** (lib/algorithms/<name>/<name>.ts; its Lua and SQL twins beside it decide
- *    alike) sets each policy's `retryAfterMs`: when the cost fits again (the window's end, the tokens
- *    refilled, the log's oldest entry gone), Infinity when it never can (-1, `NEVER_FITS`, in Lua and SQL).
+ * 1. **The algorithm's step** (lib/algorithms/<name>/<name>.ts) sets each policy's `retryAfterMs`: when the
+ *    cost fits again (the window's end, the tokens refilled, the log's oldest entry gone), Infinity when it
+ *    never can (-1, `NEVER_FITS`, in Lua and SQL). Its twins beside it decide alike (lib/algorithms/twins.ts
+ *    names them): the SQL (<name>.sql.ts) on PostgreSQL, and on Redis the Lua file <name>.lua, by either of
+ *    the program's paths: lean.lua's for a request without a block, lease or shadow item (a fixed window by
+ *    period-counter.lua's period_decide, a GCRA by gcra.lua's gcra_decide, the others by the twin's step),
+ *    the twins' path (lib/stores/redis/lua/dispatcher.lua, requests.lua) for the rest.
  * 2. **The store** makes the decision of the step (lib/stores/decisions.ts: `toDecision`, and
  *    `decisionsFromReply` for a Redis or PostgreSQL reply: -1 back to Infinity, an allowed lease's take to
  *    0), its wait and reset bounded by the policy's longest wait (lib/policy/max-wait.ts, `maxWaitMs`: a
@@ -41,7 +45,7 @@ export interface ChosenWait<D extends RateLimitDecision | undefined = RateLimitD
  *    allowed, lib/engine/overlong-waits.ts). The other items of a denied request are answered allowed, wait 0
  *    (they consumed nothing).
  * 3. **A block** (the policy's `block`, or RateLimitService.block) replaces that wait, in the store
- *    (lib/stores/blocked-state.ts; twins: `blocking`/`blocked` in lib/stores/redis/dispatcher.lua.ts,
+ *    (lib/stores/blocked-state.ts; twins: `blocking`/`blocked` in lib/stores/redis/lua/dispatcher.lua,
  *    `blockingReply`/`blockedReply` in lib/stores/postgres/reply.sql.ts): the denial that starts a block
  *    waits the longer of its step's wait and the block (Infinity stays); a key under a block waits until the
  *    block ends.

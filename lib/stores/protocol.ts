@@ -1,8 +1,9 @@
 /**
  * The decision protocol the stores' scripts (Lua for Redis, SQL for PostgreSQL) share with the TypeScript that
- * calls them and reads their replies. Each constant is defined here once and interpolated into the Lua and the
- * SQL (test/unit/shared-constants.spec.ts checks that no literal copy remains); the algorithm codes are
- * ALGORITHM_CODES (algorithms/index.ts), NEVER_FITS is the algorithms' own (algorithm.ts).
+ * calls them and reads their replies. Each constant is defined here once, interpolated into the SQL and given to
+ * the Lua by name (redis/lua-constants.ts; test/unit/shared-constants.spec.ts checks that no literal copy
+ * remains); the algorithm codes are ALGORITHM_CODES (algorithms/index.ts), NEVER_FITS is the algorithms' own
+ * (algorithm.ts).
  */
 export { NEVER_FITS } from '../algorithms/algorithm.js';
 
@@ -36,7 +37,7 @@ export const POLICY_FIELD = { code: 1, limit: 2, window: 3, capacity: 4 } as con
 export const POLICY_FIELDS = Object.keys(POLICY_FIELD).length;
 
 /**
- * In a batch call (requests.lua.ts), in place of a request's number of items: a run of requests with the same
+ * In a batch call (lua/requests.lua), in place of a request's number of items: a run of requests with the same
  * items (policies and costs) follows — their number, their number of items, each item's fields once — which
  * names each request's keys only.
  */

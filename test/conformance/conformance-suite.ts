@@ -228,12 +228,20 @@ function chargeOn(store: EngineStore): NonNullable<EngineStore['charge']> {
 
 /**
  * The store conformance suite: a store decides exactly like the TypeScript reference. Every store runs it
- * (test/conformance for memory and Redis, test/cluster for Redis Cluster).
+ * (test/conformance for memory and Redis, test/cluster for Redis Cluster). Runs given one `seed` play the same
+ * random sequences (a store's two paths: store-conformance.spec.ts).
  */
-export function conformanceSuite(target: StoreTarget, { runs = 150 }: { runs?: number } = {}): void {
+export function conformanceSuite(
+  target: StoreTarget,
+  { runs = 150, seed }: { runs?: number; seed?: number } = {},
+): void {
   // FC_SEED and FC_PATH (from a failure's report) replay one failing sequence.
   const replay =
-    process.env.FC_SEED === undefined ? {} : { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH };
+    process.env.FC_SEED === undefined
+      ? seed === undefined
+        ? {}
+        : { seed }
+      : { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH };
   describe(`the ${target.name} store`, () => {
     beforeAll(() => target.setup());
     afterAll(() => target.teardown());

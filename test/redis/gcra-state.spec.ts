@@ -1,13 +1,12 @@
 import fc from 'fast-check';
 
 import { ALGORITHM_STEPS } from '../../lib/algorithms/index.js';
-import { GCRA_EXPIRY_EPOCH_MS, gcraCoreLua } from '../../lib/algorithms/gcra/gcra.lua.js';
+import { GCRA_EXPIRY_EPOCH_MS } from '../../lib/algorithms/gcra/gcra.js';
 import { RedisRateLimitStore, validatePolicy, type ResolvedPolicy } from '../../lib/index.js';
-import { luaPrelude } from '../../lib/stores/redis/rate-limit.lua.js';
-import { stateCodecLua } from '../../lib/stores/redis/state-codec.lua.js';
 import { storageKey } from '../../lib/stores/storage-key.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { nth } from '../support/harness.js';
+import { GCRA_LUA, luaFiles, PRELUDE_LUA, STATE_CODEC_LUA } from '../support/lua-files.js';
 import { callsOf, writesRun } from '../support/redis-commands.js';
 import { ReferenceStore } from '../support/reference-store.js';
 import { redisForSpec } from '../support/redis-server.js';
@@ -227,7 +226,7 @@ describe("a GCRA key written by the previous twin (the token bucket's state) dur
 /** Rewrites a packed token-bucket state as the text form of the same numbers, which the twins also read. */
 async function asTextState(key: string): Promise<void> {
   await redis.shared.eval(
-    `${luaPrelude}\n${stateCodecLua}
+    `${luaFiles(PRELUDE_LUA, STATE_CODEC_LUA)}
      local raw = redis.call('GET', KEYS[1])
      if not raw then return 0 end
      local a, t, r = rated_decode(raw)
@@ -256,7 +255,7 @@ describe("the Lua twin's mul_div_ceil", () => {
       fc.asyncProperty(fc.array(triple, { minLength: 1, maxLength: 50 }), async (valid) => {
         const args = valid.flatMap((t) => t.map(String));
         const got = (await redis.shared.eval(
-          `${luaPrelude}\n${stateCodecLua}\n${gcraCoreLua}
+          `${luaFiles(PRELUDE_LUA, STATE_CODEC_LUA, GCRA_LUA)}
            local out = {}
            for i = 1, #ARGV, 3 do
              out[#out + 1] = fmt(mul_div_ceil(tonumber(ARGV[i]), tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])))

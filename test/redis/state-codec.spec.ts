@@ -1,8 +1,7 @@
 import { RedisRateLimitStore, validatePolicy } from '../../lib/index.js';
 import { ALGORITHMS } from '../../lib/policy/policy.types.js';
-import { luaPrelude } from '../../lib/stores/redis/rate-limit.lua.js';
-import { stateCodecLua } from '../../lib/stores/redis/state-codec.lua.js';
 import { storageKey } from '../../lib/stores/storage-key.js';
+import { luaFiles, PRELUDE_LUA, STATE_CODEC_LUA } from '../support/lua-files.js';
 import { policyOf } from '../support/policies.js';
 import { redisForSpec } from '../support/redis-server.js';
 
@@ -27,7 +26,7 @@ async function roundTrip(
          for i = 1, #back do back[i] = fmt(back[i]) end
          return { #raw, (is_packed(raw) or byte(raw, 1) >= 128) and 1 or 0, back }`;
   const [length, packed, back] = (await redis.shared.eval(
-    `${luaPrelude}\n${stateCodecLua}\n${encode}`,
+    `${luaFiles(PRELUDE_LUA, STATE_CODEC_LUA)}\n${encode}`,
     0,
     ...numbers.map(String),
   )) as [number, number, string[]];
@@ -77,7 +76,7 @@ describe('the Lua state codec', () => {
     'reads a pair (%s) as a rated state without its rate: a token bucket state of an earlier version',
     async (_, raw) => {
       const back = (await redis.shared.eval(
-        `${luaPrelude}\n${stateCodecLua}\nlocal back = { rated_decode(${raw}) } for i = 1, #back do back[i] = fmt(back[i]) end return back`,
+        `${luaFiles(PRELUDE_LUA, STATE_CODEC_LUA)}\nlocal back = { rated_decode(${raw}) } for i = 1, #back do back[i] = fmt(back[i]) end return back`,
         0,
       )) as string[];
       expect(back).toEqual([String(now), '42']);
@@ -86,7 +85,7 @@ describe('the Lua state codec', () => {
 
   it('reads a state written as text by the store before it packed states', async () => {
     const [w, c, p] = (await redis.shared.eval(
-      `${luaPrelude}\n${stateCodecLua}\nlocal a, b, c = triple_decode('1796053268:5:7') return { fmt(a), fmt(b), fmt(c) }`,
+      `${luaFiles(PRELUDE_LUA, STATE_CODEC_LUA)}\nlocal a, b, c = triple_decode('1796053268:5:7') return { fmt(a), fmt(b), fmt(c) }`,
       0,
     )) as string[];
     expect([w, c, p]).toEqual(['1796053268', '5', '7']);

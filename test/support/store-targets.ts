@@ -4,7 +4,9 @@ import type { Clock } from '../../lib/util/clock.js';
 import { MemoryRateLimitStore } from '../../lib/stores/memory/memory.store.js';
 import type { EngineStore } from '../../lib/stores/engine-store.js';
 import { PostgresRateLimitStore } from '../../lib/stores/postgres/postgres.store.js';
-import { RedisRateLimitStore } from '../../lib/stores/redis/redis.store.js';
+import { LUA_PROGRAM } from '../../lib/stores/redis/lua-program.js';
+import { luaProgram } from '../../lib/stores/redis/rate-limit.lua.js';
+import { RedisRateLimitStore, type RedisRateLimitStoreOptions } from '../../lib/stores/redis/redis.store.js';
 import { createTestSchema, type TestSchema } from './postgres.js';
 import { IOREDIS, type RedisClientKind, type TestRedisClient } from './redis-clients.js';
 import { startCluster, type TestCluster } from './redis-cluster.js';
@@ -34,12 +36,20 @@ export const memoryTarget: StoreTarget = {
   make: (clock) => new MemoryRateLimitStore({ clock, ttlSlackMs: 4 * 86_400_000 }),
 };
 
-/** A Redis store on a redis-server of its own, through a client of `kind`'s package (ioredis unless said). */
-export function redisTarget(kind: RedisClientKind = IOREDIS): StoreTarget & { redis(): TestRedis } {
+/**
+ * A Redis store on a redis-server of its own, through a client of `kind`'s package (ioredis unless said); with
+ * `lean: false`, on the program without its lean path (lean.lua): every consume decided by the twins' path.
+ */
+export function redisTarget(
+  kind: RedisClientKind = IOREDIS,
+  { lean = true }: { lean?: boolean } = {},
+): StoreTarget & { redis(): TestRedis } {
   let redis: TestRedis | undefined;
   let client: TestRedisClient | undefined;
+  const program = lean ? {} : { [LUA_PROGRAM]: luaProgram({ lean: false }) };
+  const name = kind === IOREDIS ? 'redis' : `redis (${kind.name})`;
   return {
-    name: kind === IOREDIS ? 'redis' : `redis (${kind.name})`,
+    name: lean ? name : `${name}, twins' path only`,
     redis: () => redis as TestRedis,
     async setup() {
       redis = await startRedis();
@@ -67,7 +77,8 @@ export function redisTarget(kind: RedisClientKind = IOREDIS): StoreTarget & { re
         clock,
         keyPrefix: `t${++runs}:`,
         ttlSlackMs: 60_000,
-      }),
+        ...program,
+      } as RedisRateLimitStoreOptions),
   };
 }
 

@@ -6,15 +6,19 @@ import { BLOCK_FLAG, NEVER_FITS, REPLY } from '../../lib/stores/protocol.js';
 
 /**
  * The constants the Lua and SQL twins share with TypeScript (protocol.ts, ALGORITHM_CODES) are interpolated,
- * never copied: the Lua and SQL sources of lib/ (their template literals, `${...}` left out) hold no literal
- * that stands for one of them.
+ * never copied: the .lua files of lib/ (which name them: lua-constants.ts defines them for the Lua) and the SQL
+ * sources (their template literals, `${...}` left out) hold no literal that stands for one of them.
  */
 const LIB = join(import.meta.dirname, '../../lib');
 
-function sources(suffix: string): { file: string; text: string }[] {
+/** The files of lib/ whose names end with `suffix`: their template literals' text, or (`whole`) all of it. */
+function sources(suffix: string, whole = false): { file: string; text: string }[] {
   return readdirSync(LIB, { recursive: true, encoding: 'utf8' })
     .filter((file) => file.endsWith(suffix))
-    .map((file) => ({ file, text: templateText(readFileSync(join(LIB, file), 'utf8')) }));
+    .map((file) => {
+      const text = readFileSync(join(LIB, file), 'utf8');
+      return { file, text: whole ? text : templateText(text) };
+    });
 }
 
 /** The text of a module's template literals, without their interpolations: what the twins' code says itself. */
@@ -33,7 +37,7 @@ function offending(text: string, pattern: RegExp, comment: RegExp): string[] {
     .filter((line) => pattern.test(line));
 }
 
-const lua = sources('.lua.ts');
+const lua = sources('.lua', true);
 const sql = sources('.sql.ts');
 const LUA_COMMENT = /--.*$/;
 const SQL_COMMENT = /--.*$/;
@@ -41,7 +45,7 @@ const SQL_COMMENT = /--.*$/;
 describe('constants shared with Lua and SQL are interpolated, never copied', () => {
   it('finds the twins it checks', () => {
     expect(lua.map(({ file }) => file)).toEqual(
-      expect.arrayContaining([join('stores/redis/dispatcher.lua.ts'), join('stores/redis/requests.lua.ts')]),
+      expect.arrayContaining([join('stores/redis/lua/dispatcher.lua'), join('stores/redis/lua/requests.lua')]),
     );
     expect(sql.map(({ file }) => file)).toEqual(
       expect.arrayContaining([

@@ -54,3 +54,10 @@ export const fixedWindowFromFirstRequest: Algorithm<FixedWindowState> = {
     return chargePeriod(state, windowStart(state, policy.windowMs, nowMs), amount);
   },
 };
+
+/**
+ * How the Redis store keeps a clock-aligned window's count (fixed-window.lua): one integer,
+ * `index × 2^FIXED_WINDOW_COUNT_BITS + count`, which Redis keeps as an integer object and which `INCRBY cost`
+ * moves within its window; a state that does not fit is stored as a packed pair.
+ */
+export const FIXED_WINDOW_COUNT_BITS = 21;

@@ -142,3 +142,11 @@ export const gcra: Algorithm<GcraState> = makeGcra(false);
 
 /** GCRA for policies whose limit is a function of the request: the state is the TAT and its limit. */
 export const gcraPerPlan: Algorithm<GcraState> = makeGcra(true);
+
+/**
+ * The longest a GCRA key (the TAT alone) outlives its TAT in Redis: every write sets its expiry to the end of the
+ * TAT's epoch, of this many ms or the policy's window if shorter (and the slack), so that a consume whose TAT
+ * stays within its epoch needs only INCRBY (gcra.lua's gcra_write), no PEXPIRE. With the window's bound, a key of
+ * a policy whose capacity is its limit is gone two windows after its last write, as a sliding window counter's.
+ */
+export const GCRA_EXPIRY_EPOCH_MS = 10_000;

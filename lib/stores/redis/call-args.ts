@@ -52,7 +52,7 @@ export function callFields({ items }: RequestArgs): string[] {
 }
 
 /**
- * The keys and arguments of one 'batch' call of `requests` (requests.lua.ts): the policies they use, once
+ * The keys and arguments of one 'batch' call of `requests` (lua/requests.lua): the policies they use, once
  * each, then per request its number of items and each item's policy (its number) and cost; consecutive
  * requests of the same items as one run (BATCH_RUN): under load most requests of a route come as runs.
  */

@@ -1,6 +1,12 @@
 import { RateLimitStoreTimeoutError } from '../store-timeout.js';
 import { isReplyError, type RedisDriver } from './clients/redis-driver.js';
-import { RATE_LIMIT_FUNCTION, RATE_LIMIT_LIBRARY, RATE_LIMIT_SCRIPT, RATE_LIMIT_SCRIPT_SHA } from './rate-limit.lua.js';
+import { type LuaProgram, RATE_LIMIT_PROGRAM } from './rate-limit.lua.js';
+
+/**
+ * Where a test gives RedisRateLimitStore another program (its options' property of this key, which no user
+ * names: the package does not export it): the conformance suite's program without its lean path.
+ */
+export const LUA_PROGRAM = Symbol('nest-rate-limit: Lua program');
 
 /**
  * How one call of the store's Lua program reaches Redis: FCALL of the Redis 7 function (the twins built once,
@@ -13,7 +19,10 @@ export class RedisLuaProgram {
   private functions: 'unknown' | 'yes' | 'no';
   private loadingFunction: Promise<void> | undefined;
 
-  constructor(private readonly client: RedisDriver) {
+  constructor(
+    private readonly client: RedisDriver,
+    private readonly program: LuaProgram = RATE_LIMIT_PROGRAM,
+  ) {
     // Every master of a Cluster would need the library: the script, which travels with the call, is simpler.
     this.functions = client.isCluster ? 'no' : 'unknown';
   }
@@ -21,7 +30,7 @@ export class RedisLuaProgram {
   /** Loads the function (or the script) into Redis ahead of the first request (both also load on demand). */
   async load(): Promise<void> {
     if (this.functions !== 'no') await this.loadFunction();
-    if (this.functions === 'no') await this.client.command(['SCRIPT', 'LOAD', RATE_LIMIT_SCRIPT]);
+    if (this.functions === 'no') await this.client.command(['SCRIPT', 'LOAD', this.program.script]);
   }
 
   /** One call, its connection errors said in the module's words. */
@@ -39,7 +48,7 @@ export class RedisLuaProgram {
    */
   private loadFunction(): Promise<void> {
     this.loadingFunction ??= this.client
-      .command(['FUNCTION', 'LOAD', 'REPLACE', RATE_LIMIT_LIBRARY])
+      .command(['FUNCTION', 'LOAD', 'REPLACE', this.program.library])
       .then(
         () => {
           this.functions = 'yes';
@@ -70,16 +79,16 @@ export class RedisLuaProgram {
       }
     }
     try {
-      return await this.client.evalsha(RATE_LIMIT_SCRIPT_SHA, keys, args);
+      return await this.client.evalsha(this.program.sha, keys, args);
     } catch (error) {
       // Redis restarted or its script cache was flushed: EVAL sends the script and caches it again.
       if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-      return this.client.eval(RATE_LIMIT_SCRIPT, keys, args);
+      return this.client.eval(this.program.script, keys, args);
     }
   }
 
   private fcall(keys: readonly string[], args: readonly string[]): Promise<unknown> {
-    return this.client.command(['FCALL', RATE_LIMIT_FUNCTION, String(keys.length), ...keys, ...args], keys[0]);
+    return this.client.command(['FCALL', this.program.functionName, String(keys.length), ...keys, ...args], keys[0]);
   }
 }
 

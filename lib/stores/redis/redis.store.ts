@@ -13,7 +13,8 @@ import { RedisChangeFeed } from './pubsub-changes.js';
 import { driverOf } from './clients/driver-of.js';
 import { isReplyError, type RedisDriver } from './clients/redis-driver.js';
 import { unlinkUnder } from './reset-all.js';
-import { RedisLuaProgram } from './lua-program.js';
+import { LUA_PROGRAM, RedisLuaProgram } from './lua-program.js';
+import type { LuaProgram } from './rate-limit.lua.js';
 
 /** Options of the Redis store. */
 export interface RedisRateLimitStoreOptions extends IdentityOptions {
@@ -84,7 +85,7 @@ export class RedisRateLimitStore extends DecidingStore implements EngineStore {
     this.changes = this.redis.canSubscribe
       ? new RedisChangeFeed(this.redis, `${this.keyPrefix}changes`, this.identities)
       : undefined;
-    this.program = new RedisLuaProgram(this.redis);
+    this.program = new RedisLuaProgram(this.redis, (options as { [LUA_PROGRAM]?: LuaProgram })[LUA_PROGRAM]);
   }
 
   consume(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {

@@ -1,23 +1,24 @@
-/**
- * How the Lua twins store their states. Redis keeps a string of at most 12 bytes in its smallest allocation:
- * 88 bytes per key (MEMORY USAGE), 104 from 13 bytes on. A state is packed into big-endian integers of 6 (and
- * 3 or 5) bytes when its numbers fit — a millisecond timestamp alone has 13 digits as text, and packing costs
- * Redis less than formatting the numbers — else kept as text (which is also read). The first number of a packed state is in [0, 2^45), so its first byte is below 32,
- * while text starts with a digit or '-': a decoder tells the two apart by that byte.
- *
- * pair_encode(a, b) / pair_decode(raw) -> a, b     "<a>:<b>" or 12 bytes (6 + 6)
- * triple_encode(a, b, c) / triple_decode(raw)      "<a>:<b>:<c>" or 12 bytes (6 + 3 + 3), b and c >= 0
- * rated_encode(a, b, r) / rated_decode(raw)        "<a>:<b>:<r>" or 12 bytes: 128 + k (r < 2^k), a in 6 bytes,
- *                                                  then b·2^k + r in 5; b >= 0, r >= 1. rated_decode also
- *                                                  reads a pair, with r nil: its first byte tells them apart
- * log_encode(times, costs) / log_decode(raw)       "<t>:<c>,<t>:<c>,..." or 12 bytes per entry
- * planned_encode(a, r) / planned_decode(raw)       "<a>/<r>" or 12 bytes: 64 + floor(a / 2^48), a mod 2^48
- *                                                  in 6, r in 5; 0 <= a < 2^53, 1 <= r < 2^40. Its first
- *                                                  byte (64 to 95 packed) or its '/' tells it from the others
- * A lone integer (GCRA's TAT) is stored as its decimal text, which Redis keeps as an integer object: no state
- * is smaller (MEMORY USAGE 16 bytes below a 12-byte string).
- */
-export const stateCodecLua = `
+-- requires: floor, fmt
+-- provides: byte, pair_encode, pair_decode, triple_encode, triple_decode, rated_encode, rated_decode,
+--   planned_encode, planned_decode, log_encode, log_decode
+-- How the Lua twins store their states. Redis keeps a string of at most 12 bytes in its smallest allocation:
+-- 88 bytes per key (MEMORY USAGE), 104 from 13 bytes on. A state is packed into big-endian integers of 6 (and
+-- 3 or 5) bytes when its numbers fit — a millisecond timestamp alone has 13 digits as text, and packing costs
+-- Redis less than formatting the numbers — else kept as text (which is also read). The first number of a packed
+-- state is in [0, 2^45), so its first byte is below 32, while text starts with a digit or '-': a decoder tells
+-- the two apart by that byte.
+--
+-- pair_encode(a, b) / pair_decode(raw) -> a, b     "<a>:<b>" or 12 bytes (6 + 6)
+-- triple_encode(a, b, c) / triple_decode(raw)      "<a>:<b>:<c>" or 12 bytes (6 + 3 + 3), b and c >= 0
+-- rated_encode(a, b, r) / rated_decode(raw)        "<a>:<b>:<r>" or 12 bytes: 128 + k (r < 2^k), a in 6 bytes,
+--                                                  then b·2^k + r in 5; b >= 0, r >= 1. rated_decode also
+--                                                  reads a pair, with r nil: its first byte tells them apart
+-- log_encode(times, costs) / log_decode(raw)       "<t>:<c>,<t>:<c>,..." or 12 bytes per entry
+-- planned_encode(a, r) / planned_decode(raw)       "<a>/<r>" or 12 bytes: 64 + floor(a / 2^48), a mod 2^48
+--                                                  in 6, r in 5; 0 <= a < 2^53, 1 <= r < 2^40. Its first
+--                                                  byte (64 to 95 packed) or its '/' tells it from the others
+-- A lone integer (GCRA's TAT) is stored as its decimal text, which Redis keeps as an integer object: no state
+-- is smaller (MEMORY USAGE 16 bytes below a 12-byte string).
 local PACKABLE, I6, U3, U5 = 2 ^ 45, 2 ^ 47, 2 ^ 23, 2 ^ 40
 local pack, unpack, byte = struct.pack, struct.unpack, string.byte
 local function packable(a) return a >= 0 and a < PACKABLE end
@@ -101,7 +102,11 @@ local function log_encode(times, costs)
     if not (packable(times[i]) and fits6(costs[i])) then packed = false end
   end
   for i = 1, #times do
-    if packed then parts[i] = pack('>i6i6', times[i], costs[i]) else parts[i] = fmt(times[i]) .. ':' .. fmt(costs[i]) end
+    if packed then
+      parts[i] = pack('>i6i6', times[i], costs[i])
+    else
+      parts[i] = fmt(times[i]) .. ':' .. fmt(costs[i])
+    end
   end
   if packed then return table.concat(parts) end
   return table.concat(parts, ',')
@@ -122,4 +127,3 @@ local function log_decode(raw)
   end
   return times, costs
 end
-`;

@@ -1,29 +1,29 @@
-import { BATCH_RUN as RUN, REPLY } from '../protocol.js';
-
-const { allowed: ALLOWED } = REPLY;
-
-/**
- * The dispatcher's requests of several items, and its batch of requests (both defined once, with the helpers of
- * dispatcher.lua.ts).
- *
- * decide_items(op, items, now, slack, out): decides `items` (item_of) for 'peek', 'refund', 'charge', 'block', 'unblock',
- * 'consume' or 'check', writes, and appends REPLY_WIDTH integers per item to `out` (nothing for block and unblock).
- *
- * batch(KEYS, ARGV): several consumes in one call. ARGV: 'batch', the time (or ''), the TTL slack, the number of
- * policies, each policy's fields as an item's without the cost, then per request its number of items and, per
- * item, the number of its policy (1-based) and its cost field (with its up-to for a lease) — or, for a run of
- * requests of the same items (policies and costs), BATCH_RUN (protocol.ts), their number, then their items'
- * fields once; KEYS: the items' keys, in order. Each request is
- * decided as its own consume, all-or-nothing, after the ones before it; returns their replies one after the
- * other.
- */
-export const requestsLua = `
+-- requires: fmt, load, emit, blocked, peek, save, decide_one, cost_of, lean_one, consume_one, lean_request,
+--   lean_items, item_of, clock, policy_at, LEAN_KEY, LEAN_P, LEAN_COST, LEAN_ARG, ALLOWED, BATCH_RUN
+-- provides: decide_items, batch
+-- The dispatcher's requests of several items, and its batch of requests (both defined once, with the helpers of
+-- dispatcher.lua).
+--
+-- decide_items(op, items, now, slack, out): decides `items` (item_of) for 'peek', 'refund', 'charge', 'block',
+-- 'unblock', 'consume' or 'check', writes, and appends REPLY_WIDTH integers per item to `out` (nothing for
+-- block and unblock).
+--
+-- batch(KEYS, ARGV): several consumes in one call. ARGV: 'batch', the time (or ''), the TTL slack, the number of
+-- policies, each policy's fields as an item's without the cost, then per request its number of items and, per
+-- item, the number of its policy (1-based) and its cost field (with its up-to for a lease) — or, for a run of
+-- requests of the same items (policies and costs), BATCH_RUN (protocol.ts), their number, then their items'
+-- fields once; KEYS: the items' keys, in order. Each request is decided as its own consume, all-or-nothing,
+-- after the ones before it; returns their replies one after the other.
 local function decide_items(op, items, now, slack, out)
   local original, blocks = {}, {}
   if op == 'peek' then
     for i = 1, #items do
       local st, untl = load(original, blocks, items[i])
-      if untl > now then emit(out, blocked(untl, now)) else emit(out, peek(items[i], st, now)) end
+      if untl > now then
+        emit(out, blocked(untl, now))
+      else
+        emit(out, peek(items[i], st, now))
+      end
     end
     return
   end
@@ -76,7 +76,7 @@ local function decide_items(op, items, now, slack, out)
     if st == nil then st = old end
     local r, new_st = decide_one(op, it.key, it, it.cost, old, st, untl, now, slack, it.up)
     results[i] = r
-    if r[1] ~= ${ALLOWED} then
+    if r[1] ~= ALLOWED then
       if not it.shadow then all_allowed = false end
     elseif it.cost > 0 then
       states[i] = new_st or false
@@ -97,15 +97,15 @@ local function decide_items(op, items, now, slack, out)
   end
   for i = 1, #items do
     local it = items[i]
-    if results[i][1] == ${ALLOWED} then
+    if results[i][1] == ALLOWED then
       local _, _, remaining, reset = it.algo.step(original[it.key], it.limit, it.window, it.cap, now, 0, it.nxt)
-      emit(out, { ${ALLOWED}, remaining, reset, 0 })
+      emit(out, { ALLOWED, remaining, reset, 0 })
     else
       emit(out, results[i])
     end
   end
 end
--- The items of a request of a batch, \`count\` items whose fields (policy number, cost) start after ARGV[at], into
+-- The items of a request of a batch, `count` items whose fields (policy number, cost) start after ARGV[at], into
 -- LEAN_P, LEAN_COST and LEAN_ARG (a run's requests share them); whether none takes up to more (a lease). Fields
 -- are read without tonumber where they allow it (strtod, which Lua's tonumber calls, is a good part of a lean
 -- item's time): policies looked up by their number's text, costs read once per call for each distinct field.
@@ -154,8 +154,8 @@ local function batch(KEYS, ARGV)
   local now, slack = clock(ARGV[2]), tonumber(ARGV[3])
   local policies, b = {}, 4
   for i = 1, tonumber(ARGV[4]) do
-    local p, no_cost
-    p, no_cost, b = policy_at(ARGV, b, false)
+    local p, _
+    p, _, b = policy_at(ARGV, b, false)
     policies[fmt(i)] = p
   end
   local costs = {}
@@ -165,7 +165,7 @@ local function batch(KEYS, ARGV)
     local field = ARGV[b]
     local count, runs = 1, 1
     if field ~= '1' then count = tonumber(field) end
-    if count == ${RUN} then
+    if count == BATCH_RUN then
       runs, count = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2])
       b = b + 2
     end
@@ -175,7 +175,9 @@ local function batch(KEYS, ARGV)
       k = k + runs
     else
       for _ = 1, runs do
-        for i = 1, count do LEAN_KEY[i] = KEYS[k + i] end
+        for i = 1, count do
+          LEAN_KEY[i] = KEYS[k + i]
+        end
         decide_request(count, lean, now, slack, out)
         k = k + count
       end
@@ -184,4 +186,3 @@ local function batch(KEYS, ARGV)
   end
   return out
 end
-`;

@@ -1,0 +1,10 @@
+-- The locals every other file uses: math's, and integers formatted and divided as the twins need them.
+-- requires: (nothing)
+-- provides: floor, min, max, fmt, ceil_div
+local floor, min, max = math.floor, math.min, math.max
+local function fmt(n) return string.format('%d', n) end
+local function ceil_div(a, b)
+  local q = floor(a / b)
+  if q * b < a then q = q + 1 end
+  return q
+end
