@@ -15,7 +15,7 @@ export default tseslint.config(
       'docs/.vitepress/dist/',
       'docs/api/',
       'docs/bench/',
-      // Compiled (strict) by each consumer app of test/consumers/consumers.spec.ts, on the packed package.
+      // Compiled (strict) by each consumer app of test/consumers/consumer-apps.ts, on the packed package.
       'test/consumers/app/',
       'test/consumers/nest11-cjs/e2e/',
       'test/consumers/nest12-esm/e2e/',

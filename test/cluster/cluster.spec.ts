@@ -1,18 +1,16 @@
-import { Controller, Get, type INestApplication } from '@nestjs/common';
 import calculateSlot from 'cluster-key-slot';
-import request from 'supertest';
 
-import { RateLimit, RateLimitModule, RedisRateLimitStore, validatePolicy } from '../../lib/index.js';
+import { RedisRateLimitStore, validatePolicy } from '../../lib/index.js';
 import { ALGORITHMS } from '../../lib/policy/policy.types.js';
 import { storageKey } from '../../lib/stores/storage-key.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { nth } from '../support/harness.js';
-import { createApp } from '../support/nest-app.js';
 import { consumeFromProcesses } from '../support/processes.js';
-import { REDIS_CLIENTS, type TestRedisClient } from '../support/redis-clients.js';
 import { startCluster, type TestCluster } from '../support/redis-cluster.js';
-import { waitFor } from '../support/wait.js';
 import { TEST_START_MS } from '../support/time.js';
+
+// Decisions on a 6-node Redis Cluster: every algorithm from several processes, and policies in different slots.
+// A master's failover: cluster-failover.spec.ts.
 
 let cluster: TestCluster;
 beforeAll(async () => {
@@ -83,62 +81,5 @@ describe('policies in different slots', () => {
       const now = nth(await store.peek([{ policy: perAccount, key: account }]), 0);
       expect(5 - now.remaining).toBe(admitted.filter((a) => a === account).length);
     }
-  });
-});
-
-@Controller()
-class FailoverController {
-  @Get('open')
-  @RateLimit({ name: 'fo-open', algorithm: 'gcra', limit: 1000, window: '1m', key: 'ip', failMode: 'open' })
-  open() {
-    return 'ok';
-  }
-
-  @Get('closed')
-  @RateLimit({ name: 'fo-closed', algorithm: 'fixed-window', limit: 3, window: '1m', key: 'ip', failMode: 'closed' })
-  closed() {
-    return 'ok';
-  }
-}
-
-// Through a Cluster client of each package, each on a Cluster of its own (a failover leaves a master without
-// a replica).
-describe.each(REDIS_CLIENTS)('failover through a $name Cluster client', (kind) => {
-  let own: TestCluster;
-  let given: TestRedisClient;
-  let app: INestApplication;
-  beforeAll(async () => {
-    own = await startCluster();
-    given = await kind.cluster(own.ports.slice(0, 3));
-  });
-  afterAll(async () => {
-    await app?.close();
-    await given?.close();
-    await own?.stop();
-  });
-
-  it('holds the fail modes while a master is down, and enforces limits again once its replica took over', async () => {
-    ({ app } = await createApp('express', {
-      imports: [RateLimitModule.forRoot({ redis: { client: given.client }, timeout: 100, keyPrefix: 'fo:' })],
-      controllers: [FailoverController],
-    }));
-    const get = (path: string) => request(app.getHttpServer()).get(path);
-    expect((await get('/closed')).status).toBe(200);
-    const master = await own.masterOf(storageKey('fo:', { id: 'fo-closed', shape: 'fw1m' }, 'ip:127.0.0.1'));
-    master.process.kill('SIGKILL');
-    await new Promise((resolve) => master.process.once('exit', resolve));
-    // Before the replica is promoted (cluster-node-timeout is 1 s): fail open stays up, fail closed stays shut.
-    expect((await get('/open')).status).toBe(200);
-    expect((await get('/closed')).status).toBe(503);
-    // While the cluster fails over, each answer is the fail mode or a decision: never an error or a hang.
-    for (let i = 0; i < 5; i++) {
-      expect((await get('/open')).status).toBe(200);
-      expect([200, 429, 503]).toContain((await get('/closed')).status);
-    }
-    await waitFor(async () => (await get('/closed')).status !== 503, 'the replica to take over', 20_000);
-    const statuses: number[] = [];
-    for (let i = 0; i < 5; i++) statuses.push((await get('/closed')).status);
-    expect(statuses).toContain(429);
-    expect(statuses.filter((s) => s === 503)).toEqual([]);
   });
 });

@@ -6,6 +6,8 @@ import { provisionTools } from './provision.mjs';
 
 export default async function setup() {
   provisionTools(['redis-server']);
+  // Once a run: the projects `servers` and `slow` both set up with this file when a run has tests of both.
+  if (globalThis.provisionedPostgres !== undefined) return;
   // read by jest-servers-teardown.mjs: Jest keeps the globals of the global setup for the teardown
   globalThis.provisionedPostgres = await provisionPostgres(process.env);
 }

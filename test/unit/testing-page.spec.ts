@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-// docs/testing.md shows the Jest and Vitest setups of a Nest 12 app; test/consumers/consumers.spec.ts installs
-// the Nest 12 consumer apps and runs their e2e tests with them. What the page shows must be what those apps run:
+// docs/testing.md shows the Jest and Vitest setups of a Nest 12 app; test/consumers/consumers-nest12-esm.spec.ts
+// and consumers-nest12-vitest.spec.ts install the Nest 12 consumer apps and run their e2e tests with them. What the page shows must be what those apps run:
 // each file of a code group, titled by its path, equals the consumer's file (a package.json: the fields shown).
 
 const ROOT = join(import.meta.dirname, '..', '..');

@@ -1,58 +1,29 @@
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 
-import { launchChromium } from '../support/browser.js';
-import { serveStatic } from '../support/static-server.js';
+import { htmlFiles, servedSite } from '../../support/docs-site.js';
 
 // The docs site's front door, as a visitor from the registry meets it: built as the Pages deployment builds it
-// (config.mts's own base, no DOCS_BASE), served, and read in Debian's chromium. The home page answers "what is
-// it, how do I install it, why not throttler" in a minute; every page's navigation leads to the repository, the
-// registry, the changelog and the version; troubleshooting is in the sidebar; the API reference has its own tree.
+// (config.mts's own base, no DOCS_BASE; test/provision/jest-site.mjs builds it once for the run), served, and
+// read in Debian's chromium. The home page answers "what is it, how do I install it, why not throttler" in a
+// minute; every page's navigation leads to the repository, the registry, the changelog and the version;
+// troubleshooting is in the sidebar; the API reference has its own tree.
 
-const ROOT = join(import.meta.dirname, '..', '..');
+const ROOT = join(import.meta.dirname, '..', '..', '..');
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string; homepage: string };
 /** The deployment's base: the path of package.json's "homepage". */
 const BASE = new URL(pkg.homepage).pathname;
 const REPOSITORY = 'https://github.com/nest-rate-limit/nest-rate-limit';
 const SCREENSHOTS = join(ROOT, '.tmp', 'screenshots');
 
-function htmlFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return htmlFiles(path);
-    return entry.name.endsWith('.html') && entry.name !== '404.html' ? [path] : [];
-  });
-}
-
-let dir: string;
-let outDir: string;
-let site: Awaited<ReturnType<typeof serveStatic>>;
-let browser: Browser;
-
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'docs-front-door-'));
-  outDir = join(dir, BASE.slice(1, -1));
-  const env = { ...process.env };
-  delete env.DOCS_BASE;
-  const run = (args: string[]) => execFileSync(process.execPath, args, { cwd: ROOT, stdio: 'pipe', env });
-  run(['etc/docs-generate.mjs']);
-  run(['node_modules/vitepress/bin/vitepress.js', 'build', 'docs', '--outDir', outDir]);
-  site = await serveStatic(dir);
-  browser = await launchChromium();
-}, 600_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await site?.close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+const served = servedSite();
 
 async function open(path: string, width = 1280): Promise<Page> {
-  const page = await browser.newPage({ viewport: { width, height: 900 } });
+  const site = served();
+  expect(site.base).toBe(BASE);
+  const page = await site.browser.newPage({ viewport: { width, height: 900 } });
   await page.goto(`${site.url}${BASE}${path}`, { waitUntil: 'networkidle' });
   return page;
 }
@@ -97,6 +68,7 @@ describe('the docs site, as the Pages deployment builds it', () => {
   });
 
   it("gives every page's navigation the repository, the registry page, the changelog and the version", () => {
+    const { outDir } = served();
     const missing = htmlFiles(outDir).flatMap((file) => {
       const html = readFileSync(file, 'utf8');
       const nav = html.slice(html.indexOf('class="VPNav"'), html.indexOf('class="VPContent'));
@@ -140,6 +112,7 @@ describe('the docs site, as the Pages deployment builds it', () => {
     } finally {
       await page.close();
     }
+    const { outDir } = served();
     const index = readFileSync(join(outDir, 'api', 'nest-rate-limit', 'index.html'), 'utf8');
     const cells = [...index.matchAll(/<td>(?:(?!<\/td>)[\s\S])*?<\/td>\s*<td>([\s\S]*?)<\/td>/g)].map((m) =>
       (m[1] ?? '').replace(/<[^>]+>/g, ''),

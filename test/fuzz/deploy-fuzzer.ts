@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { TEST_START_MS } from '../support/time.js';
 import { DeployFleet } from './deploy-fleet.js';
 import { opArb, skewArb, versionsArb } from './deploy-ops.js';
-import { type FuzzBacking, memoryBacking, postgresBacking, redisBacking } from './fuzz-stores.js';
+import type { FuzzBacking } from './fuzz-stores.js';
 
 // Issue 41: production changes things — a deploy changes a policy's shape under its name while old and new
 // instances run side by side, clocks disagree (within MAX_CLOCK_SKEW_MS), reservations settle at other costs
@@ -13,7 +13,8 @@ import { type FuzzBacking, memoryBacking, postgresBacking, redisBacking } from '
 // denyCacheMs after an operator's change, serve waiters in turn after others left, and admit within the bound
 // the docs state: each version its own budget (test/fuzz/deploy-ledger.ts says how each is checked).
 //
-// A failure prints fast-check's seed and path: FC_SEED=<seed> FC_PATH=<path> replays that run (shrunk).
+// A failure prints fast-check's seed and path: FC_SEED=<seed> FC_PATH=<path> replays that run (shrunk). One spec
+// file a store runs it: deploy-fuzzer-memory.spec.ts, deploy-fuzzer-redis.spec.ts, deploy-fuzzer-postgres.spec.ts.
 
 const replay =
   process.env.FC_SEED === undefined ? {} : { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH };
@@ -39,9 +40,9 @@ const runArb = fc.record({
   offsetMs: fc.integer({ min: 0, max: 86_400_000 }),
 });
 
-describe.each<FuzzBacking>([memoryBacking, redisBacking(), postgresBacking()])(
-  'deploys, skewed clocks, settlements, operators and waiters on the $name store',
-  (backing) => {
+/** The fuzzer's property on `backing`: its runs (RUNS) of deploys, clocks, settlements, operators and waiters. */
+export function describeDeployFuzzer(backing: FuzzBacking): void {
+  describe(`deploys, skewed clocks, settlements, operators and waiters on the ${backing.name} store`, () => {
     beforeAll(() => backing.setup());
     afterAll(() => backing.teardown());
 
@@ -62,5 +63,5 @@ describe.each<FuzzBacking>([memoryBacking, redisBacking(), postgresBacking()])(
         { numRuns: RUNS[backing.name], interruptAfterTimeLimit: SHRINK_MS, ...replay },
       );
     }, 300_000);
-  },
-);
+  });
+}

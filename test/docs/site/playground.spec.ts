@@ -1,25 +1,20 @@
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 
 import {
   type Configuration,
   DEFAULT_CONFIGURATIONS,
   runConfiguration,
-} from '../../docs/.vitepress/theme/playground/configuration.js';
-import { ADMITTED, DENIED } from '../../packages/simulator/src/panel.js';
-import { SIMULATED_ALGORITHMS } from '../../packages/simulator/src/request.js';
-import { launchChromium } from '../support/browser.js';
-import { serveStatic } from '../support/static-server.js';
+} from '../../../docs/.vitepress/theme/playground/configuration.js';
+import { ADMITTED, DENIED } from '../../../packages/simulator/src/panel.js';
+import { SIMULATED_ALGORITHMS } from '../../../packages/simulator/src/request.js';
+import { servedSite } from '../../support/docs-site.js';
 
 // The playground page of the built docs site, in Debian's chromium: for each drawn algorithm, the chart it draws
 // holds the numbers the playground's module (the one the parity test holds to the command line) computes.
 
-/** Built under a base path, as for a deployment under a sub-path, so that a link or asset that ignores it fails. */
-const BASE = '/nest-rate-limit/';
-const SITE = join(process.cwd(), '.tmp', 'playground-site');
 const SCREENSHOT = join(process.cwd(), '.tmp', 'screenshots', 'playground.png');
 
 /** What one side of the page drew, read from the DOM of its SVG. */
@@ -84,41 +79,28 @@ function expected(configuration: Configuration): Drawn {
   return { algorithm: r.policy.algorithm, admitted: r.admitted, denied: r.denied, buckets, marks, shown, error: null };
 }
 
-describe('the algorithm playground in chromium (the docs site built with DOCS_BASE=/nest-rate-limit/)', () => {
-  let browser: Browser;
-  let site: { url: string; close(): Promise<void> };
+describe('the algorithm playground in chromium (the docs site built under its base path, /nest-rate-limit/)', () => {
+  // Built under a base path, as for a deployment under a sub-path, so that a link or asset that ignores it fails
+  // (once for the run: test/provision/jest-site.mjs).
+  const served = servedSite();
   let page: Page;
   const problems: string[] = [];
 
   beforeAll(async () => {
-    browser = await launchChromium();
-    rmSync(SITE, { recursive: true, force: true });
-    // npm run docs:build, so that whatever the site's build does first (such as generating pages) is done here too.
-    const build = spawnSync('npm', ['run', 'docs:build', '--', '--outDir', join(SITE, BASE), '--base', BASE], {
-      encoding: 'utf8',
-      env: { ...process.env, DOCS_BASE: BASE },
-      timeout: 240_000,
-    });
-    if (build.status !== 0) throw new Error(`npm run docs:build failed:\n${build.stdout}\n${build.stderr}`);
-    site = await serveStatic(SITE);
+    const { browser, url, base } = served();
     page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
     page.on('console', (message) => {
       // The site declares no icon, so chromium asks the host's root for /favicon.ico on its own, outside the base
       // path (the lead is told; an icon link in config.mts's head ends it). Any other error counts.
-      if (message.location().url === `${site.url}/favicon.ico`) return;
+      if (message.location().url === `${url}/favicon.ico`) return;
       if (message.type() === 'error') problems.push(`console error: ${message.text()} (${message.location().url})`);
     });
     page.on('pageerror', (error) => problems.push(`uncaught: ${error.message}`));
     page.on('response', (response) => {
       if (response.status() >= 400) problems.push(`${response.status()} for ${response.url()}`);
     });
-    await page.goto(`${site.url}${BASE}playground.html`);
-  }, 300_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await site?.close();
-  });
+    await page.goto(`${url}${base}playground.html`);
+  }, 60_000);
 
   it('opens with both default configurations drawn, and saves a screenshot', async () => {
     await page.locator('[data-side="b"] svg g.panel').waitFor();
@@ -184,9 +166,10 @@ describe('the algorithm playground in chromium (the docs site built with DOCS_BA
     expect(problems).toEqual([]);
   });
   it('is usable on a 390 px phone: no sideways scroll, fields wide enough to type in, counts in readable text', async () => {
+    const { browser, url, base } = served();
     const phone = await browser.newPage({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
     try {
-      await phone.goto(`${site.url}${BASE}playground.html`);
+      await phone.goto(`${url}${base}playground.html`);
       await phone.locator('[data-side="b"] svg g.panel').waitFor();
       // Run in the page, where the DOM is (this project compiles without the DOM's types).
       const layout = await phone.evaluate(`(() => {

@@ -1,0 +1,5 @@
+import { describeConsumerApp } from './consumer-apps.js';
+
+// The consumer app test/consumers/nest12-vitest on the packed package (consumer-apps.ts says what each app is).
+
+describeConsumerApp('nest12-vitest');
