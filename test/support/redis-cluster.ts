@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 
 import { Cluster, Redis } from 'ioredis';
@@ -55,8 +56,8 @@ async function startClusterOnce(): Promise<TestCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'rl-cluster-'));
   const ports: number[] = [];
   while (ports.length < 6) {
-    const port = await freePort();
-    if (!ports.includes(port)) ports.push(port);
+    const port = await freeNodePort();
+    if (!ports.includes(port) && !ports.includes(port + BUS_PORT_OFFSET)) ports.push(port);
   }
   const nodes = await startNodes(ports, dir);
   const created = spawnSync(
@@ -112,6 +113,30 @@ async function startClusterOnce(): Promise<TestCluster> {
 }
 
 /** Starts a node on each port; if one fails, stops the others (and removes `dir`) before it rethrows. */
+/** A node's cluster bus listens on its port + 10000, which must be a port too: a node's port is 55535 at most. */
+const BUS_PORT_OFFSET = 10_000;
+const HIGHEST_NODE_PORT = 65_535 - BUS_PORT_OFFSET;
+
+/**
+ * A free port for a cluster node whose bus port is free too. Linux hands out ports up to 60999, and a node on
+ * one above 55535 exits at start ("Redis port number too high"): retried as a taken port, that failed about
+ * one cluster start in five, and sometimes all three attempts.
+ */
+async function freeNodePort(): Promise<number> {
+  for (;;) {
+    const port = await freePort();
+    if (port <= HIGHEST_NODE_PORT && (await isFree(port + BUS_PORT_OFFSET))) return port;
+  }
+}
+
+function isFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
 async function startNodes(ports: number[], dir: string): Promise<TestRedis[]> {
   const started = await Promise.allSettled(
     ports.map((port) =>
