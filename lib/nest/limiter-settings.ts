@@ -72,6 +72,21 @@ const listOption = (name: 'allow' | 'deny', entries: unknown) =>
  * Warns about `trustProxy: true`.
  */
 export function limiterSettings(options: RateLimitModuleOptions, logger: Logger): LimiterSettings {
+  const settings = checkedSettings(options);
+  if (isTrustAll(settings.trust)) {
+    logger.warn(
+      'trustProxy is true: every X-Forwarded-For hop is believed, so any client can claim any address. ' +
+        'Name your proxies instead (a hop count, CIDRs or "loopback").',
+    );
+  }
+  return settings;
+}
+
+/**
+ * The options' values checked, and their defaults, without a word in the log: the module's stores check them
+ * before they connect, so that a bad value leaves no connection open (limiterSettings checks them again).
+ */
+export function checkedSettings(options: RateLimitModuleOptions): LimiterSettings {
   checkOptionFields(options, MODULE_OPTIONS, '');
   const headers = options.headers ?? 'ietf';
   if (!HEADER_SCHEMES.includes(headers)) option('headers', "must be 'ietf', 'legacy', 'both' or 'none'", headers);
@@ -101,12 +116,6 @@ export function limiterSettings(options: RateLimitModuleOptions, logger: Logger)
     option('ipv6Prefix', 'must be an integer from 1 to 128', ipv6Prefix);
   }
   const trust = compileTrust(options.trustProxy);
-  if (isTrustAll(trust)) {
-    logger.warn(
-      'trustProxy is true: every X-Forwarded-For hop is believed, so any client can claim any address. ' +
-        'Name your proxies instead (a hop count, CIDRs or "loopback").',
-    );
-  }
   const lists = { allow: listOption('allow', options.allow), deny: listOption('deny', options.deny) };
   const key = options.key;
   if (key !== undefined && key !== 'ip' && key !== 'user' && typeof key !== 'function') {

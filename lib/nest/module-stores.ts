@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import type { Pool } from 'pg';
 
 import type { Clock } from '../util/clock.js';
-import { MODULE_OPTIONS } from './limiter-settings.js';
+import { checkedSettings } from './limiter-settings.js';
 import { importPeer } from '../util/optional-peer.js';
 import type { RateLimitModuleOptions } from './rate-limit.options.js';
 import type { RedisClient, RedisConnectionOptions } from '../stores/client-types.js';
@@ -166,8 +166,8 @@ function checkStoreIdentityOptions(options: RateLimitModuleOptions): void {
 }
 
 export async function createStores(options: RateLimitModuleOptions, clock: Clock): Promise<RateLimitStores> {
-  // every field of every option, before anything connects (limiterSettings checks the values later)
-  checkOptionFields(options, MODULE_OPTIONS, '');
+  // every field of every option and the limiter's values, before anything connects
+  checkedSettings(options);
   if (options.redis !== undefined) checkOptionFields(options.redis, REDIS_OPTIONS, 'redis');
   if (options.postgres !== undefined) checkOptionFields(options.postgres, POSTGRES_OPTIONS, 'postgres');
   const owned: { close(): Promise<unknown> | void }[] = [];

@@ -19,7 +19,7 @@ import { ActualCostCap } from '../policy/debt-cap.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import { ReservationScopes } from '../service/reservation-scopes.js';
 import { type RoutePlan, RoutePlanner } from '../planning/route-planner.js';
-import type { RateLimitStores } from '../stores/rate-limit-stores.js';
+import { closedOnFailure, closeOwned, type RateLimitStores } from '../stores/rate-limit-stores.js';
 import type { Clock } from '../util/clock.js';
 import { limiterSettings } from './limiter-settings.js';
 import { RATE_LIMIT_CLOCK, RATE_LIMIT_STORES } from './rate-limit.constants.js';
@@ -96,6 +96,8 @@ export class RateLimiter extends RequestLimiter implements OnModuleInit, OnModul
   readonly scopes: ReservationScopes;
   /** Clamps the actual costs of settlements at the debt cap, reported once per policy (settle and reserve()). */
   readonly debtCap: ActualCostCap;
+  /** The module's stores: their connections are closed when the start fails here. */
+  private readonly stores: RateLimitStores;
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) readonly options: RateLimitModuleOptions,
@@ -107,13 +109,16 @@ export class RateLimiter extends RequestLimiter implements OnModuleInit, OnModul
     httpAdapterHost: HttpAdapterHost,
     private readonly moduleRef: ModuleRef,
   ) {
-    const { parts, logger, lists, debtCap } = assemble(options, stores, clock, reflector, httpAdapterHost, moduleRef);
+    const { parts, logger, lists, debtCap } = closedOnFailure(stores, () =>
+      assemble(options, stores, clock, reflector, httpAdapterHost, moduleRef),
+    );
     super(parts);
+    this.stores = stores;
     this.logger = logger;
     this.debtCap = debtCap;
     this.lists = lists;
     this.scopes = new ReservationScopes(logger, () => httpAdapterHost.httpAdapter?.getHttpServer());
-    const application = this.planner.walk(discovery, scanner, moduleRef);
+    const application = closedOnFailure(stores, () => this.planner.walk(discovery, scanner, moduleRef));
     // The guard on microservice and gateway handlers whatever `global` says: a global RateLimitGuard of the
     // app's own may not reach them either (a hybrid app's microservice, gateways before Nest 12).
     attachEnhancers(this, options.global !== false ? application.deferred : [], application.guarded);
@@ -124,8 +129,21 @@ export class RateLimiter extends RequestLimiter implements OnModuleInit, OnModul
     this.unguarded = application.unguarded;
   }
 
-  /** Loads the adapters of the contexts the application has (and so their optional packages), and warns. */
+  /**
+   * Loads the adapters of the contexts the application has (and so their optional packages), and warns. A check
+   * that stops the start closes the feed and the module's connections first: Nest calls no shutdown hook then.
+   */
   async onModuleInit(): Promise<void> {
+    try {
+      await this.start();
+    } catch (error) {
+      await this.engine.dispose().catch(() => undefined);
+      await closeOwned(this.stores);
+      throw error;
+    }
+  }
+
+  private async start(): Promise<void> {
     // Global guards are known once Nest has applied the application's providers: here, not in the constructor.
     // (Microservice and gateway handlers carry the limiter's own guard, for where a global one does not reach.)
     if (this.unguarded.length > 0 && !coveredGlobally(this.discovery, this.moduleRef)) refuseUnguarded(this.unguarded);
