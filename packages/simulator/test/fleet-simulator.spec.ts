@@ -43,9 +43,12 @@ describe('fleet simulation: output', () => {
   });
 
   it('charts each algorithm with its lease modes, the numbers in <metadata>', async () => {
+    // Eight runs: a quarter of `small` each, so that the file stays seconds long on a loaded machine (CI ran
+    // this case past Jest's 30 s beside the rest of npm test at full size).
+    const tiny = { ...small, ratePerSecond: 4000, limit: 2500, durationMs: 1000 };
     const runs: FleetResult[] = [];
     for (const algorithm of FLEET_ALGORITHMS) {
-      for (const growth of LEASE_MODES) runs.push(await runFleet({ ...small, algorithm, growth }));
+      for (const growth of LEASE_MODES) runs.push(await runFleet({ ...tiny, algorithm, growth }));
     }
     const svg = fleetSvg(runs);
     expect(svg.match(/<g class="fleet-row" data-algorithm="([^"]+)"/g)).toHaveLength(4);
