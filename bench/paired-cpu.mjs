@@ -12,7 +12,7 @@
 // Environment: BENCH_ROUNDS (default 30, quick 3), BENCH_BATCH (requests per batch, default 500, quick 200),
 // BENCH_IN_FLIGHT (default 50), BENCH_VARIANTS (comma-separated), BENCH_OUT.
 import 'reflect-metadata';
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,7 +23,7 @@ import { NestFactory } from '@nestjs/core';
 import { Hello } from './hello.mjs';
 import { injectBatch } from './inject.mjs';
 import { flushAll, startRedisServer } from './net.mjs';
-import { fmt, loadAverage, median } from './stats.mjs';
+import { fmt, loadAverage, median, writeResults } from './stats.mjs';
 import { variantsOn } from './variants.mjs';
 
 const BENCH = fileURLToPath(new URL('.', import.meta.url));
@@ -149,7 +149,7 @@ async function main() {
   redis.stop();
   loads.push(loadAverage());
   const text = report(apps, diffs, median(baseline), loads);
-  writeFileSync(join(OUT, 'RESULTS-paired.md'), text);
+  writeResults(join(OUT, 'RESULTS-paired.md'), text);
   process.stdout.write(`\n${text}\n`);
   log(`wrote ${join(OUT, 'RESULTS-paired.md')}${quick && process.env.BENCH_OUT === undefined ? ' (temporary)' : ''}`);
 }

@@ -16,7 +16,7 @@
 // instructions it ran in the measured phase per decision (all of them: reading, parsing, commands, replies),
 // which a loaded machine leaves as they are (slow: use BENCH_REQUESTS=2000 BENCH_ROUNDS=1).
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,7 +26,7 @@ import { RateLimiterRedis } from 'rate-limiter-flexible';
 
 import * as current from '../dist/index.js';
 import { freePort, ping } from './net.mjs';
-import { loadAverage, median } from './stats.mjs';
+import { loadAverage, median, writeResults } from './stats.mjs';
 import { markdown, SHAPES } from './redis-probe-report.mjs';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 9);
@@ -264,7 +264,7 @@ process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
 
 if (process.argv.includes('--markdown')) {
   const file = process.env.BENCH_OUT ?? fileURLToPath(new URL('RESULTS-redis-probe.md', import.meta.url));
-  writeFileSync(file, markdown(out, OUTER));
+  writeResults(file, markdown(out, OUTER));
 }
 admin.disconnect();
 pipelined.disconnect();

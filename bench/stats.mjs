@@ -1,7 +1,8 @@
 // Small helpers of the newer benchmarks (alloc-probe, paired-cpu, redis-probe): medians, spreads, the
-// machine's load, a child's JSON line.
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+// machine's load, a child's JSON line, a results file written.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 
 export const median = (xs) => {
   const s = xs.filter((x) => typeof x === 'number' && !Number.isNaN(x)).sort((a, b) => a - b);
@@ -46,4 +47,11 @@ export function nodeJson(args, { cwd, env, timeoutMs = 300_000, what = args.at(-
       }
     });
   });
+}
+
+/** Writes a results file and formats it with the repository's Prettier (as `npm run lint` checks it), if present. */
+export function writeResults(file, text) {
+  writeFileSync(file, text);
+  const prettier = fileURLToPath(new URL('../node_modules/.bin/prettier', import.meta.url));
+  if (existsSync(prettier)) spawnSync(prettier, ['--write', '--log-level', 'warn', file], { stdio: 'inherit' });
 }
