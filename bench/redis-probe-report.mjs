@@ -74,7 +74,8 @@ first pass, whose keys exist, as in a running app) and **new keys** (they go to 
 decision creates its key). The \`(${out.hotUsers} users)\` variants (each user's requests within a GCRA's emission
 interval) have the existing shape only. Redis's own time in the commands (\`INFO commandstats\`, no network I/O) per
 decision: the outer command (FCALL, EVALSHA) with what ran inside it. With \`BENCH_CALLGRIND=1\`, the instructions
-redis-server ran per decision (reading, parsing, commands, replies), which do not depend on the machine's load. This
+redis-server ran per decision (reading, parsing, commands, replies), which do not depend on the machine's load
+(they still move by a few per cent between runs: how many requests share one call or one read depends on timing). This
 module batches the requests of a turn of the event loop into one call; the peers and the floor scripts use ioredis
 auto-pipelining (one script call per decision). Memory: \`MEMORY USAGE\` of a key after the run, and in brackets an
 integer counter with a TTL under a name of the same length.
