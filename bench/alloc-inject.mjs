@@ -3,6 +3,8 @@
 // `node --expose-gc` and a young generation larger than what the measured requests allocate
 // (--min-semi-space-size / --max-semi-space-size), so that nothing is collected and the growth is every byte
 // allocated, kept or not.
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { PerformanceObserver, performance } from 'node:perf_hooks';
 import v8 from 'node:v8';
 
@@ -27,6 +29,17 @@ export async function measureAllocation(app, spec) {
   const observer = new PerformanceObserver((list) => collections.push(...list.getEntries()));
   observer.observe({ entryTypes: ['gc'] });
 
+  // BENCH_HEAP_PROFILE: V8's sampling heap profile of the measured requests, to that file (what allocates; its
+  // own bookkeeping allocates too, so the bytes per request of such a run are not reported as they are)
+  const profiler = process.env.BENCH_HEAP_PROFILE === undefined ? undefined : new Session();
+  if (profiler !== undefined) {
+    profiler.connect();
+    await profiler.post('HeapProfiler.startSampling', {
+      samplingInterval: 512,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true,
+    });
+  }
   const youngBefore = newSpace();
   const before = v8.getHeapStatistics();
   const externalBefore = process.memoryUsage().arrayBuffers;
@@ -37,6 +50,11 @@ export async function measureAllocation(app, spec) {
   const externalAfter = process.memoryUsage().arrayBuffers;
   const youngAfter = newSpace();
 
+  if (profiler !== undefined) {
+    const { profile } = await profiler.post('HeapProfiler.stopSampling');
+    writeFileSync(process.env.BENCH_HEAP_PROFILE, JSON.stringify(profile));
+    profiler.disconnect();
+  }
   await settle(); // gc entries are delivered on a later turn of the event loop
   observer.disconnect();
   const during = collections.filter((e) => e.startTime + e.duration >= started && e.startTime <= ended);

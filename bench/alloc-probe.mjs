@@ -8,6 +8,8 @@
 // the variant's minus the no-limiter app's. Allocation does not depend on the machine's load: the figures
 // reproduce on a busy machine. Writes bench/RESULTS-alloc.md (with --quick: a temporary folder unless BENCH_OUT).
 //
+// Which code allocates: BENCH_HEAP_PROFILE (one process by hand, see bench/heap-diff.mjs).
+//
 // Environment: BENCH_REPEATS (processes per variant, default 5, quick 1), BENCH_REQUESTS (measured, default
 // 4,000), BENCH_SEMI_SPACE_MB (default 512), BENCH_VARIANTS (comma-separated; `none` always runs), BENCH_OUT.
 import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
