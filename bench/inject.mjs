@@ -20,6 +20,24 @@ function cpuMsOf(pid) {
 }
 
 /**
+ * `count` GET /hello requests into `handler`, `inFlight` at a time, the i-th (from `offset`) as user
+ * `u${i % users}`; resolves to how many were not answered 200.
+ */
+export async function injectBatch(handler, { count, offset, inFlight, users }) {
+  let failed = 0;
+  let next = 0;
+  const lane = async () => {
+    while (next < count) {
+      const i = offset + next++;
+      const res = await inject(handler, { method: 'GET', url: '/hello', headers: { 'x-user': `u${i % users}` } });
+      if (res.statusCode !== 200) failed++;
+    }
+  };
+  await Promise.all(Array.from({ length: inFlight }, lane));
+  return failed;
+}
+
+/**
  * `spec` is "<requests>,<inFlight>,<users>": warm-up with a quarter as many requests, then the measured ones,
  * spread over `users` x-user values (1: every request on one key). Only 200 answers count as requests; any
  * other status is reported (the limits are far above what is sent).
@@ -32,15 +50,7 @@ export async function injectRequests(app, spec) {
   const redisPid = process.env.BENCH_REDIS_PID === undefined ? undefined : Number(process.env.BENCH_REDIS_PID);
   let failed = 0;
   const run = async (count, offset) => {
-    let next = 0;
-    const lane = async () => {
-      while (next < count) {
-        const i = offset + next++;
-        const res = await inject(handler, { method: 'GET', url: '/hello', headers: { 'x-user': `u${i % users}` } });
-        if (res.statusCode !== 200) failed++;
-      }
-    };
-    await Promise.all(Array.from({ length: inFlight }, lane));
+    failed += await injectBatch(handler, { count, offset, inFlight, users });
   };
   await run(Math.ceil(requests / 4), 0);
   failed = 0;

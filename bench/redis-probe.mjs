@@ -2,11 +2,13 @@
 // ./bench/peers.mjs bench/redis-probe.mjs` after `npm run build`). Starts its own redis-server; each variant
 // sends REQUESTS requests, IN_FLIGHT at a time, over 10,000 users (or HOT_USERS), through its own client (this
 // module's store batching as in an app; the peers and the floor scripts with ioredis auto-pipelining, their
-// best), once to create the keys and once measured: CONFIG RESETSTAT before and INFO commandstats after the
-// measured phase give Redis's own time in each command (no network I/O), per decision. The variants run
-// interleaved, ROUNDS rounds; medians and spreads. Then MEMORY USAGE of each variant's keys beside an integer
+// best), once to create the keys and once measured, in two shapes: over the same users again (existing keys)
+// and over users never seen (new keys: each measured decision creates its key). CONFIG RESETSTAT before and INFO
+// commandstats after the measured phase give Redis's own time in each command (no network I/O), per decision.
+// The variants and shapes run interleaved, ROUNDS rounds; medians and spreads. Then MEMORY USAGE of each variant's keys beside an integer
 // counter with a TTL under a name of the same length. Prints JSON; with --markdown, a results file (BENCH_OUT,
-// default bench/RESULTS-redis-probe.md) that says the machine's load while it ran.
+// default bench/RESULTS-redis-probe.md, written by bench/redis-probe-report.mjs) that says the machine's load
+// while it ran.
 //
 // Environment: BENCH_BASELINE_DIST (an earlier build's dist/, relative to bench/: each of this module's variants
 // again on it, named `…@base`, in the same run), BENCH_ROUNDS (default 9), BENCH_REQUESTS (default 20,000),
@@ -14,7 +16,7 @@
 // instructions it ran in the measured phase per decision (all of them: reading, parsing, commands, replies),
 // which a loaded machine leaves as they are (slow: use BENCH_REQUESTS=2000 BENCH_ROUNDS=1).
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,6 +26,8 @@ import { RateLimiterRedis } from 'rate-limiter-flexible';
 
 import * as current from '../dist/index.js';
 import { freePort, ping } from './net.mjs';
+import { loadAverage, median, writeResults } from './stats.mjs';
+import { markdown, SHAPES } from './redis-probe-report.mjs';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 9);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 20_000);
@@ -33,13 +37,6 @@ const USERS = 10_000;
 const LIMIT = 100_000;
 const WINDOW = '1h';
 const WINDOW_S = 3600;
-
-const loadAverage = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).map(Number);
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 
 const callgrind = process.env.BENCH_CALLGRIND === '1';
 const dumps = callgrind ? mkdtempSync(join(os.tmpdir(), 'redis-probe-callgrind-')) : '';
@@ -87,7 +84,7 @@ const stores = [];
 /** A hand-written script, EVALSHA per decision: the least a decision's commands can cost inside a script. */
 const FLOORS = {
   'GET + SET PX': `local v = redis.call('GET', KEYS[1])
-redis.call('SET', KEYS[1], tonumber(v or '0') + 1, 'PX', ARGV[1])
+redis.call('SET', KEYS[1], tonumber(v or '0') + ARGV[1], 'PX', ARGV[2])
 return 1`,
   'INCRBY + PEXPIRE': `local n = redis.call('INCRBY', KEYS[1], ARGV[1])
 if n == tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
@@ -123,11 +120,11 @@ const ALL = {
 const only = process.env.BENCH_VARIANTS?.split(',');
 const VARIANTS = Object.entries(ALL).filter(([name]) => only === undefined || only.includes(name));
 
-/** REQUESTS requests of `decide`, IN_FLIGHT at a time, over USERS users. */
-async function drive(decide, users) {
+/** REQUESTS requests of `decide`, IN_FLIGHT at a time, over `users` users numbered from `first`. */
+async function drive(decide, users, first = 0) {
   let next = 0;
   const worker = async () => {
-    while (next < REQUESTS) await decide(next++ % users);
+    while (next < REQUESTS) await decide(first + (next++ % users));
   };
   await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
 }
@@ -158,10 +155,16 @@ async function instructions(run) {
   return Number(/^(?:summary|totals): (\d+)/m.exec(readFileSync(join(dumps, last), 'utf8'))?.[1]);
 }
 
-async function measure(decide, decisions, users) {
-  await drive(decide, users); // the keys exist before the measured phase, as in a running app
+/**
+ * One measurement of a variant in one shape. Both first drive REQUESTS requests over `users` users (scripts
+ * loaded, code warm, those keys written). 'existing': the measured requests go to those users again, whose keys
+ * exist, as in a running app. 'new': they go to REQUESTS users never seen, so each decision creates its key.
+ */
+async function measure(decide, decisions, users, shape) {
+  await drive(decide, users);
   await admin.config('RESETSTAT');
-  const ir = callgrind ? await instructions(() => drive(decide, users)) : (await drive(decide, users), undefined);
+  const measured = shape === 'new' ? () => drive(decide, REQUESTS, USERS) : () => drive(decide, users);
+  const ir = callgrind ? await instructions(measured) : (await measured(), undefined);
   const stats = await commandStats();
   for (const c of Object.keys(stats)) if (c.startsWith('config')) delete stats[c];
   const outer = Object.keys(stats).filter((c) => OUTER.has(c));
@@ -185,95 +188,83 @@ async function memoryOf(key) {
   return { key, bytes: Number(bytes), integerCounter: Number(counter) };
 }
 
+// The hot-user variants measure keys that stay hot: they have no 'new' shape.
+const shapesOf = (users) => (users === USERS ? SHAPES : ['existing']);
 const loadBefore = loadAverage();
-const rounds = Object.fromEntries(VARIANTS.map(([name]) => [name, []]));
+const rounds = Object.fromEntries(VARIANTS.map(([name]) => [name, { existing: [], new: [] }]));
 const memory = {};
 for (let round = 0; round < ROUNDS; round++) {
   for (const [name, [decide, decisions, users = USERS]] of VARIANTS) {
-    await admin.flushall();
-    rounds[name].push(await measure(decide, decisions, users));
-    if (round === 0) {
-      // three of the variant's keys (Redis was flushed before it; identities are hashed in this module's keys)
-      const keys = (await admin.keys('*')).sort().slice(0, 3);
-      memory[name] = await Promise.all(keys.map(memoryOf));
+    for (const shape of shapesOf(users)) {
+      await admin.flushall();
+      rounds[name][shape].push(await measure(decide, decisions, users, shape));
+      if (round === 0 && shape === 'existing') {
+        // three of the variant's keys (Redis was flushed before it; identities are hashed in this module's keys)
+        const keys = (await admin.keys('*')).sort().slice(0, 3);
+        memory[name] = await Promise.all(keys.map(memoryOf));
+      }
     }
   }
 }
 const loadAfter = loadAverage();
 
+/** The medians and spreads of one variant's measurements in one shape (undefined when it has none). */
+function summarize(measurements) {
+  if (measurements.length === 0) return undefined;
+  const us = measurements.map((r) => r.usPerDecision);
+  const commands = {};
+  for (const c of Object.keys(measurements[0].perCommand)) {
+    commands[c] = {
+      callsPerRequest: median(measurements.map((r) => r.perCommand[c]?.callsPerRequest ?? 0)),
+      usecPerDecision: median(measurements.map((r) => r.perCommand[c]?.usecPerDecision ?? 0)),
+    };
+  }
+  const ir = measurements.map((r) => r.irPerDecision).filter((x) => x !== undefined);
+  return {
+    usPerDecision: median(us),
+    spread: [Math.min(...us), Math.max(...us)],
+    irPerDecision: ir.length > 0 ? median(ir) : undefined,
+    commands,
+  };
+}
+
 const results = Object.fromEntries(
-  VARIANTS.map(([name]) => {
-    const us = rounds[name].map((r) => r.usPerDecision);
-    const commands = {};
-    for (const c of Object.keys(rounds[name][0].perCommand)) {
-      commands[c] = {
-        callsPerRequest: median(rounds[name].map((r) => r.perCommand[c]?.callsPerRequest ?? 0)),
-        usecPerDecision: median(rounds[name].map((r) => r.perCommand[c]?.usecPerDecision ?? 0)),
-      };
-    }
-    const ir = rounds[name].map((r) => r.irPerDecision).filter((x) => x !== undefined);
-    return [
-      name,
-      {
-        usPerDecision: median(us),
-        spread: [Math.min(...us), Math.max(...us)],
-        irPerDecision: ir.length > 0 ? median(ir) : undefined,
-        commands,
-        memory: memory[name],
-      },
-    ];
-  }),
+  VARIANTS.map(([name, [, decisions]]) => [
+    name,
+    {
+      decisions,
+      ...Object.fromEntries(SHAPES.map((shape) => [shape, summarize(rounds[name][shape])])),
+      memory: memory[name],
+    },
+  ]),
 );
-const flex = results['rate-limiter-flexible']?.usPerDecision;
-const flexIr = results['rate-limiter-flexible']?.irPerDecision;
-for (const r of Object.values(results)) {
-  if (flex) r.ratioToFlexible = r.usPerDecision / flex;
-  if (flexIr && r.irPerDecision) r.irRatioToFlexible = r.irPerDecision / flexIr;
+for (const shape of SHAPES) {
+  const flex = results['rate-limiter-flexible']?.[shape];
+  for (const r of Object.values(results)) {
+    const x = r[shape];
+    if (x === undefined || flex === undefined) continue;
+    x.ratioToFlexible = x.usPerDecision / flex.usPerDecision;
+    if (flex.irPerDecision && x.irPerDecision) x.irRatioToFlexible = x.irPerDecision / flex.irPerDecision;
+  }
 }
 const out = {
   rounds: ROUNDS,
   requests: REQUESTS,
   inFlight: IN_FLIGHT,
   users: USERS,
+  hotUsers: HOT_USERS,
   loadBefore,
   loadAfter,
   cpus: os.cpus().length,
+  cpuModel: os.cpus()[0]?.model,
+  callgrind,
   results,
 };
 process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
 
 if (process.argv.includes('--markdown')) {
-  const f = (x, d = 2) => (x === undefined || x === null ? '—' : x.toFixed(d));
-  const rows = Object.entries(results).map(([name, r]) => {
-    const cmds = Object.entries(r.commands)
-      .filter(([c]) => !OUTER.has(c))
-      .map(([c, v]) => `${c} ${f(v.usecPerDecision)}`)
-      .join(', ');
-    const mem = r.memory?.[0];
-    const ir =
-      r.irPerDecision === undefined ? '—' : `${(r.irPerDecision / 1000).toFixed(1)}k (${f(r.irRatioToFlexible)})`;
-    return `| ${name} | ${f(r.usPerDecision)} | ${f(r.spread[0])}–${f(r.spread[1])} | ${f(r.ratioToFlexible)} | ${ir} | ${cmds} | ${mem ? `${mem.bytes} (${mem.integerCounter})` : '—'} |`;
-  });
   const file = process.env.BENCH_OUT ?? fileURLToPath(new URL('RESULTS-redis-probe.md', import.meta.url));
-  writeFileSync(
-    file,
-    `# Redis command CPU per decision
-
-Produced by \`npm run bench:redis-probe -- --markdown\` on ${new Date().toISOString()}, ${os.cpus().length} cores
-(${os.cpus()[0]?.model}), load average ${loadBefore.join(' / ')} before and ${loadAfter.join(' / ')} after (1 / 5 / 15
-minutes); redis-server of its own. ${REQUESTS} requests per measurement, ${IN_FLIGHT} in flight, over ${USERS} users,
-${ROUNDS} interleaved rounds (the \`(${HOT_USERS} users)\` variants: over ${HOT_USERS}, each user's requests within a
-GCRA's emission interval); medians and spreads (min–max over the rounds). Redis's own time in the commands
-(\`INFO commandstats\`, no network I/O) per decision: the outer command (FCALL, EVALSHA) with what ran inside it.
-This module batches the requests of a turn of the event loop into one call; the peers and the floor scripts use
-ioredis auto-pipelining (one script call per decision). Memory: \`MEMORY USAGE\` of a key after the run, and in
-brackets an integer counter with a TTL under a name of the same length.
-
-| variant | µs per decision | spread | × rate-limiter-flexible | instructions per decision (× flexible) | inside (µs per decision) | bytes per key |
-|---|---:|---|---:|---:|---|---:|
-${rows.join('\n')}
-`,
-  );
+  writeResults(file, markdown(out, OUTER));
 }
 admin.disconnect();
 pipelined.disconnect();
