@@ -58,6 +58,9 @@ export interface DecisionEngineOptions {
 const slotsTaken = (items: readonly EngineItem[], decisions: readonly RateLimitDecision[]): EngineItem[] =>
   items.filter((item, i) => item.count === 'release' && item.cost > 0 && decisions[i]?.allowed === true);
 
+/** Whether a leased policy's item: some of its units may come from this instance's leases. */
+const isLeased = (item: EngineItem): boolean => item.policy.lease !== undefined;
+
 /** How one store call ends when the store fails: apply fail modes (requests) or throw (RateLimitService). */
 type OnFailure = 'fail-modes' | 'throw';
 
@@ -197,13 +200,19 @@ export class DecisionEngine {
    * The one protocol for one or two stores: the rate limits first, then the quotas only if those allowed,
    * the rate limits refunded if a quota denies. A request denied by one kind consumes nothing of the other.
    */
-  private async acrossStores(
+  private acrossStores(items: readonly EngineItem[], before: Evaluation, onFailure: OnFailure): Promise<Evaluation> {
+    if (items.length === 0) return Promise.resolve(NOTHING);
+    // One store (most apps): its call's Promise is the decision's, with no async frame of this one around it.
+    if (this.quotaStore === this.store) return this.consumeOn(this.store, items, before, onFailure);
+    return this.acrossTwoStores(items, before, onFailure);
+  }
+
+  private async acrossTwoStores(
     items: readonly EngineItem[],
     before: Evaluation,
     onFailure: OnFailure,
   ): Promise<Evaluation> {
-    if (items.length === 0) return NOTHING;
-    const quotas = this.quotaStore === this.store ? [] : items.filter((i) => i.policy.quota !== undefined);
+    const quotas = items.filter((i) => i.policy.quota !== undefined);
     if (quotas.length === 0) return this.consumeOn(this.store, items, before, onFailure);
     const rateItems = items.filter((i) => i.policy.quota === undefined);
     const rates = await this.consumeOn(this.store, rateItems, before, onFailure);
@@ -231,14 +240,14 @@ export class DecisionEngine {
    * to the store in one call (leased ones taking ahead); when the request is refused, the leases get back what
    * it spent of them.
    */
-  private async consumeOn(
+  private consumeOn(
     store: EngineStore,
     items: readonly EngineItem[],
     before: Evaluation,
     onFailure: OnFailure,
   ): Promise<Evaluation> {
     const book = onFailure === 'fail-modes' && store.grantsUpTo === true ? this.leases : undefined;
-    if (book === undefined || !items.some((item) => item.policy.lease !== undefined)) {
+    if (book === undefined || !items.some(isLeased)) {
       return this.consumeStored(store, items, before, onFailure);
     }
     return consumeWithLeases(book, items, this.options.clock, (forStore) =>
@@ -262,7 +271,7 @@ export class DecisionEngine {
     }
     const ticket = cache?.begin();
     try {
-      const reply = await this.run(store, 'consume', (timing) => store.consume(items, timing));
+      const reply = await this.calls.consume(store, items);
       const decisions = checkedDecisions<RateLimitDecision>(reply, items.length, "the store's reply to consume");
       const decided = this.decided({ items, decisions });
       if (cache !== undefined && ticket !== undefined) {
