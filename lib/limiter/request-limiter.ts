@@ -2,7 +2,7 @@ import type { ExecutionContext } from '@nestjs/common';
 
 import type { AdapterRegistry } from '../contexts/adapter-registry.js';
 import type { ContextAdapter, ContextType } from '../contexts/context-adapter.js';
-import { type DecisionEngine, denies, NOTHING } from '../engine/decision-engine.js';
+import { type DecisionEngine, denies, type Evaluation, NOTHING } from '../engine/decision-engine.js';
 import type { RoutePlan, RoutePlanner } from '../planning/route-planner.js';
 import type { RateLimitHeaders } from '../responses/rate-limit-headers.js';
 import { conclude } from './conclusion.js';
@@ -11,7 +11,7 @@ import { completesDeferrals } from './handler-enhancers.js';
 import { type Decider, type DecisionPoint, Invocation, invocationOf, InvocationStateError } from './invocation.js';
 import type { OutcomeRefunds } from './outcome.js';
 import type { Settlements } from './settlement.js';
-import type { RequestResolver } from './request-items.js';
+import { isPromise, type RequestResolver } from './request-items.js';
 import type { StepEvaluator } from './step-evaluation.js';
 
 /** The Promise of an invocation handle() had nothing (left) to decide for: one, settled, for all of them. */
@@ -130,14 +130,19 @@ export class RequestLimiter implements Decider {
     invocation: Invocation,
     plan: RoutePlan,
   ): Promise<void> {
-    const evaluation = await this.steps.evaluate({
-      ctx,
-      adapter,
-      plan,
-      entries: plan.policies,
-      before: NOTHING,
-      first: true,
-    });
+    const step = { ctx, adapter, plan, entries: plan.policies, before: NOTHING, first: true };
+    // The step's decision awaited here, not in a frame of the evaluator's: one async frame per decision.
+    const begun = this.steps.begin(step);
+    let evaluation: Evaluation;
+    if (isPromise(begun)) evaluation = await begun;
+    else {
+      try {
+        evaluation = await this.engine.decide(begun, NOTHING);
+      } catch (error) {
+        return this.steps.outage(error, step);
+      }
+      this.steps.told(evaluation, step);
+    }
     conclude(ctx, adapter, this.headers, this.events, [evaluation]);
     if (plan.counted) this.outcomes.track(ctx, adapter, invocation, evaluation);
     if (plan.settled) this.settlements.track(ctx, adapter, invocation, evaluation);

@@ -1,7 +1,7 @@
 import type { ExecutionContext } from '@nestjs/common';
 
 import type { ContextAdapter } from '../contexts/context-adapter.js';
-import { type DecisionEngine, type Evaluation, StoreUnavailable } from '../engine/decision-engine.js';
+import { type DecisionEngine, type EngineItem, type Evaluation, StoreUnavailable } from '../engine/decision-engine.js';
 import { chosenWait } from '../responses/retry-after.js';
 import { type ModuleLists, screen } from './screening.js';
 import type { PlanEntry, RoutePlan } from '../planning/route-planner.js';
@@ -48,15 +48,30 @@ export class StepEvaluator {
    * at once (most) goes straight to the engine: one async frame around its decision.
    */
   evaluate(step: Step): Promise<Evaluation> {
+    const begun = this.begin(step);
+    return isPromise(begun) ? begun : this.decided(this.engine.decide(begun, step.before), step);
+  }
+
+  /**
+   * The start of evaluate(): the items of a step to decide, when it has no lists and they resolved at once
+   * (most steps); otherwise the Promise of the whole evaluation. The caller then awaits the engine's decision
+   * of the items, in its own frame, and ends it with told() (or outage() for what the decision threw).
+   */
+  begin(step: Step): EngineItem[] | Promise<Evaluation> {
     if (step.plan.lists) return this.evaluateSlowly(step);
-    let resolved: ReturnType<RequestResolver['resolve']>;
     try {
-      resolved = this.resolver.resolve(step.entries, step.ctx, step.adapter, step.plan.where);
+      const resolved = this.resolver.resolve(step.entries, step.ctx, step.adapter, step.plan.where);
       if (isPromise(resolved) || resolved.failures !== undefined) return this.evaluateSlowly(step, resolved);
-      return this.decided(this.engine.decide(resolved.items, step.before), step);
+      return resolved.items;
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  /** The engine's decision of a step begun with its items, its fail modes told. */
+  told(evaluation: Evaluation, step: Step): Evaluation {
+    this.events.failModes(evaluation.failed, step.ctx);
+    return evaluation;
   }
 
   /** evaluate() of a step with lists, or whose items awaited something or failed to resolve. */
@@ -84,16 +99,14 @@ export class StepEvaluator {
   /** The engine's decision of a step, its fail modes told; an outage of a fail-closed policy refuses here. */
   private async decided(deciding: Promise<Evaluation>, step: Step): Promise<Evaluation> {
     try {
-      const evaluation = await deciding;
-      this.events.failModes(evaluation.failed, step.ctx);
-      return evaluation;
+      return this.told(await deciding, step);
     } catch (error) {
       return this.outage(error, step);
     }
   }
 
   /** A fail-closed policy's store failed (StoreUnavailable): the context's refusal; any other error goes on. */
-  private outage(error: unknown, step: Step): never {
+  outage(error: unknown, step: Step): never {
     if (!(error instanceof StoreUnavailable)) throw error;
     const { ctx, adapter } = step;
     const { retryAfter, retryAfterMs } = chosenWait({ unavailable: error.policy, retryAfterMs: error.retryAfterMs });
