@@ -255,15 +255,43 @@ export class DecisionEngine {
     );
   }
 
-  /** One store call for `items`, through the store's breaker and the deny cache. */
-  private async consumeStored(
+  /**
+   * One store call for `items`, through the store's breaker and the deny cache. A store that decides in this
+   * process (consumeNow), with no metrics to time it, decides here and now: no frame, one settled Promise.
+   */
+  private consumeStored(
     store: EngineStore,
     items: readonly EngineItem[],
     before: Evaluation,
     onFailure: OnFailure,
   ): Promise<Evaluation> {
-    if (items.length === 0) return NOTHING;
-    const cache = store === this.store && onFailure === 'fail-modes' ? this.denyCache : undefined;
+    if (items.length === 0) return Promise.resolve(NOTHING);
+    if (store.consumeNow === undefined || this.metrics !== undefined || this.cacheFor(store, onFailure) !== undefined) {
+      return this.consumeCalled(store, items, before, onFailure);
+    }
+    try {
+      const reply = store.consumeNow(items);
+      if (reply === undefined) return this.consumeCalled(store, items, before, onFailure);
+      const decisions = checkedDecisions<RateLimitDecision>(reply, items.length, "the store's reply to consume");
+      return Promise.resolve(this.decided({ items, decisions }));
+    } catch (error) {
+      return this.callFailed(error, items, before, onFailure);
+    }
+  }
+
+  /** The cache of denials that answers for `store`, if any. */
+  private cacheFor(store: EngineStore, onFailure: OnFailure): DenyCache | undefined {
+    return store === this.store && onFailure === 'fail-modes' ? this.denyCache : undefined;
+  }
+
+  /** consumeStored() of a store's call: awaited under its breaker and timeout, through the deny cache. */
+  private async consumeCalled(
+    store: EngineStore,
+    items: readonly EngineItem[],
+    before: Evaluation,
+    onFailure: OnFailure,
+  ): Promise<Evaluation> {
+    const cache = this.cacheFor(store, onFailure);
     const nowMs = cache === undefined ? 0 : this.options.clock.now();
     if (cache !== undefined) {
       const answered = fromCache(cache, items, nowMs);
@@ -279,13 +307,23 @@ export class DecisionEngine {
       }
       return decided;
     } catch (error) {
-      if (onFailure === 'throw') throw error;
-      const { closed, failed } = storeFailure(this, error, items);
-      if (closed !== undefined) await this.unavailable(closed, before, failed);
-      return withFailed(this.decided(await this.local.decide(items)), failed);
+      return await this.callFailed(error, items, before, onFailure);
     } finally {
       cache?.end();
     }
+  }
+
+  /** A store call failed: thrown (RateLimitService), or the fail modes of its items apply. */
+  private async callFailed(
+    error: unknown,
+    items: readonly EngineItem[],
+    before: Evaluation,
+    onFailure: OnFailure,
+  ): Promise<Evaluation> {
+    if (onFailure === 'throw') throw error;
+    const { closed, failed } = storeFailure(this, error, items);
+    if (closed !== undefined) await this.unavailable(closed, before, failed);
+    return withFailed(this.decided(await this.local.decide(items)), failed);
   }
 
   /**

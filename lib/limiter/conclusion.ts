@@ -33,12 +33,15 @@ export function conclude(
   }
   const only = evaluations.length === 1 && !shadows ? evaluations[0] : undefined;
   // One evaluation without shadow policies (most requests) is shown as it is, in its items' order.
-  const policies: ResolvedPolicy[] = [];
+  // Arrays of their size: a push on an empty array gives it room for 17 elements.
+  let policies: ResolvedPolicy[];
   let decisions: RateLimitDecision[];
   if (only !== undefined) {
-    for (let i = 0; i < only.items.length; i++) policies.push((only.items[i] as EngineItem).policy);
+    policies = new Array<ResolvedPolicy>(only.items.length);
+    for (let i = 0; i < only.items.length; i++) policies[i] = (only.items[i] as EngineItem).policy;
     decisions = only.decisions;
   } else {
+    policies = [];
     decisions = [];
     shownPairs(evaluations, shadows, policies, decisions);
   }

@@ -54,6 +54,8 @@ export class RequestResolver {
     adapter: ContextAdapter,
     where: string,
   ): MaybePromise<ResolvedItems> {
+    // One policy (most routes): an array of one, not a push on an empty array (room for 17 elements).
+    if (entries.length === 1) return this.resolveOne(entries[0] as PlanEntry, entries, ctx, adapter, where);
     const items: EngineItem[] = [];
     let failures: ResolutionFailure[] | undefined;
     for (let i = 0; i < entries.length; i++) {
@@ -69,6 +71,24 @@ export class RequestResolver {
       if (item !== undefined) items.push(item);
     }
     return { items, failures };
+  }
+
+  /** resolve() of a single entry. */
+  private resolveOne(
+    entry: PlanEntry,
+    entries: readonly PlanEntry[],
+    ctx: ExecutionContext,
+    adapter: ContextAdapter,
+    where: string,
+  ): MaybePromise<ResolvedItems> {
+    let item: MaybePromise<EngineItem | undefined>;
+    try {
+      item = this.item(entry, ctx, adapter, where);
+    } catch (error) {
+      return { items: [], failures: [{ item: entry.planned, error }] };
+    }
+    if (isPromise(item)) return this.resolveLater(entries, 0, item, [], undefined, ctx, adapter, where);
+    return { items: item === undefined ? [] : [item], failures: undefined };
   }
 
   /** The rest of resolve() once an entry's functions returned a Promise: the entries in order, awaited. */

@@ -103,11 +103,14 @@ export function rateLimitHeaders(
   decisions: readonly RateLimitDecision[],
 ): [string, string][] {
   if (scheme === 'none' || decisions.length === 0) return [];
-  const out: [string, string][] = [];
-  if (scheme === 'ietf' || scheme === 'both') {
-    out.push(['RateLimit-Policy', policyField(policies)]);
-    out.push(['RateLimit', rateLimitField(decisions)]);
-  }
+  // Literals, not pushes on an empty array (which would give it room for 17 fields).
+  const out: [string, string][] =
+    scheme === 'ietf' || scheme === 'both'
+      ? [
+          ['RateLimit-Policy', policyField(policies)],
+          ['RateLimit', rateLimitField(decisions)],
+        ]
+      : [];
   if (scheme === 'legacy' || scheme === 'both') {
     const worst = mostRestrictive(decisions);
     out.push(['X-RateLimit-Limit', String(worst.limit)]);

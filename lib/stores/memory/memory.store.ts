@@ -110,11 +110,24 @@ export class MemoryRateLimitStore implements EngineStore {
   // Not an async function: the decision is made now, and its Promise is the only object this adds.
   consume(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
     try {
-      this.nowMs = this.clock.now();
-      return Promise.resolve(consumeAll(this.keyed(items), this.nowMs, this.table));
+      return Promise.resolve(this.decideNow(items));
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  /**
+   * @internal consume(), decided now (EngineStore.consumeNow): the request path's. Undefined when consume() is
+   * not this class's own (a subclass's, or a wrapper set on the instance): that one then decides, as it means to.
+   */
+  consumeNow(items: readonly RateLimitStoreItem[]): RateLimitDecision[] | undefined {
+    if (this.consume !== MemoryRateLimitStore.prototype.consume) return undefined;
+    return this.decideNow(items);
+  }
+
+  private decideNow(items: readonly RateLimitStoreItem[]): RateLimitDecision[] {
+    this.nowMs = this.clock.now();
+    return consumeAll(this.keyed(items), this.nowMs, this.table);
   }
 
   async peek(items: readonly Omit<RateLimitStoreItem, 'cost'>[]): Promise<RateLimitDecision[]> {
@@ -176,16 +189,16 @@ export class MemoryRateLimitStore implements EngineStore {
   }
 
   private keyed(items: readonly EngineStoreItem[]): EngineStoreItem[] {
-    const keyed: EngineStoreItem[] = [];
+    const keyed = new Array<EngineStoreItem>(items.length);
     for (let i = 0; i < items.length; i++) {
       const item = items[i] as EngineStoreItem;
-      keyed.push({
+      keyed[i] = {
         policy: item.policy,
         key: this.storageKey(item.policy, item.key),
         cost: item.cost,
         shadow: item.shadow,
         upTo: item.upTo,
-      });
+      };
     }
     return keyed;
   }
