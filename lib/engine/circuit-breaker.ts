@@ -42,27 +42,31 @@ export class CircuitBreaker {
     return this.open;
   }
 
-  async run<T>(call: (timing: RateLimitStoreCall) => Promise<T>): Promise<T> {
+  // Not an async function: its frame would be one more object per store call. The two handlers are made once.
+  run<T>(call: (timing: RateLimitStoreCall) => Promise<T>): Promise<T> {
     if (this.open) {
       // Without a probe, one real call at a time tries the store once the interval has passed.
-      if (this.options.probe !== undefined || !this.trial) throw new RateLimitCircuitOpenError();
+      if (this.options.probe !== undefined || !this.trial) return Promise.reject(new RateLimitCircuitOpenError());
       this.trial = false;
     }
-    try {
-      const result = await withTimeout(call, this.options.timeoutMs);
-      if (this.open) this.close();
-      this.failures = 0;
-      return result;
-    } catch (error) {
-      // One failed call that carried several requests (a PostgreSQL statement of gathered consumes) rejects
-      // each of them with the same error: it is one failure of the store, not several in a row.
-      // A defect (a programming error) is not the store failing: it never opens the breaker.
-      if (!isDefect(error) && !this.isCounted(error)) this.failures++;
-      if (this.open) this.schedule();
-      else if (this.failures >= this.options.threshold) this.trip();
-      throw error;
-    }
+    return withTimeout(call, this.options.timeoutMs).then(this.succeeded as (value: T) => T, this.failed);
   }
+
+  private readonly succeeded = <T>(result: T): T => {
+    if (this.open) this.close();
+    this.failures = 0;
+    return result;
+  };
+
+  private readonly failed = (error: unknown): never => {
+    // One failed call that carried several requests (a PostgreSQL statement of gathered consumes) rejects
+    // each of them with the same error: it is one failure of the store, not several in a row.
+    // A defect (a programming error) is not the store failing: it never opens the breaker.
+    if (!isDefect(error) && !this.isCounted(error)) this.failures++;
+    if (this.open) this.schedule();
+    else if (this.failures >= this.options.threshold) this.trip();
+    throw error;
+  };
 
   private isCounted(error: unknown): boolean {
     if (typeof error !== 'object' || error === null) return false;

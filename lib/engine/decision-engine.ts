@@ -58,6 +58,9 @@ export interface DecisionEngineOptions {
 const slotsTaken = (items: readonly EngineItem[], decisions: readonly RateLimitDecision[]): EngineItem[] =>
   items.filter((item, i) => item.count === 'release' && item.cost > 0 && decisions[i]?.allowed === true);
 
+/** Whether a leased policy's item: some of its units may come from this instance's leases. */
+const isLeased = (item: EngineItem): boolean => item.policy.lease !== undefined;
+
 /** How one store call ends when the store fails: apply fail modes (requests) or throw (RateLimitService). */
 type OnFailure = 'fail-modes' | 'throw';
 
@@ -197,13 +200,19 @@ export class DecisionEngine {
    * The one protocol for one or two stores: the rate limits first, then the quotas only if those allowed,
    * the rate limits refunded if a quota denies. A request denied by one kind consumes nothing of the other.
    */
-  private async acrossStores(
+  private acrossStores(items: readonly EngineItem[], before: Evaluation, onFailure: OnFailure): Promise<Evaluation> {
+    if (items.length === 0) return Promise.resolve(NOTHING);
+    // One store (most apps): its call's Promise is the decision's, with no async frame of this one around it.
+    if (this.quotaStore === this.store) return this.consumeOn(this.store, items, before, onFailure);
+    return this.acrossTwoStores(items, before, onFailure);
+  }
+
+  private async acrossTwoStores(
     items: readonly EngineItem[],
     before: Evaluation,
     onFailure: OnFailure,
   ): Promise<Evaluation> {
-    if (items.length === 0) return NOTHING;
-    const quotas = this.quotaStore === this.store ? [] : items.filter((i) => i.policy.quota !== undefined);
+    const quotas = items.filter((i) => i.policy.quota !== undefined);
     if (quotas.length === 0) return this.consumeOn(this.store, items, before, onFailure);
     const rateItems = items.filter((i) => i.policy.quota === undefined);
     const rates = await this.consumeOn(this.store, rateItems, before, onFailure);
@@ -231,14 +240,14 @@ export class DecisionEngine {
    * to the store in one call (leased ones taking ahead); when the request is refused, the leases get back what
    * it spent of them.
    */
-  private async consumeOn(
+  private consumeOn(
     store: EngineStore,
     items: readonly EngineItem[],
     before: Evaluation,
     onFailure: OnFailure,
   ): Promise<Evaluation> {
     const book = onFailure === 'fail-modes' && store.grantsUpTo === true ? this.leases : undefined;
-    if (book === undefined || !items.some((item) => item.policy.lease !== undefined)) {
+    if (book === undefined || !items.some(isLeased)) {
       return this.consumeStored(store, items, before, onFailure);
     }
     return consumeWithLeases(book, items, this.options.clock, (forStore) =>
@@ -246,15 +255,43 @@ export class DecisionEngine {
     );
   }
 
-  /** One store call for `items`, through the store's breaker and the deny cache. */
-  private async consumeStored(
+  /**
+   * One store call for `items`, through the store's breaker and the deny cache. A store that decides in this
+   * process (consumeNow), with no metrics to time it, decides here and now: no frame, one settled Promise.
+   */
+  private consumeStored(
     store: EngineStore,
     items: readonly EngineItem[],
     before: Evaluation,
     onFailure: OnFailure,
   ): Promise<Evaluation> {
-    if (items.length === 0) return NOTHING;
-    const cache = store === this.store && onFailure === 'fail-modes' ? this.denyCache : undefined;
+    if (items.length === 0) return Promise.resolve(NOTHING);
+    if (store.consumeNow === undefined || this.metrics !== undefined || this.cacheFor(store, onFailure) !== undefined) {
+      return this.consumeCalled(store, items, before, onFailure);
+    }
+    try {
+      const reply = store.consumeNow(items);
+      if (reply === undefined) return this.consumeCalled(store, items, before, onFailure);
+      const decisions = checkedDecisions<RateLimitDecision>(reply, items.length, "the store's reply to consume");
+      return Promise.resolve(this.decided({ items, decisions }));
+    } catch (error) {
+      return this.callFailed(error, items, before, onFailure);
+    }
+  }
+
+  /** The cache of denials that answers for `store`, if any. */
+  private cacheFor(store: EngineStore, onFailure: OnFailure): DenyCache | undefined {
+    return store === this.store && onFailure === 'fail-modes' ? this.denyCache : undefined;
+  }
+
+  /** consumeStored() of a store's call: awaited under its breaker and timeout, through the deny cache. */
+  private async consumeCalled(
+    store: EngineStore,
+    items: readonly EngineItem[],
+    before: Evaluation,
+    onFailure: OnFailure,
+  ): Promise<Evaluation> {
+    const cache = this.cacheFor(store, onFailure);
     const nowMs = cache === undefined ? 0 : this.options.clock.now();
     if (cache !== undefined) {
       const answered = fromCache(cache, items, nowMs);
@@ -262,7 +299,7 @@ export class DecisionEngine {
     }
     const ticket = cache?.begin();
     try {
-      const reply = await this.run(store, 'consume', (timing) => store.consume(items, timing));
+      const reply = await this.calls.consume(store, items);
       const decisions = checkedDecisions<RateLimitDecision>(reply, items.length, "the store's reply to consume");
       const decided = this.decided({ items, decisions });
       if (cache !== undefined && ticket !== undefined) {
@@ -270,13 +307,23 @@ export class DecisionEngine {
       }
       return decided;
     } catch (error) {
-      if (onFailure === 'throw') throw error;
-      const { closed, failed } = storeFailure(this, error, items);
-      if (closed !== undefined) await this.unavailable(closed, before, failed);
-      return withFailed(this.decided(await this.local.decide(items)), failed);
+      return await this.callFailed(error, items, before, onFailure);
     } finally {
       cache?.end();
     }
+  }
+
+  /** A store call failed: thrown (RateLimitService), or the fail modes of its items apply. */
+  private async callFailed(
+    error: unknown,
+    items: readonly EngineItem[],
+    before: Evaluation,
+    onFailure: OnFailure,
+  ): Promise<Evaluation> {
+    if (onFailure === 'throw') throw error;
+    const { closed, failed } = storeFailure(this, error, items);
+    if (closed !== undefined) await this.unavailable(closed, before, failed);
+    return withFailed(this.decided(await this.local.decide(items)), failed);
   }
 
   /**

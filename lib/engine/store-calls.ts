@@ -1,7 +1,8 @@
 import type { Logger } from '../util/logger.js';
 
 import type { RateLimitMetrics, StoreName, StoreOperation } from '../metrics/otel-metrics.js';
-import type { EngineStore, RateLimitStoreCall } from '../stores/engine-store.js';
+import type { RateLimitDecision } from '../policy/policy.types.js';
+import type { EngineStore, EngineStoreItem, RateLimitStoreCall } from '../stores/engine-store.js';
 import { CircuitBreaker } from './circuit-breaker.js';
 
 /** Consecutive store failures that open the circuit breaker, and how often it then probes the store. */
@@ -37,6 +38,12 @@ export class StoreCalls {
     if (metrics === undefined) return store.inProcess === true ? call(UNTIMED) : this.breakerFor(store).run(call);
     const guarded = store.inProcess === true ? () => call(UNTIMED) : () => this.breakerFor(store).run(call);
     return this.timed(metrics, store, operation, guarded);
+  }
+
+  /** run() of a consume, without a function per call where nothing times or guards it (the in-process store). */
+  consume(store: EngineStore, items: readonly EngineStoreItem[]): Promise<RateLimitDecision[]> {
+    if (store.inProcess === true && this.metrics() === undefined) return store.consume(items, UNTIMED);
+    return this.run(store, 'consume', (timing) => store.consume(items, timing));
   }
 
   breakerFor(store: EngineStore): CircuitBreaker {

@@ -1,6 +1,7 @@
 import type { ExecutionContext, Logger } from '@nestjs/common';
 
-import type { FailModeDecision } from '../engine/decision-engine.js';
+import { type Evaluation, type FailModeDecision, sourceAt } from '../engine/decision-engine.js';
+import { elementAt } from '../util/element-at.js';
 import type { RateLimitMetrics } from '../metrics/otel-metrics.js';
 import type { RateLimitDecision, RateLimitDecisionSource, ResolvedPolicy } from '../policy/policy.types.js';
 import type { RateLimitStoreItem } from '../stores/rate-limit-store.js';
@@ -57,31 +58,47 @@ export class DecisionEvents {
     pairs: readonly (readonly [RateLimitStoreItem, RateLimitDecision, RateLimitDecisionSource?])[],
     context: ExecutionContext | undefined,
   ): void {
-    for (const [item, decision, source = 'store'] of pairs) {
-      const shadow = item.shadow === true;
-      if (shadow && !decision.allowed) this.logShadowDenial(item, decision);
-      // Counted as failed-local when its store failed (fail-modes.ts): once per policy and request.
-      if (source !== 'local')
-        this.metrics?.decision(
-          decision.policy,
-          source === 'deny-cache' ? 'deny-cache' : decision.allowed ? 'allowed' : shadow ? 'shadow-denied' : 'denied',
-          source,
-        );
-      if (this.hook === undefined) continue;
-      this.tell({
-        policy: decision.policy,
-        key: item.key,
-        allowed: decision.allowed,
-        shadow,
-        blocked: decision.blocked === true,
-        cost: item.cost,
-        remaining: decision.remaining,
-        retryAfterMs: decision.retryAfterMs,
-        context,
-        skipped: false,
-        source,
-      });
+    for (const [item, decision, source = 'store'] of pairs) this.reportOne(item, decision, source, context);
+  }
+
+  /** report() of an evaluation's decisions, in its items' order, without a pair per decision. */
+  reportEvaluation(evaluation: Evaluation, context: ExecutionContext | undefined): void {
+    const { items, decisions } = evaluation;
+    for (let i = 0; i < items.length; i++) {
+      const decision = elementAt(decisions, i, 'the decisions of an evaluation');
+      this.reportOne(items[i] as RateLimitStoreItem, decision, sourceAt(evaluation, i), context);
     }
+  }
+
+  private reportOne(
+    item: RateLimitStoreItem,
+    decision: RateLimitDecision,
+    source: RateLimitDecisionSource,
+    context: ExecutionContext | undefined,
+  ): void {
+    const shadow = item.shadow === true;
+    if (shadow && !decision.allowed) this.logShadowDenial(item, decision);
+    // Counted as failed-local when its store failed (fail-modes.ts): once per policy and request.
+    if (source !== 'local')
+      this.metrics?.decision(
+        decision.policy,
+        source === 'deny-cache' ? 'deny-cache' : decision.allowed ? 'allowed' : shadow ? 'shadow-denied' : 'denied',
+        source,
+      );
+    if (this.hook === undefined) return;
+    this.tell({
+      policy: decision.policy,
+      key: item.key,
+      allowed: decision.allowed,
+      shadow,
+      blocked: decision.blocked === true,
+      cost: item.cost,
+      remaining: decision.remaining,
+      retryAfterMs: decision.retryAfterMs,
+      context,
+      skipped: false,
+      source,
+    });
   }
 
   /**

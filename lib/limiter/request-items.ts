@@ -5,7 +5,7 @@ import type { DecisionEngine, EngineItem } from '../engine/decision-engine.js';
 import type { PlanEntry, PlannedPolicy } from '../planning/route-planner.js';
 import { type PolicyFunction, PolicyFunctionError, RateLimitPolicyError } from '../policy/policy.errors.js';
 import { checkCost, checkQuotaLimit, checkRequestLimit } from '../policy/value-checks.js';
-import type { RateLimitIdentities } from '../policy/policy.types.js';
+import type { RateLimitIdentities, ResolvedPolicy } from '../policy/policy.types.js';
 import type { SkipWatch } from './skip-watch.js';
 
 type MaybePromise<T> = T | Promise<T>;
@@ -44,53 +44,142 @@ export class RequestResolver {
     private readonly skips: SkipWatch,
   ) {}
 
-  /** `where` is the handler's `Class.method` (a module default's own `where` names no handler). */
-  async resolve(
+  /**
+   * `where` is the handler's `Class.method` (a module default's own `where` names no handler). Synchronous
+   * unless a key, cost or limit function returns a Promise: most requests allocate no Promise here.
+   */
+  resolve(
     entries: readonly PlanEntry[],
     ctx: ExecutionContext,
     adapter: ContextAdapter,
     where: string,
-  ): Promise<ResolvedItems> {
+  ): MaybePromise<ResolvedItems> {
+    // One policy (most routes): an array of one, not a push on an empty array (room for 17 elements).
+    if (entries.length === 1) return this.resolveOne(entries[0] as PlanEntry, entries, ctx, adapter, where);
     const items: EngineItem[] = [];
     let failures: ResolutionFailure[] | undefined;
-    for (const entry of entries) {
-      const { planned, order } = entry;
+    for (let i = 0; i < entries.length; i++) {
+      const entry = entries[i] as PlanEntry;
+      let item: MaybePromise<EngineItem | undefined>;
       try {
-        let key = this.identity(entry, ctx, adapter, where);
-        if (isPromise(key)) key = await key;
-        if (typeof planned.key === 'function') {
-          if (key === undefined) {
-            this.skips.skipped(entry, ctx, where);
-            continue;
-          }
-          this.skips.applied(entry);
-        }
-        if (key === undefined) continue;
-        let cost = this.cost(planned, ctx, where);
-        if (isPromise(cost)) cost = await cost;
-        let policy = planned.policy;
-        if (planned.limit !== undefined || planned.burst !== undefined) {
-          let limit =
-            planned.limit === undefined ? policy.limit : this.limit(planned, planned.limit, 'limit', ctx, where);
-          if (isPromise(limit)) limit = await limit;
-          let burst = planned.burst === undefined ? undefined : this.limit(planned, planned.burst, 'burst', ctx, where);
-          if (isPromise(burst)) burst = await burst;
-          policy = this.engine.withLimit(policy, limit, burst);
-        }
-        items.push({
-          policy,
-          key,
-          cost,
-          failMode: planned.failMode,
-          shadow: planned.shadow,
-          order,
-          count: planned.count,
-        });
+        item = this.item(entry, ctx, adapter, where);
       } catch (error) {
-        (failures ??= []).push({ item: planned, error });
+        (failures ??= []).push({ item: entry.planned, error });
+        continue;
+      }
+      if (isPromise(item)) return this.resolveLater(entries, i, item, items, failures, ctx, adapter, where);
+      if (item !== undefined) items.push(item);
+    }
+    return { items, failures };
+  }
+
+  /** resolve() of a single entry. */
+  private resolveOne(
+    entry: PlanEntry,
+    entries: readonly PlanEntry[],
+    ctx: ExecutionContext,
+    adapter: ContextAdapter,
+    where: string,
+  ): MaybePromise<ResolvedItems> {
+    let item: MaybePromise<EngineItem | undefined>;
+    try {
+      item = this.item(entry, ctx, adapter, where);
+    } catch (error) {
+      return { items: [], failures: [{ item: entry.planned, error }] };
+    }
+    if (isPromise(item)) return this.resolveLater(entries, 0, item, [], undefined, ctx, adapter, where);
+    return { items: item === undefined ? [] : [item], failures: undefined };
+  }
+
+  /** The rest of resolve() once an entry's functions returned a Promise: the entries in order, awaited. */
+  private async resolveLater(
+    entries: readonly PlanEntry[],
+    at: number,
+    pending: Promise<EngineItem | undefined>,
+    items: EngineItem[],
+    failures: ResolutionFailure[] | undefined,
+    ctx: ExecutionContext,
+    adapter: ContextAdapter,
+    where: string,
+  ): Promise<ResolvedItems> {
+    for (let i = at; i < entries.length; i++) {
+      const entry = entries[i] as PlanEntry;
+      try {
+        const item = await (i === at ? pending : this.item(entry, ctx, adapter, where));
+        if (item !== undefined) items.push(item);
+      } catch (error) {
+        (failures ??= []).push({ item: entry.planned, error });
       }
     }
     return { items, failures };
+  }
+
+  /** The item of one entry, undefined when it has no identity; a Promise only when one of its functions returns one. */
+  private item(
+    entry: PlanEntry,
+    ctx: ExecutionContext,
+    adapter: ContextAdapter,
+    where: string,
+  ): MaybePromise<EngineItem | undefined> {
+    const key = this.identity(entry, ctx, adapter, where);
+    if (isPromise(key)) return key.then((k) => this.keyed(entry, k, ctx, where));
+    return this.keyed(entry, key, ctx, where);
+  }
+
+  /** An entry's item once its identity is known: its cost, then its limits. */
+  private keyed(
+    entry: PlanEntry,
+    key: string | undefined,
+    ctx: ExecutionContext,
+    where: string,
+  ): MaybePromise<EngineItem | undefined> {
+    const { planned } = entry;
+    if (typeof planned.key === 'function') {
+      if (key === undefined) {
+        this.skips.skipped(entry, ctx, where);
+        return undefined;
+      }
+      this.skips.applied(entry);
+    }
+    if (key === undefined) return undefined;
+    const cost = this.cost(planned, ctx, where);
+    if (isPromise(cost)) return cost.then((c) => this.costed(entry, key, c, ctx, where));
+    return this.costed(entry, key, cost, ctx, where);
+  }
+
+  /** An entry's item once its identity and cost are known; a per-request limit or burst is resolved here. */
+  private costed(
+    entry: PlanEntry,
+    key: string,
+    cost: number,
+    ctx: ExecutionContext,
+    where: string,
+  ): MaybePromise<EngineItem> {
+    const { planned } = entry;
+    if (planned.limit === undefined && planned.burst === undefined) {
+      return itemOf(entry, planned.policy, key, cost);
+    }
+    const limit =
+      planned.limit === undefined ? planned.policy.limit : this.limit(planned, planned.limit, 'limit', ctx, where);
+    if (isPromise(limit)) return limit.then((l) => this.limited(entry, key, cost, l, ctx, where));
+    return this.limited(entry, key, cost, limit, ctx, where);
+  }
+
+  /** An entry's item with its request's limit, once its burst is known. */
+  private limited(
+    entry: PlanEntry,
+    key: string,
+    cost: number,
+    limit: number,
+    ctx: ExecutionContext,
+    where: string,
+  ): MaybePromise<EngineItem> {
+    const { planned } = entry;
+    const burst = planned.burst === undefined ? undefined : this.limit(planned, planned.burst, 'burst', ctx, where);
+    if (isPromise(burst)) {
+      return burst.then((b) => itemOf(entry, this.engine.withLimit(planned.policy, limit, b), key, cost));
+    }
+    return itemOf(entry, this.engine.withLimit(planned.policy, limit, burst), key, cost);
   }
 
   /** The user of an invocation: the module's `user` option, or the adapter's default. */
@@ -116,21 +205,21 @@ export class RequestResolver {
       if (planned.explicitUser && !this.fellBack.has(entry)) this.warnFallback(entry, where);
       return `ip:${adapter.clientIp(ctx) ?? 'unknown'}`;
     }
-    const value = calling('key', planned, where, () => key(ctx, this.identities(ctx, adapter)));
-    return isPromise(value) ? value.then((v) => checkIdentity(planned, v)) : checkIdentity(planned, value);
-  }
-
-  /** The identities a key function may compose, each computed when read (lib/policy: RateLimitIdentities). */
-  private identities(ctx: ExecutionContext, adapter: ContextAdapter): RateLimitIdentities {
-    const userOf = () => this.userOf(ctx, adapter);
-    return {
-      get ip() {
-        return adapter.clientIp(ctx);
-      },
-      get user() {
-        return userOf();
-      },
-    };
+    let value: unknown;
+    try {
+      value = key(ctx, new LazyIdentities(this, ctx, adapter));
+    } catch (error) {
+      throw new PolicyFunctionError('key', planned.policy.name, where, error);
+    }
+    if (isPromise(value)) {
+      return value.then(
+        (v) => checkIdentity(planned, v),
+        (error: unknown) => {
+          throw new PolicyFunctionError('key', planned.policy.name, where, error);
+        },
+      );
+    }
+    return checkIdentity(planned, value);
   }
 
   /** A limit the team declared per account silently becomes per address (one NAT, one budget): say so once. */
@@ -198,6 +287,45 @@ function calling<T>(
     return threw(error);
   }
   return isPromise<T>(value) ? value.then(undefined, threw) : value;
+}
+
+/** The item of an entry for one invocation. */
+function itemOf(entry: PlanEntry, policy: ResolvedPolicy, key: string, cost: number): EngineItem {
+  const { planned } = entry;
+  return {
+    policy,
+    key,
+    cost,
+    failMode: planned.failMode,
+    shadow: planned.shadow,
+    order: entry.order,
+    count: planned.count,
+  };
+}
+
+/**
+ * The identities a key function may compose, each computed when read (lib/policy: RateLimitIdentities): one
+ * object of three fields per call, its getters on the prototype (an object literal with getters would make
+ * two functions and their accessors on every request).
+ */
+class LazyIdentities implements RateLimitIdentities {
+  readonly #resolver: RequestResolver;
+  readonly #ctx: ExecutionContext;
+  readonly #adapter: ContextAdapter;
+
+  constructor(resolver: RequestResolver, ctx: ExecutionContext, adapter: ContextAdapter) {
+    this.#resolver = resolver;
+    this.#ctx = ctx;
+    this.#adapter = adapter;
+  }
+
+  get ip(): string | undefined {
+    return this.#adapter.clientIp(this.#ctx);
+  }
+
+  get user(): string | undefined {
+    return this.#resolver.userOf(this.#ctx, this.#adapter);
+  }
 }
 
 function checkIdentity(planned: PlannedPolicy, value: unknown): string | undefined {

@@ -2,7 +2,7 @@ import type { ExecutionContext } from '@nestjs/common';
 
 import type { AdapterRegistry } from '../contexts/adapter-registry.js';
 import type { ContextAdapter, ContextType } from '../contexts/context-adapter.js';
-import { type DecisionEngine, denies, NOTHING } from '../engine/decision-engine.js';
+import { type DecisionEngine, denies, type Evaluation, NOTHING } from '../engine/decision-engine.js';
 import type { RoutePlan, RoutePlanner } from '../planning/route-planner.js';
 import type { RateLimitHeaders } from '../responses/rate-limit-headers.js';
 import { conclude } from './conclusion.js';
@@ -11,8 +11,11 @@ import { completesDeferrals } from './handler-enhancers.js';
 import { type Decider, type DecisionPoint, Invocation, invocationOf, InvocationStateError } from './invocation.js';
 import type { OutcomeRefunds } from './outcome.js';
 import type { Settlements } from './settlement.js';
-import type { RequestResolver } from './request-items.js';
+import { isPromise, type RequestResolver } from './request-items.js';
 import type { StepEvaluator } from './step-evaluation.js';
+
+/** The Promise of an invocation handle() had nothing (left) to decide for: one, settled, for all of them. */
+export const DONE: Promise<void> = Promise.resolve();
 
 /** What the per-request path works with, made once at start (nest/rate-limiter.ts). */
 export interface RequestLimiterParts {
@@ -76,22 +79,40 @@ export class RequestLimiter implements Decider {
    * (429, a GraphQL error, WsException, RpcException), its refusal (a deny list: 403 and the like) or
    * outage. Decides each invocation once, however many guards ask.
    */
-  async handle(ctx: ExecutionContext, point: DecisionPoint): Promise<void> {
+  handle(ctx: ExecutionContext, point: DecisionPoint): Promise<void> {
+    // Not an async function: an invocation decided already, or without policies, allocates no frame, and the
+    // others one small one (decideNow). What throws here rejects, as an async function's would.
+    try {
+      return this.handleNow(ctx, point) ?? DONE;
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** handle()'s work: undefined when it is over already, else the Promise of what is left. */
+  private handleNow(ctx: ExecutionContext, point: DecisionPoint): Promise<void> | undefined {
     const type = ctx.getType<ContextType>();
-    let adapter = this.adapters.get(type);
+    const adapter = this.adapters.get(type);
     if (adapter === undefined) {
       // A context of a third-party transport (not http, graphql, ws or rpc): no handler of it was planned,
       // and a @RateLimit on one stopped the start; nothing to decide here.
-      if (!this.adapters.knows(type)) return;
-      adapter = await this.adapters.load(type);
+      if (!this.adapters.knows(type)) return undefined;
+      return this.adapters.load(type).then((loaded) => this.handleWith(ctx, point, loaded));
     }
+    return this.handleWith(ctx, point, adapter);
+  }
+
+  private handleWith(ctx: ExecutionContext, point: DecisionPoint, adapter: ContextAdapter): Promise<void> | undefined {
     const invocation = Invocation.of(adapter.invocation(ctx), ctx);
     const { state } = invocation;
     // A deferred invocation waits for the interceptor, whichever guard meets it on the way.
-    if (state === 'decided' || (state === 'deferred' && point !== 'interceptor')) return;
+    if (state === 'decided' || (state === 'deferred' && point !== 'interceptor')) return undefined;
     const plan = this.planner.planFor(ctx.getClass(), ctx.getHandler());
     if (state === 'deferred') return this.decideLate(ctx, adapter, invocation, plan);
-    if (plan.policies.length === 0) return invocation.decide();
+    if (plan.policies.length === 0) {
+      invocation.decide();
+      return undefined;
+    }
     // Global guards run before class and handler guards: when a user-keyed policy sees no user yet,
     // authentication may still be ahead. The other policies are decided now (so invocations your
     // authentication rejects still count against the IP), the user-keyed ones by the interceptor.
@@ -99,14 +120,29 @@ export class RequestLimiter implements Decider {
       return this.decideEarly(ctx, adapter, invocation, plan);
     }
     invocation.decide();
-    const evaluation = await this.steps.evaluate({
-      ctx,
-      adapter,
-      plan,
-      entries: plan.policies,
-      before: NOTHING,
-      first: true,
-    });
+    return this.decideNow(ctx, adapter, invocation, plan);
+  }
+
+  /** An invocation decided at one decision point, all of its policies at once (most invocations). */
+  private async decideNow(
+    ctx: ExecutionContext,
+    adapter: ContextAdapter,
+    invocation: Invocation,
+    plan: RoutePlan,
+  ): Promise<void> {
+    const step = { ctx, adapter, plan, entries: plan.policies, before: NOTHING, first: true };
+    // The step's decision awaited here, not in a frame of the evaluator's: one async frame per decision.
+    const begun = this.steps.begin(step);
+    let evaluation: Evaluation;
+    if (isPromise(begun)) evaluation = await begun;
+    else {
+      try {
+        evaluation = await this.engine.decide(begun, NOTHING);
+      } catch (error) {
+        return this.steps.outage(error, step);
+      }
+      this.steps.told(evaluation, step);
+    }
     conclude(ctx, adapter, this.headers, this.events, [evaluation]);
     if (plan.counted) this.outcomes.track(ctx, adapter, invocation, evaluation);
     if (plan.settled) this.settlements.track(ctx, adapter, invocation, evaluation);

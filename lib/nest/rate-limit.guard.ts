@@ -4,6 +4,16 @@ import { DECIDES } from '../planning/guard-coverage.js';
 import { RATE_LIMIT_OPTIONS } from './rate-limit.module-definition.js';
 import type { RateLimitModuleOptions } from './rate-limit.options.js';
 import { RateLimiter } from './rate-limiter.js';
+import { DONE } from '../limiter/request-limiter.js';
+
+/** The answer of a guard that let the request through: one settled Promise for all of them. */
+const ALLOWED: Promise<boolean> = Promise.resolve(true);
+const allowed = (): boolean => true;
+
+/** `true` once the limiter has handled a request (its Promise rejects with the denial). */
+function handled(handling: Promise<void>): Promise<boolean> {
+  return handling === DONE ? ALLOWED : handling.then(allowed);
+}
 
 /**
  * Decides the rate-limit policies of a request and denies it with 429 (or 503 when a fail-closed policy's
@@ -15,10 +25,14 @@ import { RateLimiter } from './rate-limiter.js';
 export class RateLimitGuard implements CanActivate {
   constructor(protected readonly limiter: RateLimiter) {}
 
-  async canActivate(ctx: ExecutionContext): Promise<boolean> {
-    this.limiter.scopes.enter(ctx); // before any await: the handler runs in the execution it is entered on
-    await this.limiter.handle(ctx, 'guard');
-    return true;
+  // Not async functions: an async frame per request for a Promise of `true` is garbage (handled() chains it).
+  canActivate(ctx: ExecutionContext): Promise<boolean> {
+    try {
+      this.limiter.scopes.enter(ctx); // before any await: the handler runs in the execution it is entered on
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return handled(this.limiter.handle(ctx, 'guard'));
   }
 }
 
@@ -35,11 +49,14 @@ export class GlobalRateLimitGuard extends RateLimitGuard {
     super(limiter);
   }
 
-  override async canActivate(ctx: ExecutionContext): Promise<boolean> {
-    // With `global: false` too: the first guard a request meets is where its reservations are best tracked from.
-    this.limiter.scopes.enter(ctx);
-    if (this.options.global !== false) await this.limiter.handle(ctx, 'global-guard');
-    return true;
+  override canActivate(ctx: ExecutionContext): Promise<boolean> {
+    try {
+      // With `global: false` too: the first guard a request meets is where its reservations are best tracked from.
+      this.limiter.scopes.enter(ctx);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.options.global === false ? ALLOWED : handled(this.limiter.handle(ctx, 'global-guard'));
   }
 }
 

@@ -40,6 +40,45 @@ export function policyItem(policy: ResolvedPolicy): string {
 
 const policyItems = new WeakMap<ResolvedPolicy, string>();
 
+/**
+ * The `RateLimit-Policy` field of `policies`: of one policy its item (made once per policy), of several the
+ * last list joined, remembered by its first policy while the same policies come again (a route's plan).
+ */
+function policyField(policies: readonly ResolvedPolicy[]): string {
+  const first = policies[0] as ResolvedPolicy;
+  if (policies.length === 1) return policyItem(first);
+  const known = policyFields.get(first);
+  if (known !== undefined && sameList(known.policies, policies)) {
+    return known.field;
+  }
+  let field = policyItem(first);
+  for (let i = 1; i < policies.length; i++) field += `, ${policyItem(policies[i] as ResolvedPolicy)}`;
+  policyFields.set(first, { policies: policies.slice(), field });
+  return field;
+}
+
+const policyFields = new WeakMap<
+  ResolvedPolicy,
+  { readonly policies: readonly ResolvedPolicy[]; readonly field: string }
+>();
+
+function sameList(a: readonly ResolvedPolicy[], b: readonly ResolvedPolicy[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** The `RateLimit` field of `decisions`: `"name";r=<remaining>;t=<seconds>` each, comma-separated. */
+function rateLimitField(decisions: readonly RateLimitDecision[]): string {
+  let field = '';
+  for (let i = 0; i < decisions.length; i++) {
+    const d = decisions[i] as RateLimitDecision;
+    if (i > 0) field += ', ';
+    field += `"${d.policy}";r=${d.remaining};t=${secondsUntilAvailable(d)}`;
+  }
+  return field;
+}
+
 /** The decision that matters most to the client: a denial with the longest wait, else the fewest remaining. */
 export function mostRestrictive(decisions: readonly RateLimitDecision[]): RateLimitDecision {
   let worst = decisions[0];
@@ -64,14 +103,14 @@ export function rateLimitHeaders(
   decisions: readonly RateLimitDecision[],
 ): [string, string][] {
   if (scheme === 'none' || decisions.length === 0) return [];
-  const out: [string, string][] = [];
-  if (scheme === 'ietf' || scheme === 'both') {
-    out.push(['RateLimit-Policy', policies.map(policyItem).join(', ')]);
-    out.push([
-      'RateLimit',
-      decisions.map((d) => `"${d.policy}";r=${d.remaining};t=${secondsUntilAvailable(d)}`).join(', '),
-    ]);
-  }
+  // Literals, not pushes on an empty array (which would give it room for 17 fields).
+  const out: [string, string][] =
+    scheme === 'ietf' || scheme === 'both'
+      ? [
+          ['RateLimit-Policy', policyField(policies)],
+          ['RateLimit', rateLimitField(decisions)],
+        ]
+      : [];
   if (scheme === 'legacy' || scheme === 'both') {
     const worst = mostRestrictive(decisions);
     out.push(['X-RateLimit-Limit', String(worst.limit)]);

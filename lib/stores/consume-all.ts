@@ -95,7 +95,10 @@ function consumeOne(item: EngineStoreItem, nowMs: number, table: StateTable): Ra
     if (value.untilMs > nowMs) return blockedDecision(policy, value.untilMs, nowMs);
     stored = value.state;
   }
-  const [step, taken] = stepUpTo(item, stored, nowMs);
+  // Indexed, not destructured: array destructuring goes through an iterator until the function is optimized.
+  const stepped = stepUpTo(item, stored, nowMs);
+  const step = stepped[0];
+  const taken = stepped[1];
   const decision = toDecision(policy, step, cost);
   if (!step.allowed) {
     const blockMs = item.shadow === true ? undefined : policy.blockMs;

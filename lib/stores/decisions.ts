@@ -16,12 +16,18 @@ export function decisionsFromReply(
   reply: unknown,
   from: string,
 ): RateLimitDecision[] {
-  return items.map(({ policy, cost = 0, upTo }, i) => {
-    const values = Array.isArray(reply) ? reply.slice(i * REPLY_WIDTH, (i + 1) * REPLY_WIDTH).map(Number) : [];
-    if (!isDecisionReply(values)) {
-      throw new RateLimitStoreReplyError(`nest-rate-limit: unexpected reply from ${from}: ${JSON.stringify(reply)}`);
-    }
-    const [allowed, remaining, resetMs, retry] = values;
+  // A plain loop that reads the reply in place: no closure, slice or array of numbers per item.
+  const decisions: RateLimitDecision[] = [];
+  const values = Array.isArray(reply) ? (reply as unknown[]) : undefined;
+  for (let i = 0; i < items.length; i++) {
+    const { policy, cost = 0, upTo } = items[i] as (typeof items)[number];
+    const at = i * REPLY_WIDTH;
+    if (values === undefined || values.length < at + REPLY_WIDTH) throw badReply(from, reply);
+    const allowed = Number(values[at]);
+    const remaining = Number(values[at + 1]);
+    const resetMs = Number(values[at + 2]);
+    const retry = Number(values[at + 3]);
+    if (!isSafe(allowed) || !isSafe(remaining) || !isSafe(resetMs) || !isSafe(retry)) throw badReply(from, reply);
     // an allowed lease's retry_ms is the units it took
     const granted = allowed === REPLY.allowed && upTo !== undefined && op === 'consume' ? retry : 0;
     const retryAfterMs = retry === NEVER_FITS ? Infinity : granted > 0 ? 0 : retry;
@@ -38,13 +44,15 @@ export function decisionsFromReply(
         : toDecision(policy, step, units);
     if (blocked) decision.blocked = true;
     if (granted > 0) decision.granted = granted;
-    return decision;
-  });
+    decisions.push(decision);
+  }
+  return decisions;
 }
 
-/** The 4 integers of one item's decision in a reply. */
-function isDecisionReply(values: readonly number[]): values is [number, number, number, number] {
-  return values.length === REPLY_WIDTH && values.every(Number.isSafeInteger);
+const isSafe = Number.isSafeInteger;
+
+function badReply(from: string, reply: unknown): RateLimitStoreReplyError {
+  return new RateLimitStoreReplyError(`nest-rate-limit: unexpected reply from ${from}: ${JSON.stringify(reply)}`);
 }
 
 /**

@@ -26,6 +26,12 @@ export interface EngineStore extends RateLimitStore {
   /** `call` matters only to a store that queues consumes before sending them (see RateLimitStoreCall). */
   consume(items: readonly EngineStoreItem[], call?: RateLimitStoreCall): Promise<RateLimitDecision[]>;
   /**
+   * consume() decided now, for a store that decides in this process (the in-memory store): the engine then
+   * makes no Promise of the store's and no async frame for the call. Throws what consume() would reject with;
+   * undefined when consume() must be called instead (a subclass overrides it).
+   */
+  consumeNow?(items: readonly EngineStoreItem[]): RateLimitDecision[] | undefined;
+  /**
    * A quota's usage for the period that starts at `periodStartMs` (stores that keep quota history, such as
    * PostgreSQL), with the limit applied by the last decision. Other stores answer through `peek`.
    */

@@ -4,6 +4,7 @@ import { blockAll, chargeAll, consumeAll, peekState, refundAll, type StateTable 
 import type { EngineStore, EngineStoreItem } from '../engine-store.js';
 import type { RateLimitStoreItem } from '../rate-limit-store.js';
 import { checkKeyPrefix, type IdentityOptions, type KeyedPolicy, StoredIdentities } from '../storage-key.js';
+import { RecentKeys } from './recent-keys.js';
 
 /** Options of the in-memory store. */
 export interface MemoryRateLimitStoreOptions extends IdentityOptions {
@@ -50,7 +51,8 @@ export class MemoryRateLimitStore implements EngineStore {
   private readonly entries = new Map<string, Entry>();
   private readonly clock: Clock;
   private readonly maxKeys: number;
-  private sweeper: Iterator<[string, Entry]> = this.entries.entries();
+  // Keys, not entries: an entry iterator makes a [key, value] array for each entry it passes.
+  private sweeper: Iterator<string> = this.entries.keys();
   // Eviction walks the Map from its front with one long-lived iterator: asking a new iterator for the first
   // key would step over every deleted slot at the front of the Map's table each time.
   private evictor: Iterator<string> = this.entries.keys();
@@ -59,6 +61,8 @@ export class MemoryRateLimitStore implements EngineStore {
   private readonly ttlSlackMs: number;
   /** The identities as the Map's keys hold them (a keyed hash unless `readableKeys`), as the other stores'. */
   private readonly identities: StoredIdentities;
+  /** Per policy, the Map keys of the identities met lately (RecentKeys): no key is rebuilt per request. */
+  private readonly keys = new WeakMap<KeyedPolicy, RecentKeys>();
   private readonly table: StateTable = {
     get: (key) => {
       const entry = this.entries.get(key);
@@ -103,7 +107,25 @@ export class MemoryRateLimitStore implements EngineStore {
     return this.entries.size;
   }
 
-  async consume(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
+  // Not an async function: the decision is made now, and its Promise is the only object this adds.
+  consume(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
+    try {
+      return Promise.resolve(this.decideNow(items));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /**
+   * @internal consume(), decided now (EngineStore.consumeNow): the request path's. Undefined when consume() is
+   * not this class's own (a subclass's, or a wrapper set on the instance): that one then decides, as it means to.
+   */
+  consumeNow(items: readonly RateLimitStoreItem[]): RateLimitDecision[] | undefined {
+    if (this.consume !== MemoryRateLimitStore.prototype.consume) return undefined;
+    return this.decideNow(items);
+  }
+
+  private decideNow(items: readonly RateLimitStoreItem[]): RateLimitDecision[] {
     this.nowMs = this.clock.now();
     return consumeAll(this.keyed(items), this.nowMs, this.table);
   }
@@ -157,7 +179,7 @@ export class MemoryRateLimitStore implements EngineStore {
   async resetAll(): Promise<number> {
     const removed = this.entries.size;
     this.entries.clear();
-    this.sweeper = this.entries.entries();
+    this.sweeper = this.entries.keys();
     this.evictor = this.entries.keys();
     return removed;
   }
@@ -167,13 +189,18 @@ export class MemoryRateLimitStore implements EngineStore {
   }
 
   private keyed(items: readonly EngineStoreItem[]): EngineStoreItem[] {
-    return items.map((item) => ({
-      policy: item.policy,
-      key: this.storageKey(item.policy, item.key),
-      cost: item.cost,
-      shadow: item.shadow,
-      upTo: item.upTo,
-    }));
+    const keyed = new Array<EngineStoreItem>(items.length);
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i] as EngineStoreItem;
+      keyed[i] = {
+        policy: item.policy,
+        key: this.storageKey(item.policy, item.key),
+        cost: item.cost,
+        shadow: item.shadow,
+        upTo: item.upTo,
+      };
+    }
+    return keyed;
   }
 
   /**
@@ -182,9 +209,15 @@ export class MemoryRateLimitStore implements EngineStore {
    * holds. No prefix or hash tag: the Map is this process's.
    */
   private storageKey(policy: KeyedPolicy, identity: string): string {
+    let memo = this.keys.get(policy);
+    if (memo === undefined) this.keys.set(policy, (memo = new RecentKeys()));
+    const known = memo.get(identity);
+    if (known !== undefined) return known;
     const stored = this.identities.of(policy.shape, identity);
     // join() builds a flat string; a template literal would keep a tree of its parts alive for every key
-    return (this.identities.readable ? [policy.id, policy.shape, stored] : [policy.id, stored]).join('\n');
+    const key = (this.identities.readable ? [policy.id, policy.shape, stored] : [policy.id, stored]).join('\n');
+    memo.set(identity, key);
+    return key;
   }
 
   private expired(entry: Entry): boolean {
@@ -205,12 +238,13 @@ export class MemoryRateLimitStore implements EngineStore {
     for (let i = 0; i < count; i++) {
       let next = this.sweeper.next();
       if (next.done === true) {
-        this.sweeper = this.entries.entries();
+        this.sweeper = this.entries.keys();
         next = this.sweeper.next();
         if (next.done === true) return;
       }
-      const [key, entry] = next.value;
-      if (this.expired(entry)) this.entries.delete(key);
+      const key = next.value;
+      const entry = this.entries.get(key);
+      if (entry !== undefined && this.expired(entry)) this.entries.delete(key);
     }
   }
 }

@@ -110,16 +110,21 @@ export class RedisRateLimitStore extends DecidingStore implements EngineStore {
     return this.program.load();
   }
 
-  protected async decide(
+  // Not async functions: a call on one slot (every call on a standalone Redis) is one async frame, inSlot's.
+  protected decide(
     op: 'consume' | 'peek' | 'refund' | 'charge',
     items: readonly StoreCallItem[],
   ): Promise<RateLimitDecision[]> {
-    if (items.length === 0) return [];
-    const groups = slotGroups(items, this.identities, this.redis.isCluster);
-    if (groups.length === 1) return this.inSlot(op, items);
-    return op === 'consume'
-      ? consumeAcrossSlots(items, groups, this.inSlot)
-      : acrossSlots(op, items, groups, this.inSlot);
+    try {
+      if (items.length === 0) return Promise.resolve([]);
+      const groups = slotGroups(items, this.identities, this.redis.isCluster);
+      if (groups.length === 1) return this.inSlot(op, items);
+      return op === 'consume'
+        ? consumeAcrossSlots(items, groups, this.inSlot)
+        : acrossSlots(op, items, groups, this.inSlot);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /** The decisions of one call on items of one slot ('check' replies as a denied consume would). */
@@ -144,7 +149,8 @@ export class RedisRateLimitStore extends DecidingStore implements EngineStore {
     await Promise.all(groups.map((group) => this.run(op, slotItems(items, group))));
   }
 
-  private async run(op: Operation, items: readonly StoreCallItem[]): Promise<unknown> {
+  /** One call; what throws here rejects the caller's async frame (inSlot, eachSlot). */
+  private run(op: Operation, items: readonly StoreCallItem[]): Promise<unknown> {
     const request = requestArgs(op, items, this.identities, this.clock ?? systemClock);
     // The consumes on one connection are gathered per turn of the event loop.
     if (op === 'consume' && !this.redis.isCluster) return this.batcher.consume(request);
