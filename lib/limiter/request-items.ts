@@ -207,7 +207,7 @@ export class RequestResolver {
     }
     let value: unknown;
     try {
-      value = key(ctx, new LazyIdentities(this, ctx, adapter));
+      value = key(ctx, this.identities(ctx, adapter));
     } catch (error) {
       throw new PolicyFunctionError('key', planned.policy.name, where, error);
     }
@@ -220,6 +220,23 @@ export class RequestResolver {
       );
     }
     return checkIdentity(planned, value);
+  }
+
+  /**
+   * The identities a key function may compose, each computed when read (lib/policy: RateLimitIdentities): own,
+   * enumerable getters, as an object literal has them, so that a spread or JSON.stringify of them reads both
+   * (a class with its getters on the prototype allocated less, and gave every client the key '{}').
+   */
+  private identities(ctx: ExecutionContext, adapter: ContextAdapter): RateLimitIdentities {
+    const userOf = () => this.userOf(ctx, adapter);
+    return {
+      get ip() {
+        return adapter.clientIp(ctx);
+      },
+      get user() {
+        return userOf();
+      },
+    };
   }
 
   /** A limit the team declared per account silently becomes per address (one NAT, one budget): say so once. */
@@ -301,31 +318,6 @@ function itemOf(entry: PlanEntry, policy: ResolvedPolicy, key: string, cost: num
     order: entry.order,
     count: planned.count,
   };
-}
-
-/**
- * The identities a key function may compose, each computed when read (lib/policy: RateLimitIdentities): one
- * object of three fields per call, its getters on the prototype (an object literal with getters would make
- * two functions and their accessors on every request).
- */
-class LazyIdentities implements RateLimitIdentities {
-  readonly #resolver: RequestResolver;
-  readonly #ctx: ExecutionContext;
-  readonly #adapter: ContextAdapter;
-
-  constructor(resolver: RequestResolver, ctx: ExecutionContext, adapter: ContextAdapter) {
-    this.#resolver = resolver;
-    this.#ctx = ctx;
-    this.#adapter = adapter;
-  }
-
-  get ip(): string | undefined {
-    return this.#adapter.clientIp(this.#ctx);
-  }
-
-  get user(): string | undefined {
-    return this.#resolver.userOf(this.#ctx, this.#adapter);
-  }
 }
 
 function checkIdentity(planned: PlannedPolicy, value: unknown): string | undefined {
