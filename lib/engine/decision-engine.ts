@@ -6,18 +6,16 @@ import type { FailMode, RateLimitDecision, RateLimitDecisionSource, ResolvedPoli
 import type { RateLimitStoreItem } from '../stores/rate-limit-store.js';
 import type { EngineStore, RateLimitStoreCall } from '../stores/engine-store.js';
 import type { RateLimitStores } from '../stores/rate-limit-stores.js';
-import { checkedDecisions } from '../stores/store-defects.js';
 import { CircuitBreaker } from './circuit-breaker.js';
-import { withConcurrencyWaits } from './slot-wait.js';
 import { DENY_CACHE_MS, DenyCache } from './coherence/deny-cache.js';
 import { OverlongWaits } from './overlong-waits.js';
 import { compensate } from './compensation.js';
-import { resolveFailures, storeFailure } from './fail-modes.js';
+import { resolveFailures } from './fail-modes.js';
 import { FailureReporter } from './failure-reporter.js';
 import { LimitVariants } from './limit-variants.js';
 import { LocalFallback } from './local-fallback.js';
 import { StoreCalls } from './store-calls.js';
-import { fromCache, rememberDenials } from './coherence/cached-denials.js';
+import { type OnFailure, StoreConsume } from './store-consume.js';
 import { ChangeFeed } from './coherence/invalidation-feed.js';
 import {
   denies,
@@ -27,7 +25,6 @@ import {
   merge,
   NOTHING,
   StoreUnavailable,
-  withFailed,
 } from './evaluation.js';
 import { LeaseBook } from './leases/lease-book.js';
 import { consumeWithLeases } from './leases/leased-items.js';
@@ -54,15 +51,8 @@ export interface DecisionEngineOptions {
   readonly denyCacheMs?: number;
 }
 
-/** Concurrency slots a decision took: allowed concurrency items that cost something. */
-const slotsTaken = (items: readonly EngineItem[], decisions: readonly RateLimitDecision[]): EngineItem[] =>
-  items.filter((item, i) => item.count === 'release' && item.cost > 0 && decisions[i]?.allowed === true);
-
 /** Whether a leased policy's item: some of its units may come from this instance's leases. */
 const isLeased = (item: EngineItem): boolean => item.policy.lease !== undefined;
-
-/** How one store call ends when the store fails: apply fail modes (requests) or throw (RateLimitService). */
-type OnFailure = 'fail-modes' | 'throw';
 
 /**
  * The decision engine: knows stores and policies, no HTTP and no Nest context. One call decides the items
@@ -85,6 +75,8 @@ export class DecisionEngine {
   readonly local: LocalFallback;
   private readonly calls: StoreCalls;
   private readonly overlong: OverlongWaits;
+  /** One store call: its breaker, timeout and cache of denials, its fail modes (store-consume.ts). */
+  private readonly consumer: StoreConsume;
   private readonly variants = new LimitVariants();
   /** OpenTelemetry instruments, set at module start when `@opentelemetry/api` is installed. */
   metrics: RateLimitMetrics | undefined;
@@ -104,6 +96,7 @@ export class DecisionEngine {
     this.leases = leasing(this.store) || leasing(this.quotaStore) ? new LeaseBook(undefined, feedKey) : undefined;
     this.feed = new ChangeFeed(this.store.changes, this.denyCache, options.timeoutMs, options.logger, this.leases);
     this.local = new LocalFallback(options.clock, options.instances ?? 1);
+    this.consumer = new StoreConsume(this, this.calls, this.overlong, options.clock);
   }
 
   /** The module's clock. */
@@ -248,103 +241,18 @@ export class DecisionEngine {
   ): Promise<Evaluation> {
     const book = onFailure === 'fail-modes' && store.grantsUpTo === true ? this.leases : undefined;
     if (book === undefined || !items.some(isLeased)) {
-      return this.consumeStored(store, items, before, onFailure);
+      return this.consumer.consume(store, items, before, onFailure);
     }
     return consumeWithLeases(book, items, this.options.clock, (forStore) =>
-      this.consumeStored(store, forStore, before, onFailure),
+      this.consumer.consume(store, forStore, before, onFailure),
     );
-  }
-
-  /**
-   * One store call for `items`, through the store's breaker and the deny cache. A store that decides in this
-   * process (consumeNow), with no metrics to time it, decides here and now: no frame, one settled Promise.
-   */
-  private consumeStored(
-    store: EngineStore,
-    items: readonly EngineItem[],
-    before: Evaluation,
-    onFailure: OnFailure,
-  ): Promise<Evaluation> {
-    if (items.length === 0) return Promise.resolve(NOTHING);
-    if (store.consumeNow === undefined || this.metrics !== undefined || this.cacheFor(store, onFailure) !== undefined) {
-      return this.consumeCalled(store, items, before, onFailure);
-    }
-    try {
-      const reply = store.consumeNow(items);
-      if (reply === undefined) return this.consumeCalled(store, items, before, onFailure);
-      const decisions = checkedDecisions<RateLimitDecision>(reply, items.length, "the store's reply to consume");
-      return Promise.resolve(this.decided({ items, decisions }));
-    } catch (error) {
-      return this.callFailed(error, items, before, onFailure);
-    }
-  }
-
-  /** The cache of denials that answers for `store`, if any. */
-  private cacheFor(store: EngineStore, onFailure: OnFailure): DenyCache | undefined {
-    return store === this.store && onFailure === 'fail-modes' ? this.denyCache : undefined;
-  }
-
-  /** consumeStored() of a store's call: awaited under its breaker and timeout, through the deny cache. */
-  private async consumeCalled(
-    store: EngineStore,
-    items: readonly EngineItem[],
-    before: Evaluation,
-    onFailure: OnFailure,
-  ): Promise<Evaluation> {
-    const cache = this.cacheFor(store, onFailure);
-    const nowMs = cache === undefined ? 0 : this.options.clock.now();
-    if (cache !== undefined) {
-      const answered = fromCache(cache, items, nowMs);
-      if (answered !== undefined) return answered;
-    }
-    const ticket = cache?.begin();
-    try {
-      const reply = await this.calls.consume(store, items);
-      const decisions = checkedDecisions<RateLimitDecision>(reply, items.length, "the store's reply to consume");
-      const decided = this.decided({ items, decisions });
-      if (cache !== undefined && ticket !== undefined) {
-        rememberDenials(cache, items, decided.decisions, nowMs, ticket);
-      }
-      return decided;
-    } catch (error) {
-      return await this.callFailed(error, items, before, onFailure);
-    } finally {
-      cache?.end();
-    }
-  }
-
-  /** A store call failed: thrown (RateLimitService), or the fail modes of its items apply. */
-  private async callFailed(
-    error: unknown,
-    items: readonly EngineItem[],
-    before: Evaluation,
-    onFailure: OnFailure,
-  ): Promise<Evaluation> {
-    if (onFailure === 'throw') throw error;
-    const { closed, failed } = storeFailure(this, error, items);
-    if (closed !== undefined) await this.unavailable(closed, before, failed);
-    return withFailed(this.decided(await this.local.decide(items)), failed);
-  }
-
-  /**
-   * What a consume decided, the shared store's or the local one's, as the engine answers it: the wait of each
-   * concurrency denial cut to CONCURRENCY_RETRY_MS (slot-wait.ts), and the slots taken counted.
-   */
-  private decided(evaluation: Evaluation): Evaluation {
-    const { items } = evaluation;
-    this.overlong.check(evaluation.decisions);
-    const decisions = withConcurrencyWaits(items, evaluation.decisions);
-    if (this.metrics !== undefined) {
-      for (const item of slotsTaken(items, decisions)) this.metrics.slots(item.policy.name, 1);
-    }
-    return decisions === evaluation.decisions ? evaluation : { ...evaluation, decisions };
   }
 
   /**
    * Refuses the request for the outage of fail-closed `policy`, after giving back what `before` consumed. The
    * wait the client is told is the store timeout (lib/responses/retry-after.ts rounds it).
    */
-  private async unavailable(policy: string, before: Evaluation, failed: readonly FailModeDecision[]): Promise<never> {
+  async unavailable(policy: string, before: Evaluation, failed: readonly FailModeDecision[]): Promise<never> {
     await this.compensate(before);
     throw new StoreUnavailable(policy, this.options.timeoutMs, failed);
   }
