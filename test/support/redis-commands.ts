@@ -11,9 +11,15 @@ export async function callsOf(admin: Redis | Cluster, command: string): Promise<
   return callsIn(await admin.info('commandstats'), command);
 }
 
-/** The items the store's Lua has decided: each reads its key once, by GET, before it writes (if it does). */
+/**
+ * The items the store's Lua has decided: each reads its key once before it writes (if it does), by GET or, for
+ * several items, one MGET: the reads of keys (INFO stats' keyspace hits and misses; writes look keys up without
+ * counting).
+ */
 export async function itemsDecided(admin: Redis | Cluster): Promise<number> {
-  return callsOf(admin, 'get');
+  const stats = await admin.info('stats');
+  const stat = (name: string) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(stats)?.[1] ?? 0);
+  return stat('keyspace_hits') + stat('keyspace_misses');
 }
 
 /** The store's decisions (and other store calls) this Redis has run: the function (Redis 7) or the script. */

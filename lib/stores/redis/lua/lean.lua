@@ -1,4 +1,4 @@
--- requires: max, byte, fw_lean_read, fw_decide, fw_lean_write, gcra_shape, gcra_epoch,
+-- requires: max, byte, spread, fw_lean_read, fw_decide, fw_lean_write, gcra_shape, gcra_epoch,
 --   gcra_lean_read, gcra_decide, gcra_write, ALLOWED, REPLY_WIDTH, CODE_FIXED_WINDOW, CODE_GCRA
 -- provides: lean_kind, lean_one, lean_items, lean_request, LEAN_KEY, LEAN_P, LEAN_COST, LEAN_ARG
 -- The lean consume: the most common shape of a request — enforced policies without a block, a lease or shadow
@@ -8,10 +8,11 @@
 -- for a fixed window or a GCRA, a state of an earlier version or a GCRA limit per plan) sends the request to
 -- the twins' path, with every key as it was.
 --
--- Each reads its key (GET), decides, and writes only when the request is allowed: a denial sends no write
--- command, so a flood of denials costs replicas, the AOF and RDB's save points nothing. An allowed fixed window
--- within its window, or a GCRA whose TAT is ahead of now (one item), then moves its key by INCRBY (its TTL
--- already outlives what it holds); a new key, one of another window or a TAT behind now is SET.
+-- Each reads its key (GET; a request of several items reads all its keys in one MGET), decides, and writes
+-- only when the request is allowed: a denial sends no write command, so a flood of denials costs replicas, the
+-- AOF and RDB's save points nothing. An allowed fixed window within its window, or a GCRA whose TAT is ahead
+-- of now (one item), then moves its key by INCRBY (its TTL already outlives what it holds); a new key, one of
+-- another window or a TAT behind now is SET.
 --
 -- Why read first: they once counted first (INCRBY, whose reply is the state before it plus the cost) and took a
 -- denial back (DECRBY): one command for the commonest allowed request, but two writes per denial. No command
@@ -43,10 +44,9 @@ local function lean_kind(code, p)
     p.epoch = gcra_epoch(p.window)
   end
 end
--- an item's state (its key read), nil for a layout the lean path leaves to the twins' (for any other kernel: a
--- block)
-local function lean_read(key, p, now, cost)
-  local raw = redis.call('GET', key)
+-- an item's state from its key's value (raw: GET's reply, or MGET's), nil for a layout the lean path leaves to
+-- the twins' (for any other kernel: a block)
+local function lean_state(raw, p, now, cost)
   if p.lean == CODE_FIXED_WINDOW then return fw_lean_read(raw, p.window, now, cost) end
   if p.lean == CODE_GCRA then return gcra_lean_read(raw, now) end
   if not raw then return false end
@@ -98,7 +98,7 @@ end
 local function lean_one(key, p, cost, now, slack, out, arg)
   if p.lean == TWIN then return twin_one(key, p, cost, now, slack, out) end
   if p.lean == CODE_FIXED_WINDOW and (cost < 1 or cost > p.limit) then return false end
-  local a, b, c = lean_read(key, p, now, cost)
+  local a, b, c = lean_state(redis.call('GET', key), p, now, cost)
   if a == nil then return false end
   local allowed, remaining, reset, retry = lean_decide(p, a, b, now, cost)
   if allowed == ALLOWED and not lean_write(key, p, a, b, c, now, cost, reset, slack, arg or cost, nil, true) then
@@ -110,14 +110,16 @@ local function lean_one(key, p, cost, now, slack, out, arg)
 end
 local LEAN_KEY, LEAN_P, LEAN_COST, LEAN_ARG = {}, {}, {}, {}
 local LA, LB, LC, LOK, LREM, LRESET, LRETRY, LNEW = {}, {}, {}, {}, {}, {}, {}, {}
--- all-or-nothing as decide_items: every item read and decided before anything is written, and written only
--- when every item is allowed (a denial writes nothing, not even to take back what an earlier item counted);
--- an allowed item of a denied request then replies as it stands (its step at cost 0 on the state found)
+-- all-or-nothing as decide_items: every item read (one MGET: a call's keys share a Cluster slot,
+-- across-slots.ts) and decided before anything is written, and written only when every item is allowed (a
+-- denial writes nothing, not even to take back what an earlier item counted); an allowed item of a denied
+-- request then replies as it stands (its step at cost 0 on the state found)
 local function lean_items(count, now, slack, out)
   local all = true
+  local raws = redis.call('MGET', spread(LEAN_KEY, 1, count))
   for i = 1, count do
     local p, cost = LEAN_P[i], LEAN_COST[i]
-    local a, b, c = lean_read(LEAN_KEY[i], p, now, cost)
+    local a, b, c = lean_state(raws[i], p, now, cost)
     if a == nil then return false end
     LA[i], LB[i], LC[i] = a, b, c
     LOK[i], LREM[i], LRESET[i], LRETRY[i], LNEW[i] = lean_decide(p, a, b, now, cost)
