@@ -49,6 +49,12 @@ export interface DecisionEngineOptions {
   readonly onError?: (error: Error, policy: string) => void;
   /** How long a denial of the store answers without asking it again, in ms (the `denyCacheMs` option); 0: never. */
   readonly denyCacheMs?: number;
+  /**
+   * The real time (ms, monotonic) by which the cache of denials judges how long ago a denial was sent and the feed
+   * last confirmed (default `performance.now`); the fleet simulation gives its virtual time, so that a run does
+   * not depend on how fast the machine runs it.
+   */
+  readonly realNow?: () => number;
 }
 
 /** Whether a leased policy's item: some of its units may come from this instance's leases. */
@@ -89,7 +95,10 @@ export class DecisionEngine {
     const changes = this.store.changes;
     const feedKey = (policy: ResolvedPolicy, key: string): string => changes?.keyOf?.(policy, key) ?? key;
     const trustMs = options.denyCacheMs ?? DENY_CACHE_MS;
-    this.denyCache = this.store.inProcess === true || trustMs === 0 ? undefined : new DenyCache({ feedKey, trustMs });
+    this.denyCache =
+      this.store.inProcess === true || trustMs === 0
+        ? undefined
+        : new DenyCache({ feedKey, trustMs, realNow: options.realNow });
     this.overlong = new OverlongWaits(options.logger, () => this.metrics);
     this.calls = new StoreCalls(options.timeoutMs, options.logger, () => this.metrics);
     const leasing = (store: EngineStore) => store.grantsUpTo === true && store.inProcess !== true;

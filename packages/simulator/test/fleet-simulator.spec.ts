@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -27,6 +28,21 @@ describe('fleet simulation: output', () => {
     expect((await runFleet({ ...small, seed: 5 })).seconds).not.toEqual(
       (await runFleet({ ...small, seed: 6 })).seconds,
     );
+  });
+
+  // Regression: "a fleet simulation depends on the machine's speed". The engines' cache of denials judged its
+  // trust in real time (performance.now), so a loaded machine (CI, 35 s for this file) dropped cached denials
+  // that a quiet one kept, and the same seed granted 10,020 units where it had granted 10,060.
+  it("is the same for the same seed however slowly the machine runs it (real time is not the simulation's)", async () => {
+    const strip = (r: FleetResult) => ({ ...r, options: undefined });
+    const quick = await runFleet({ ...small, seed: 5 });
+    let realMs = 0;
+    const slow = jest.spyOn(performance, 'now').mockImplementation(() => (realMs += 2000));
+    try {
+      expect(strip(await runFleet({ ...small, seed: 5 }))).toEqual(strip(quick));
+    } finally {
+      slow.mockRestore();
+    }
   });
 
   it('counts each second: offered and admitted add up, shares of instances sum to about one', async () => {

@@ -30,7 +30,9 @@ export class FleetInstance {
   ) {
     const link = store.linkOf(index);
     const stores = { rates: link, quotas: link, owned: [] };
-    this.engine = new DecisionEngine({ stores, clock, timeoutMs: TIMEOUT_MS, logger: quiet });
+    // The cache of denials in virtual time too: in real time, a loaded machine made the same seed admit differently.
+    const realNow = () => clock.now();
+    this.engine = new DecisionEngine({ stores, clock, timeoutMs: TIMEOUT_MS, logger: quiet, realNow });
     this.items = [growth === 'off' ? { ...item, policy: { ...item.policy, lease: undefined } } : item];
   }
 

@@ -109,7 +109,7 @@ export class VirtualStore {
 
   /** Every announcement so far has been delivered (there are none): the instances' cached denials stay trusted. */
   confirm(): void {
-    const now = performance.now();
+    const now = this.clock.now();
     for (const listener of this.listeners) listener.confirmed(now);
   }
 }
