@@ -1,7 +1,8 @@
 export { type Clock } from './util/clock.js';
 export { RateLimitCircuitOpenError } from './engine/circuit-breaker.js';
 export { RateLimitStoreTimeoutError } from './stores/store-timeout.js';
-export { type RateLimitDecisionEvent } from './limiter/decision-events.js';
+export { type RateLimitDecisionEvent, type RateLimitOverrideOutcome } from './limiter/decision-events.js';
+export type { RateLimitOverride, RateLimitOverrideChange } from './policy/override.js';
 export { RateLimitPolicyError } from './policy/policy.errors.js';
 export {
   type RateLimitDecision,

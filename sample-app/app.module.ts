@@ -10,6 +10,7 @@ import { ChatGateway } from './chat.gateway.js';
 import { GreetingResolver } from './greeting.resolver.js';
 import { HealthController } from './health.controller.js';
 import { IndexController } from './index.controller.js';
+import { PlansController } from './plans.controller.js';
 import { ReportsController } from './reports.controller.js';
 
 /**
@@ -41,7 +42,7 @@ export function rateLimitOptions(env: NodeJS.ProcessEnv = process.env): RateLimi
       includeStacktraceInErrorResponses: false,
     }),
   ],
-  controllers: [IndexController, HealthController, AuthController, AiController, ReportsController],
+  controllers: [IndexController, HealthController, AuthController, AiController, ReportsController, PlansController],
   providers: [
     GreetingResolver,
     ChatGateway,

@@ -36,6 +36,12 @@ const routesAt = (base: string): readonly Route[] => [
     try: `curl -i '${base}/reports/export?rows=20000' -H 'x-api-key: demo-key-alice'`,
   },
   {
+    route: 'POST /plans/upgrade',
+    shows:
+      "a plan upgrade at run time: the caller's per-user limit becomes 1,000 per minute on every instance (an override)",
+    try: `curl -i -X POST ${base}/plans/upgrade -H 'x-api-key: demo-key-alice'`,
+  },
+  {
     route: 'POST /graphql',
     shows: 'GraphQL: greetings(count) costs count, 30 per minute per client IP',
     try: `curl -s ${base}/graphql -H 'content-type: application/json' -d '{"query":"{ greetings(count: 5) }"}'`,

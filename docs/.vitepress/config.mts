@@ -93,6 +93,7 @@ export default defineConfig({
             { text: 'Limiting AI endpoints', link: '/ai-endpoints' },
             { text: 'Testing', link: '/testing' },
             { text: 'Operations', link: '/operations' },
+            { text: 'Operating it: overrides and the command line', link: '/operating-it' },
             { text: 'Dashboard and alerts', link: '/operations-dashboard' },
             { text: 'Troubleshooting', link: '/troubleshooting' },
           ],

@@ -7,7 +7,7 @@ import type { RateLimitStoreItem } from '../stores/rate-limit-store.js';
 import type { EngineStore, RateLimitStoreCall } from '../stores/engine-store.js';
 import type { RateLimitStores } from '../stores/rate-limit-stores.js';
 import { CircuitBreaker } from './circuit-breaker.js';
-import { DENY_CACHE_MS, DenyCache } from './coherence/deny-cache.js';
+import type { DenyCache } from './coherence/deny-cache.js';
 import { OverlongWaits } from './overlong-waits.js';
 import { compensate } from './compensation.js';
 import { resolveFailures } from './fail-modes.js';
@@ -16,17 +16,20 @@ import { LimitVariants } from './limit-variants.js';
 import { LocalFallback } from './local-fallback.js';
 import { StoreCalls } from './store-calls.js';
 import { type OnFailure, StoreConsume } from './store-consume.js';
-import { ChangeFeed } from './coherence/invalidation-feed.js';
+import type { ChangeFeed } from './coherence/invalidation-feed.js';
+import type { OverrideBook } from './overrides/override-book.js';
+import { coherenceOf } from './coherence-parts.js';
+import { acrossTwoStores } from './two-stores.js';
+import { inDryRun, withDryRuns } from './overrides/shadow-peek.js';
 import {
-  denies,
   type EngineItem,
   type Evaluation,
   type FailModeDecision,
-  merge,
+  type ItemOverride,
   NOTHING,
   StoreUnavailable,
 } from './evaluation.js';
-import { LeaseBook } from './leases/lease-book.js';
+import type { LeaseBook } from './leases/lease-book.js';
 import { consumeWithLeases } from './leases/leased-items.js';
 
 export {
@@ -79,6 +82,8 @@ export class DecisionEngine {
   readonly feed: ChangeFeed;
   /** Where 'local' policies are decided while their store fails (local-fallback.ts). */
   readonly local: LocalFallback;
+  /** The overrides of limits per identity in force (RateLimitService.override), read from the stores. */
+  readonly overrides: OverrideBook;
   private readonly calls: StoreCalls;
   private readonly overlong: OverlongWaits;
   /** One store call: its breaker, timeout and cache of denials, its fail modes (store-consume.ts). */
@@ -91,21 +96,21 @@ export class DecisionEngine {
     this.store = options.stores.rates;
     this.quotaStore = options.stores.quotas;
     this.reporter = new FailureReporter(options.logger, options.onError);
-    // The cache and the leases find what the feed of changes announces by the key as the feed names it.
-    const changes = this.store.changes;
-    const feedKey = (policy: ResolvedPolicy, key: string): string => changes?.keyOf?.(policy, key) ?? key;
-    const trustMs = options.denyCacheMs ?? DENY_CACHE_MS;
-    this.denyCache =
-      this.store.inProcess === true || trustMs === 0
-        ? undefined
-        : new DenyCache({ feedKey, trustMs, realNow: options.realNow });
+    ({
+      denyCache: this.denyCache,
+      leases: this.leases,
+      overrides: this.overrides,
+      feed: this.feed,
+    } = coherenceOf(options, this.store, this.quotaStore, (policy) => this.storeOf(policy).overrides));
     this.overlong = new OverlongWaits(options.logger, () => this.metrics);
     this.calls = new StoreCalls(options.timeoutMs, options.logger, () => this.metrics);
-    const leasing = (store: EngineStore) => store.grantsUpTo === true && store.inProcess !== true;
-    this.leases = leasing(this.store) || leasing(this.quotaStore) ? new LeaseBook(undefined, feedKey) : undefined;
-    this.feed = new ChangeFeed(this.store.changes, this.denyCache, options.timeoutMs, options.logger, this.leases);
     this.local = new LocalFallback(options.clock, options.instances ?? 1);
     this.consumer = new StoreConsume(this, this.calls, this.overlong, options.clock);
+  }
+
+  /** The module's `timeout`: the milliseconds a store call may take. */
+  get timeoutMs(): number {
+    return this.options.timeoutMs;
   }
 
   /** The module's clock. */
@@ -116,6 +121,7 @@ export class DecisionEngine {
   /** Stops the breakers' probes and the feed of changes (on shutdown). */
   async dispose(): Promise<void> {
     this.calls.dispose();
+    this.overrides.close();
     await this.feed.dispose();
   }
 
@@ -167,13 +173,20 @@ export class DecisionEngine {
    * what `before` and this call consumed.
    */
   decide(items: readonly EngineItem[], before: Evaluation = NOTHING): Promise<Evaluation> {
+    if (this.overrides.shadows && items.some(inDryRun)) {
+      return withDryRuns(this, items, () => this.acrossStores(items, before, 'fail-modes'));
+    }
     return this.acrossStores(items, before, 'fail-modes');
   }
 
   /** Consumes items for RateLimitService, all-or-nothing across both stores; throws store failures. */
-  async consumeAcross(items: readonly RateLimitStoreItem[]): Promise<RateLimitDecision[]> {
+  async consumeAcross(
+    items: readonly (RateLimitStoreItem & { override?: ItemOverride })[],
+  ): Promise<RateLimitDecision[]> {
     const engineItems = items.map((item, order) => ({ ...item, failMode: 'closed' as const, order }));
-    const { decisions } = await this.acrossStores(engineItems, NOTHING, 'throw');
+    const across = () => this.acrossStores(engineItems, NOTHING, 'throw');
+    const dryRuns = this.overrides.shadows && engineItems.some(inDryRun);
+    const { decisions } = await (dryRuns ? withDryRuns(this, engineItems, across) : across());
     return decisions;
   }
 
@@ -206,35 +219,9 @@ export class DecisionEngine {
     if (items.length === 0) return Promise.resolve(NOTHING);
     // One store (most apps): its call's Promise is the decision's, with no async frame of this one around it.
     if (this.quotaStore === this.store) return this.consumeOn(this.store, items, before, onFailure);
-    return this.acrossTwoStores(items, before, onFailure);
-  }
-
-  private async acrossTwoStores(
-    items: readonly EngineItem[],
-    before: Evaluation,
-    onFailure: OnFailure,
-  ): Promise<Evaluation> {
-    const quotas = items.filter((i) => i.policy.quota !== undefined);
-    if (quotas.length === 0) return this.consumeOn(this.store, items, before, onFailure);
-    const rateItems = items.filter((i) => i.policy.quota === undefined);
-    const rates = await this.consumeOn(this.store, rateItems, before, onFailure);
-    let result: Evaluation;
-    if (denies(rates)) {
-      if (onFailure === 'fail-modes') return rates;
-      // RateLimitService reports every item: how the quotas stand, untouched.
-      const peeked = await this.run(this.quotaStore, 'peek', () => this.quotaStore.peek(quotas));
-      result = merge(rates, {
-        items: quotas,
-        decisions: peeked.map((d) => ({ ...d, allowed: true, retryAfterMs: 0 })),
-      });
-    } else {
-      const quota = await this.consumeOn(this.quotaStore, quotas, merge(before, rates), onFailure);
-      if (denies(quota)) await this.compensate(rates);
-      result = merge(rates, quota);
-    }
-    if (onFailure === 'fail-modes') return result;
-    const byItem = new Map(result.items.map((item, i) => [item, result.decisions[i]] as const));
-    return { items, decisions: items.map((item) => byItem.get(item) as RateLimitDecision) };
+    const consumeOn = (store: EngineStore, part: readonly EngineItem[], after: Evaluation) =>
+      this.consumeOn(store, part, after, onFailure);
+    return acrossTwoStores(this, consumeOn, items, before, onFailure);
   }
 
   /**

@@ -1,4 +1,10 @@
-import type { FailMode, RateLimitCount, RateLimitDecision, RateLimitDecisionSource } from '../policy/policy.types.js';
+import type {
+  FailMode,
+  RateLimitCount,
+  RateLimitDecision,
+  RateLimitDecisionSource,
+  ResolvedPolicy,
+} from '../policy/policy.types.js';
 import type { EngineStoreItem } from '../stores/engine-store.js';
 
 /** One policy of a request, resolved: what to consume, what to do when its store fails, and its place. */
@@ -11,6 +17,19 @@ export interface EngineItem extends EngineStoreItem {
    * alike. 'release': a concurrency slot, given back at the end whatever the outcome.
    */
   readonly count?: Exclude<RateLimitCount, 'all'> | 'release';
+  /** The override of the item's identity in force (RateLimitService.override), if any. */
+  readonly override?: ItemOverride;
+}
+
+/** How an override bears on one item: applied (its policy is the override's variant), or a dry run. */
+export interface ItemOverride {
+  readonly shadow: boolean;
+  /** The limit the override gives. */
+  readonly limit: number;
+  /** The policy with the override's limit and burst: the item's policy when applied, the one peeked in a dry run. */
+  readonly policy: ResolvedPolicy;
+  /** A dry run's answer, once the store told it (undefined: not known, the store failed to tell). */
+  allowed?: boolean;
 }
 
 /**

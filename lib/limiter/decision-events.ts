@@ -1,6 +1,7 @@
 import type { ExecutionContext, Logger } from '@nestjs/common';
 
 import { type Evaluation, type FailModeDecision, sourceAt } from '../engine/decision-engine.js';
+import type { ItemOverride } from '../engine/evaluation.js';
 import { elementAt } from '../util/element-at.js';
 import type { RateLimitMetrics } from '../metrics/otel-metrics.js';
 import type { RateLimitDecision, RateLimitDecisionSource, ResolvedPolicy } from '../policy/policy.types.js';
@@ -22,7 +23,9 @@ const SHADOW_QUIET_MS = 60_000;
  * which nothing decided); 'fail-open' or 'fail-closed' when its store (or its key, cost, limit or list
  * function) failed and its fail mode admitted or refused the request: nothing was counted, `remaining` is the
  * policy's limit (fail-open) or 0 (fail-closed, `retryAfterMs` the wait its 503 tells), `key` '' and `cost` 0
- * when they could not be resolved.
+ * when they could not be resolved. `override` is there when an override of the key's limit is in force
+ * (RateLimitService.override): `shadow: false` and `allowed` as decided under its `limit`; or, for a dry run
+ * (`shadow: true`), what it would have answered (the decision followed the declared policy).
  */
 export interface RateLimitDecisionEvent {
   readonly policy: string;
@@ -36,6 +39,25 @@ export interface RateLimitDecisionEvent {
   readonly context: ExecutionContext | undefined;
   readonly skipped: boolean;
   readonly source: RateLimitDecisionSource;
+  readonly override?: RateLimitOverrideOutcome;
+}
+
+/** How an override bore on a decision: applied, or what a dry run would have answered (RateLimitDecisionEvent). */
+export interface RateLimitOverrideOutcome {
+  readonly shadow: boolean;
+  readonly limit: number;
+  readonly allowed: boolean;
+}
+
+/** A decided item's override as the event and the metrics tell it (a dry run whose peek failed: none). */
+function overrideOutcome(
+  override: ItemOverride | undefined,
+  decision: RateLimitDecision,
+): RateLimitOverrideOutcome | undefined {
+  if (override === undefined) return undefined;
+  const { shadow, limit } = override;
+  if (!shadow) return { shadow, limit, allowed: decision.allowed };
+  return override.allowed === undefined ? undefined : { shadow, limit, allowed: override.allowed };
 }
 
 /**
@@ -71,19 +93,21 @@ export class DecisionEvents {
   }
 
   private reportOne(
-    item: RateLimitStoreItem,
+    item: RateLimitStoreItem & { readonly override?: ItemOverride },
     decision: RateLimitDecision,
     source: RateLimitDecisionSource,
     context: ExecutionContext | undefined,
   ): void {
     const shadow = item.shadow === true;
     if (shadow && !decision.allowed) this.logShadowDenial(item, decision);
+    const override = overrideOutcome(item.override, decision);
     // Counted as failed-local when its store failed (fail-modes.ts): once per policy and request.
     if (source !== 'local')
       this.metrics?.decision(
         decision.policy,
         source === 'deny-cache' ? 'deny-cache' : decision.allowed ? 'allowed' : shadow ? 'shadow-denied' : 'denied',
         source,
+        override,
       );
     if (this.hook === undefined) return;
     this.tell({
@@ -98,6 +122,7 @@ export class DecisionEvents {
       context,
       skipped: false,
       source,
+      override,
     });
   }
 

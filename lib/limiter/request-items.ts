@@ -3,14 +3,14 @@ import type { ExecutionContext, Logger } from '@nestjs/common';
 import type { ContextAdapter } from '../contexts/context-adapter.js';
 import type { DecisionEngine, EngineItem } from '../engine/decision-engine.js';
 import type { PlanEntry, PlannedPolicy } from '../planning/route-planner.js';
-import { type PolicyFunction, PolicyFunctionError, RateLimitPolicyError } from '../policy/policy.errors.js';
-import { checkCost, checkQuotaLimit, checkRequestLimit } from '../policy/value-checks.js';
-import type { RateLimitIdentities, ResolvedPolicy } from '../policy/policy.types.js';
+import { PolicyFunctionError, RateLimitPolicyError } from '../policy/policy.errors.js';
+import { checkCost } from '../policy/value-checks.js';
+import type { RateLimitIdentities } from '../policy/policy.types.js';
+import { isPromise, type MaybePromise } from './maybe-promise.js';
+import { calling, RequestLimits } from './request-limits.js';
 import type { SkipWatch } from './skip-watch.js';
 
-type MaybePromise<T> = T | Promise<T>;
-export const isPromise = <T>(value: MaybePromise<T> | unknown): value is Promise<T> =>
-  typeof (value as { then?: unknown } | null)?.then === 'function';
+export { isPromise } from './maybe-promise.js';
 
 /** A policy whose key, cost or limit could not be resolved: its fail mode applies. */
 export interface ResolutionFailure {
@@ -36,13 +36,17 @@ export class RequestResolver {
    * by the declared pairs, and a module default gets one warning on each handler it applies to.
    */
   private readonly fellBack = new WeakSet<PlanEntry>();
+  /** Each item's limits: its request's, or an override's. */
+  private readonly limits: RequestLimits;
 
   constructor(
     private readonly engine: DecisionEngine,
     private readonly user: ((ctx: ExecutionContext) => string | undefined) | undefined,
     private readonly logger: Logger,
     private readonly skips: SkipWatch,
-  ) {}
+  ) {
+    this.limits = new RequestLimits(engine);
+  }
 
   /**
    * `where` is the handler's `Class.method` (a module default's own `where` names no handler). Synchronous
@@ -143,43 +147,8 @@ export class RequestResolver {
     }
     if (key === undefined) return undefined;
     const cost = this.cost(planned, ctx, where);
-    if (isPromise(cost)) return cost.then((c) => this.costed(entry, key, c, ctx, where));
-    return this.costed(entry, key, cost, ctx, where);
-  }
-
-  /** An entry's item once its identity and cost are known; a per-request limit or burst is resolved here. */
-  private costed(
-    entry: PlanEntry,
-    key: string,
-    cost: number,
-    ctx: ExecutionContext,
-    where: string,
-  ): MaybePromise<EngineItem> {
-    const { planned } = entry;
-    if (planned.limit === undefined && planned.burst === undefined) {
-      return itemOf(entry, planned.policy, key, cost);
-    }
-    const limit =
-      planned.limit === undefined ? planned.policy.limit : this.limit(planned, planned.limit, 'limit', ctx, where);
-    if (isPromise(limit)) return limit.then((l) => this.limited(entry, key, cost, l, ctx, where));
-    return this.limited(entry, key, cost, limit, ctx, where);
-  }
-
-  /** An entry's item with its request's limit, once its burst is known. */
-  private limited(
-    entry: PlanEntry,
-    key: string,
-    cost: number,
-    limit: number,
-    ctx: ExecutionContext,
-    where: string,
-  ): MaybePromise<EngineItem> {
-    const { planned } = entry;
-    const burst = planned.burst === undefined ? undefined : this.limit(planned, planned.burst, 'burst', ctx, where);
-    if (isPromise(burst)) {
-      return burst.then((b) => itemOf(entry, this.engine.withLimit(planned.policy, limit, b), key, cost));
-    }
-    return itemOf(entry, this.engine.withLimit(planned.policy, limit, burst), key, cost);
+    if (isPromise(cost)) return cost.then((c) => this.limits.item(entry, key, c, ctx, where));
+    return this.limits.item(entry, key, cost, ctx, where);
   }
 
   /** The user of an invocation: the module's `user` option, or the adapter's default. */
@@ -250,30 +219,6 @@ export class RequestResolver {
     );
   }
 
-  /** A per-request limit or burst; a Promise only when its function returns one. */
-  private limit(
-    planned: PlannedPolicy,
-    fn: (ctx: ExecutionContext) => unknown,
-    field: 'limit' | 'burst',
-    ctx: ExecutionContext,
-    where: string,
-  ): MaybePromise<number> {
-    const value = calling(field, planned, where, () => fn(ctx));
-    const fail = (problem: string): never => {
-      throw new RateLimitPolicyError(`the ${field} function returned a bad value: ${problem}`, {
-        policy: planned.policy.name,
-        field,
-        where: planned.where,
-      });
-    };
-    // A quota's window is a nominal period length: its bound is the limit alone.
-    const check = (v: unknown): number =>
-      planned.policy.quota === undefined
-        ? checkRequestLimit(v, planned.policy.windowMs, fail, field === 'limit' && planned.policy.algorithm === 'gcra')
-        : checkQuotaLimit(v, fail);
-    return isPromise(value) ? value.then(check) : check(value);
-  }
-
   /** The cost of a policy for this invocation; a Promise only when a cost function returns one. */
   private cost(planned: PlannedPolicy, ctx: ExecutionContext, where: string): MaybePromise<number> {
     const { cost } = planned;
@@ -282,42 +227,6 @@ export class RequestResolver {
     const value: unknown = calling('cost', planned, where, () => cost(ctx));
     return isPromise(value) ? value.then((v) => checkedCost(planned, v)) : checkedCost(planned, value);
   }
-}
-
-/**
- * Calls a policy's function for the request on the handler `where`: what it throws, or its Promise rejects with,
- * becomes a PolicyFunctionError naming the function, so that it is not reported as a store failure.
- */
-function calling<T>(
-  field: PolicyFunction,
-  planned: PlannedPolicy,
-  where: string,
-  call: () => MaybePromise<T>,
-): MaybePromise<T> {
-  const threw = (error: unknown): never => {
-    throw new PolicyFunctionError(field, planned.policy.name, where, error);
-  };
-  let value: MaybePromise<T>;
-  try {
-    value = call();
-  } catch (error) {
-    return threw(error);
-  }
-  return isPromise<T>(value) ? value.then(undefined, threw) : value;
-}
-
-/** The item of an entry for one invocation. */
-function itemOf(entry: PlanEntry, policy: ResolvedPolicy, key: string, cost: number): EngineItem {
-  const { planned } = entry;
-  return {
-    policy,
-    key,
-    cost,
-    failMode: planned.failMode,
-    shadow: planned.shadow,
-    order: entry.order,
-    count: planned.count,
-  };
 }
 
 function checkIdentity(planned: PlannedPolicy, value: unknown): string | undefined {

@@ -35,7 +35,13 @@ export const STORE_DURATION_BUCKETS: readonly number[] = [
  */
 export interface RateLimitMetrics {
   /** One policy decided; `source` (the `rate_limit.source` attribute) where it was decided, none when skipped. */
-  decision(policy: string, outcome: RateLimitMetricOutcome, source?: RateLimitDecisionSource): void;
+  /** `override`: how an override of the key's limit bore on it (applied, or a dry run's answer), if one did. */
+  decision(
+    policy: string,
+    outcome: RateLimitMetricOutcome,
+    source?: RateLimitDecisionSource,
+    override?: { readonly shadow: boolean; readonly allowed: boolean },
+  ): void;
   /** A store call of `seconds`; `error` (the error's name) when it failed. */
   storeCall(store: StoreName, operation: StoreOperation, seconds: number, error?: string): void;
   /** `delta` slots of a concurrency policy taken (+) or given back (-). */
@@ -83,9 +89,18 @@ class OtelMetrics implements RateLimitMetrics {
       });
   }
 
-  decision(policy: string, outcome: RateLimitMetricOutcome, source?: RateLimitDecisionSource): void {
+  decision(
+    policy: string,
+    outcome: RateLimitMetricOutcome,
+    source?: RateLimitDecisionSource,
+    override?: { readonly shadow: boolean; readonly allowed: boolean },
+  ): void {
     const attributes: Attributes = { 'rate_limit.policy': policy, 'rate_limit.outcome': outcome };
     if (source !== undefined) attributes['rate_limit.source'] = source;
+    if (override !== undefined) {
+      attributes['rate_limit.override'] = override.shadow ? 'shadow' : 'applied';
+      attributes['rate_limit.override.allowed'] = override.allowed;
+    }
     this.decisions.add(1, attributes);
   }
 

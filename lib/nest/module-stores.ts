@@ -15,7 +15,7 @@ import { driverOf } from '../stores/redis/clients/driver-of.js';
 import { failFastOptions, ioredisConnection } from '../stores/redis/clients/ioredis-driver.js';
 import type { OwnConnection } from '../stores/redis/clients/redis-driver.js';
 import { RedisRateLimitStore } from '../stores/redis/redis.store.js';
-import { redisUrlArgument } from './redis-url.js';
+import { redisUrlArgument } from '../stores/redis/redis-url.js';
 import { isDefect } from '../stores/store-defects.js';
 import { postgresAddress } from '../stores/store-description.js';
 import { checkOptionFields, fieldNames } from '../util/unknown-fields.js';

@@ -1,5 +1,6 @@
 import { Injectable, type OnModuleDestroy } from '@nestjs/common';
 
+import type { RateLimitOverride, RateLimitOverrideChange } from '../policy/override.js';
 import type { RateLimitDecision, RateLimitPolicy } from '../policy/policy.types.js';
 import type { RateLimitReservation } from '../service/reservation.js';
 import { type RateLimitServiceItem, ServiceCore } from '../service/service-core.js';
@@ -155,5 +156,33 @@ export class RateLimitService implements OnModuleDestroy {
     at?: Date,
   ): Promise<{ used: number; limit: number | undefined; periodStart: Date; periodEnd: Date }> {
     return this.core.usage(policy, key, at);
+  }
+
+  /**
+   * From now on, the decisions of the policy named `policy` for `identity` (the identity the policy counts by, as
+   * for peek(): `ip:<address>`, `user:<id>` or a key function's value) use `change.limit` (and `change.burst`,
+   * token bucket and GCRA) in place of the declared ones, on every instance within a second (the store's feed of
+   * changes; the memory store: this process). The override is kept in the store, the identity as its keyed hash;
+   * with `ttl` it lapses by itself then, without it lasts until removeOverride(). A new override of the same
+   * policy and identity replaces the old one whole. What was counted stays counted: a raised limit admits the
+   * difference at once, a lowered one denies until usage falls below it. With `shadow: true` decisions keep the
+   * declared limits and each `onDecision` event tells what the override would have answered
+   * (`override: { shadow: true, limit, allowed }`). Every change is logged once, with the identity's hash.
+   * A name no `defaults` or `@RateLimit` declares, a field the policy's algorithm lacks, a limit that is not an
+   * integer >= 1 and a bad `ttl` are RateLimitPolicyErrors that name them.
+   * @example await rateLimits.override('per-tenant', 'tenant:acme', { limit: 10_000, ttl: '2h', reason: 'launch' });
+   */
+  async override(policy: string, identity: string, change: RateLimitOverrideChange): Promise<RateLimitOverride> {
+    return this.core.overrides.override(policy, identity, change);
+  }
+
+  /** Removes the override of `identity` under `policy`, on every instance within a second; true when one was. */
+  async removeOverride(policy: string, identity: string): Promise<boolean> {
+    return this.core.overrides.removeOverride(policy, identity);
+  }
+
+  /** The overrides in force (of `policy` when given), as the store keeps them: identities as their hash. */
+  async overrides(policy?: string): Promise<RateLimitOverride[]> {
+    return this.core.overrides.overrides(policy);
   }
 }

@@ -25,6 +25,7 @@ import { limiterSettings } from './limiter-settings.js';
 import { RATE_LIMIT_CLOCK, RATE_LIMIT_STORES } from './rate-limit.constants.js';
 import { RATE_LIMIT_OPTIONS } from './rate-limit.module-definition.js';
 import type { RateLimitModuleOptions } from './rate-limit.options.js';
+import { recordPolicies } from './policy-recording.js';
 import { warnAtStart } from './start-warnings.js';
 
 /** The module's options turned into the request path's parts, and what start-up checks later. */
@@ -85,7 +86,7 @@ function assemble(
  */
 @Injectable()
 export class RateLimiter extends RequestLimiter implements OnModuleInit, OnModuleDestroy {
-  private readonly logger: Logger;
+  readonly logger: Logger;
   private readonly contexts: ReadonlySet<ContextType>;
   private readonly lists: ModuleLists;
   /** Some microservice handler has policies (so the module's lists apply to messages, which have no address). */
@@ -154,6 +155,14 @@ export class RateLimiter extends RequestLimiter implements OnModuleInit, OnModul
     this.events.metrics = metrics;
     this.refuseUnsettleable();
     await this.engine.feed.start();
+    // The overrides in force before the first request (a store that fails now: read again until it answers).
+    await this.engine.overrides.refresh();
+    await recordPolicies(
+      this.planner.declared(),
+      (policy) => this.engine.storeOf(policy),
+      this.engine.timeoutMs,
+      this.logger,
+    );
     warnAtStart(
       {
         declared: this.planner.declared(),

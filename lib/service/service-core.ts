@@ -1,3 +1,5 @@
+import type { Logger } from '../util/logger.js';
+
 import type { DecisionEngine } from '../engine/decision-engine.js';
 import type { DecisionEvents } from '../limiter/decision-events.js';
 import type { RoutePlanner } from '../planning/route-planner.js';
@@ -12,6 +14,7 @@ import { type RateLimitReservation, Reservation, type ReservationStore, type Res
 import type { ReservationScopes } from './reservation-scopes.js';
 import { checkActuals, ServiceArguments } from './service-arguments.js';
 import { ServiceCalls } from './service-calls.js';
+import { ServiceOverrides } from './service-overrides.js';
 
 /** An item of consumeMany and reserve: a policy (or its name), the key, and the cost (default 1). */
 export interface RateLimitServiceItem {
@@ -33,6 +36,8 @@ export interface ServiceParts {
   readonly scopes: ReservationScopes;
   /** The module's mode, for a policy without one of its own. */
   readonly options: { readonly mode?: RateLimitMode };
+  /** Where the service logs what it changes (overrides). */
+  readonly logger: Logger;
 }
 
 /** Read through a function: TypeScript would keep `aborted` narrowed to false across an await. */
@@ -46,6 +51,8 @@ const isAborted = (signal: AbortSignal | undefined): signal is AbortSignal => si
 export class ServiceCore {
   private readonly args: ServiceArguments;
   private readonly calls: ServiceCalls;
+  /** override(), removeOverride() and overrides(). */
+  readonly overrides: ServiceOverrides;
 
   /** The waiters of acquire(): they consume and give back on the same path as consume() and refund(). */
   private readonly waiting = new AcquireQueues({
@@ -64,6 +71,7 @@ export class ServiceCore {
   constructor(private readonly parts: ServiceParts) {
     this.args = new ServiceArguments(parts.planner);
     this.calls = new ServiceCalls(parts.engine);
+    this.overrides = new ServiceOverrides(parts.engine, this.args, parts.logger);
   }
 
   async consume(policy: RateLimitPolicy | string, key: string, cost: number | undefined): Promise<RateLimitDecision> {
@@ -165,12 +173,13 @@ export class ServiceCore {
     return { policy: p, key: this.args.key(key, p) };
   }
 
-  /** Each item's policy, key and cost checked, and whether it is in shadow mode. */
+  /** Each item's policy, key and cost checked, whether it is in shadow mode, and its key's override. */
   private resolve(items: readonly RateLimitServiceItem[]): ReservedItem[] {
     return items.map(({ policy, key, cost }) => {
       const p = this.args.policy(policy);
       const shadow = (p.mode ?? this.parts.options.mode) === 'shadow';
-      return { policy: p, key: this.args.key(key, p), cost: this.args.amount(cost ?? 1, p, 'cost'), shadow };
+      const item = { policy: p, key: this.args.key(key, p), cost: this.args.amount(cost ?? 1, p, 'cost'), shadow };
+      return this.overrides.applied(item);
     });
   }
 

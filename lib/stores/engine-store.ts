@@ -1,5 +1,7 @@
 import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 import type { RateLimitStore, RateLimitStoreItem } from './rate-limit-store.js';
+import type { OverrideStorage } from './overrides.js';
+import type { PolicyRecords } from './policy-records.js';
 import type { KeyedPolicy } from './storage-key.js';
 
 // What the module's own stores offer the engine beyond the public contract (RateLimitStore). None of it is
@@ -42,6 +44,10 @@ export interface EngineStore extends RateLimitStore {
    * answers for at most DENY_CACHE_TRUST_MS before the store is asked again.
    */
   readonly changes?: RateLimitStoreChanges | undefined;
+  /** Where the store keeps the overrides of RateLimitService.override; without it, a policy of it takes none. */
+  readonly overrides?: OverrideStorage;
+  /** Where the instances record their policies at start (for `npx nest-rate-limit`); without it, nowhere. */
+  readonly policies?: PolicyRecords;
   /**
    * True for a store that decides in this process, in its memory (the in-memory store): it cannot be down or
    * slow, so its calls get no timeout and no circuit breaker, and it needs no cache of denials.
@@ -98,7 +104,12 @@ export interface RateLimitChangeListener {
   live(since: number): void;
   /** The feed lost its connection (`reason`): announcements may be missed until the next live(). */
   lost(reason: Error): void;
+  /** The overrides (RateLimitService.override) changed: read them again. */
+  overrides?(): void;
 }
+
+/** What an announcement says: these keys changed, every key did, or the overrides did. */
+export type RateLimitAnnouncement = readonly RateLimitStoreChange[] | 'everything' | 'overrides';
 
 /**
  * A store's feed of changes: announce() reaches the listeners of every instance (this one's too). A store that
@@ -114,9 +125,9 @@ export interface RateLimitStoreChanges {
   keyOf?(policy: KeyedPolicy, key: string): string;
   /**
    * Tells every instance that these keys changed (or, with 'everything', every key), each named as keyOf names
-   * it; resolves once sent.
+   * it, or with 'overrides' that the overrides changed; resolves once sent.
    */
-  announce(changes: readonly RateLimitStoreChange[] | 'everything'): Promise<void>;
+  announce(changes: RateLimitAnnouncement): Promise<void>;
   /** Starts listening; resolves with the function that stops (once the first subscription is made, or failed). */
   listen(listener: RateLimitChangeListener): Promise<() => Promise<void>>;
 }

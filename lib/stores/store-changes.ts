@@ -1,4 +1,9 @@
-import { DENY_CACHE_TRUST_MS, type RateLimitChangeListener, type RateLimitStoreChange } from './engine-store.js';
+import {
+  DENY_CACHE_TRUST_MS,
+  type RateLimitAnnouncement,
+  type RateLimitChangeListener,
+  type RateLimitStoreChange,
+} from './engine-store.js';
 
 /** One connection of a feed's listener, subscribed. */
 export interface FeedConnection {
@@ -27,12 +32,20 @@ const OPEN_TIMEOUT_MS = 3000;
 /** Waits before each new connection after a failure, the last one repeated. */
 const RECONNECT_MS = [100, 250, 500, 1000] as const;
 
-/** The message that announces `changes`: JSON, `[[policy id, key], ...]`, or `"*"` for every key. */
-export const encodeChanges = (changes: readonly RateLimitStoreChange[] | 'everything'): string =>
-  changes === 'everything' ? '"*"' : JSON.stringify(changes.map(({ policy, key }) => [policy, key]));
+/**
+ * The message that announces `changes`: JSON, `[[policy id, key], ...]`, `"*"` for every key, or `"overrides"`
+ * (an instance of a version before overrides reads it as a message it does not know: it forgets its cached
+ * denials, which is safe).
+ */
+export const encodeChanges = (changes: RateLimitAnnouncement): string =>
+  changes === 'everything'
+    ? '"*"'
+    : changes === 'overrides'
+      ? '"overrides"'
+      : JSON.stringify(changes.map(({ policy, key }) => [policy, key]));
 
 /** The changes a message announces, or undefined when it is not a message of the feed's. */
-function decodeChanges(message: string): RateLimitStoreChange[] | 'everything' | undefined {
+function decodeChanges(message: string): RateLimitAnnouncement | undefined {
   let parsed: unknown;
   try {
     parsed = JSON.parse(message);
@@ -40,6 +53,7 @@ function decodeChanges(message: string): RateLimitStoreChange[] | 'everything' |
     return undefined;
   }
   if (parsed === '*') return 'everything';
+  if (parsed === 'overrides') return 'overrides';
   if (!Array.isArray(parsed)) return undefined;
   const changes: RateLimitStoreChange[] = [];
   for (const entry of parsed) {
@@ -129,6 +143,7 @@ class Subscription {
           const changes = decodeChanges(payload);
           // Not one of the feed's messages: which keys it meant is unknown, so everything may have changed.
           if (changes === undefined) this.listener.live(performance.now());
+          else if (changes === 'overrides') this.listener.overrides?.();
           else this.listener.changed(changes);
         },
         closed: (reason) => end(reason),

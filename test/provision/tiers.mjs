@@ -37,6 +37,7 @@ export const TIERS = {
   regressions: { paths: ['test/regressions/'], needs: 'redis-server, PostgreSQL' },
   fuzz: { paths: ['test/fuzz/'], needs: 'redis-server, PostgreSQL' },
   package: { paths: ['test/testing/', 'test/sample-app/', 'test/migration/'], needs: 'redis-server' },
+  cli: { paths: ['test/cli/'], needs: 'redis-server, PostgreSQL' },
   consumers: { paths: ['test/consumers/'], needs: 'the npm registry', slow: true },
   slow: { paths: SLOW, needs: 'redis-server, PostgreSQL, the npm registry', slow: true },
 };

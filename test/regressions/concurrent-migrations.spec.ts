@@ -87,7 +87,12 @@ describe('concurrent migrations', () => {
       'SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name',
       [db.schema],
     );
-    expect(tables.map((row) => row.table_name)).toEqual(['rate_limit_quota_usage', 'rate_limit_state']);
+    expect(tables.map((row) => row.table_name)).toEqual([
+      'rate_limit_override',
+      'rate_limit_policy',
+      'rate_limit_quota_usage',
+      'rate_limit_state',
+    ]);
     const { rows: functions } = await db.pool.query<{ proname: string; n: number }>(
       `SELECT proname, count(*)::int AS n FROM pg_proc JOIN pg_namespace ON pg_namespace.oid = pronamespace
         WHERE nspname = $1 GROUP BY proname`,

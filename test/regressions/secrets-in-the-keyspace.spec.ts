@@ -116,7 +116,20 @@ describe('regression: secrets in the keyspace', () => {
             ? await rowsOf(servers.db, keyPrefix)
             : memoryKeys(app.get<RateLimitStore>(RateLimitStore, { strict: false }));
       const service = app.get(RateLimitService);
-      return { app, keyPrefix, events, logger, held, service };
+      // What the store keeps beside state: the policies each instance records at start (never an identity).
+      const metadata =
+        store === 'redis'
+          ? await servers.redis.client().hvals(`${keyPrefix}policies`)
+          : store === 'postgres'
+            ? (
+                await servers.db.pool.query<{ row: string }>(
+                  `SELECT t::text AS row FROM ${servers.db.schema}.rate_limit_policy t WHERE key_prefix = $1`,
+                  [keyPrefix],
+                )
+              ).rows.map((r) => r.row)
+            : [];
+      if (store !== 'memory') expect(metadata.length).toBeGreaterThan(0);
+      return { app, keyPrefix, events, logger, held, metadata, service };
     } catch (error) {
       await app.close();
       throw error;
@@ -125,15 +138,17 @@ describe('regression: secrets in the keyspace', () => {
 
   describe.each(STORES)('on the %s store', (store) => {
     it('holds no identity by default: every key is the keyed hash of its identity, the built-in ones too', async () => {
-      const { app, keyPrefix, events, held, service } = await afterRequests(store, {});
+      const { app, keyPrefix, events, held, metadata, service } = await afterRequests(store, {});
       try {
-        expect(held.join('\n')).not.toContain(API_KEY);
-        expect(held.join('\n')).not.toContain(ADDRESS);
+        for (const kept of [held, metadata]) {
+          expect(kept.join('\n')).not.toContain(API_KEY);
+          expect(kept.join('\n')).not.toContain(ADDRESS);
+        }
         const hashed = [
           storageKey(keyPrefix, PER_KEY_POLICY, API_KEY),
           storageKey(keyPrefix, PER_IP_POLICY, `ip:${ADDRESS}`),
         ];
-        if (store === 'redis') expect(held).toEqual([...hashed].sort());
+        if (store === 'redis') expect(held).toEqual([...hashed, `${keyPrefix}policies`].sort());
         if (store === 'postgres') for (const key of hashed) expect(held.some((row) => row.includes(key))).toBe(true);
         if (store === 'memory') {
           expect(held.sort()).toEqual(
@@ -158,7 +173,7 @@ describe('regression: secrets in the keyspace', () => {
           storageKey(keyPrefix, PER_KEY_POLICY, API_KEY, { readableKeys: true }),
           storageKey(keyPrefix, PER_IP_POLICY, `ip:${ADDRESS}`, { readableKeys: true }),
         ]);
-        if (store === 'redis') expect(held).toEqual([...readable].sort());
+        if (store === 'redis') expect(held).toEqual([...readable, `${keyPrefix}policies`].sort());
         if (store === 'postgres') for (const key of readable) expect(held.some((row) => row.includes(key))).toBe(true);
         if (store === 'memory')
           expect(held.sort()).toEqual([`${PER_KEY}\nfw1m\n${API_KEY}`, `per-ip\ngcra1m\nip:${ADDRESS}`].sort());

@@ -422,6 +422,22 @@ describe.each(ADAPTERS)('the sample app on %s (the README walkthrough)', (adapte
     expect(model.roundTrips).toBe(1);
   });
 
+  it('POST /plans/upgrade: an upgrade lifts the per-user limit at once (an override), a downgrade restores it', async () => {
+    const me = (apiKey: string) => http().get('/plans/me').set('x-api-key', apiKey);
+    for (let i = 0; i < 100; i++) expect((await me('demo-key-alice')).status).toBe(200);
+    expect((await me('demo-key-alice')).status).toBe(429);
+    const upgrade = await http().post('/plans/upgrade').set('x-api-key', 'demo-key-alice');
+    expect([upgrade.status, upgrade.body]).toEqual([201, { limit: 1000 }]);
+    // The 100 already used stay counted: 900 more this minute.
+    const after = await me('demo-key-alice');
+    expect(after.status).toBe(200);
+    expect(after.headers['ratelimit-policy']).toContain('"per-user";q=1000');
+    expect((await me('demo-key-bob')).headers['ratelimit-policy']).toContain('"per-user";q=100;');
+    const downgrade = await http().post('/plans/downgrade').set('x-api-key', 'demo-key-alice');
+    expect([downgrade.status, downgrade.body]).toEqual([201, { removed: true }]);
+    expect((await me('demo-key-alice')).status).toBe(429);
+  });
+
   it('GET /reports/export: rows=40000 twice, the second gets 429 with Retry-After', async () => {
     expect((await http().get('/reports/export?rows=40000')).status).toBe(401);
     const first = await exportRows('40000');

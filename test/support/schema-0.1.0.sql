@@ -20,6 +20,22 @@ CREATE TABLE IF NOT EXISTS "__SCHEMA__".rate_limit_quota_usage (
   blocked_until bigint,
   PRIMARY KEY (key, period_start)
 );
+CREATE TABLE IF NOT EXISTS "__SCHEMA__".rate_limit_override (
+  key_prefix text NOT NULL,
+  policy text NOT NULL,
+  identity text NOT NULL,
+  override text NOT NULL,
+  until bigint,
+  PRIMARY KEY (key_prefix, policy, identity)
+);
+CREATE TABLE IF NOT EXISTS "__SCHEMA__".rate_limit_policy (
+  key_prefix text NOT NULL,
+  id text NOT NULL,
+  shape text NOT NULL,
+  record text NOT NULL,
+  seen_at bigint NOT NULL,
+  PRIMARY KEY (key_prefix, id, shape)
+);
 
 CREATE OR REPLACE FUNCTION "__SCHEMA__".rl_ceil_div(a bigint, b bigint) RETURNS bigint LANGUAGE sql IMMUTABLE AS $fn$
   SELECT CASE WHEN (a / b) * b < a THEN a / b + 1 ELSE a / b END

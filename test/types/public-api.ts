@@ -19,6 +19,9 @@ import {
   type RateLimitModuleAsyncOptions,
   type RateLimitModuleOptions,
   type RateLimitModuleOptionsFactory,
+  type RateLimitOverride,
+  type RateLimitOverrideChange,
+  type RateLimitOverrideOutcome,
   type RateLimitPolicy,
   type RateLimitProblem,
   type RateLimitReservation,
@@ -169,6 +172,31 @@ expectTypeOf(service.resetAll).returns.toEqualTypeOf<Promise<number>>();
 expectTypeOf(service.block).parameters.toEqualTypeOf<
   [policy: RateLimitPolicy | string, key: string, durationMs: number]
 >();
+expectTypeOf(service.override).parameters.toEqualTypeOf<
+  [policy: string, identity: string, change: RateLimitOverrideChange]
+>();
+expectTypeOf<RateLimitOverrideChange>().toEqualTypeOf<{
+  limit?: number;
+  burst?: number;
+  ttl?: number | string;
+  reason?: string;
+  shadow?: boolean;
+}>();
+expectTypeOf(service.override).returns.toEqualTypeOf<Promise<RateLimitOverride>>();
+expectTypeOf<RateLimitOverride>().toEqualTypeOf<{
+  readonly policy: string;
+  readonly identity: string;
+  readonly limit: number | undefined;
+  readonly burst: number | undefined;
+  readonly until: Date | undefined;
+  readonly reason: string | undefined;
+  readonly shadow: boolean;
+  readonly setAt: Date;
+}>();
+expectTypeOf(service.removeOverride).parameters.toEqualTypeOf<[policy: string, identity: string]>();
+expectTypeOf(service.removeOverride).returns.toEqualTypeOf<Promise<boolean>>();
+expectTypeOf(service.overrides).parameters.toEqualTypeOf<[policy?: string]>();
+expectTypeOf(service.overrides).returns.toEqualTypeOf<Promise<RateLimitOverride[]>>();
 expectTypeOf(service.acquire).parameter(2).toEqualTypeOf<{
   cost?: number;
   maxWaitMs: number;
@@ -244,6 +272,12 @@ expectTypeOf<RateLimitDecisionEvent>().toEqualTypeOf<{
   readonly context: ExecutionContext | undefined;
   readonly skipped: boolean;
   readonly source: 'store' | 'deny-cache' | 'lease' | 'local' | 'fail-open' | 'fail-closed';
+  readonly override?: RateLimitOverrideOutcome;
+}>();
+expectTypeOf<RateLimitOverrideOutcome>().toEqualTypeOf<{
+  readonly shadow: boolean;
+  readonly limit: number;
+  readonly allowed: boolean;
 }>();
 expectTypeOf<RateLimitDecisionEvent['source']>().toEqualTypeOf<RateLimitDecisionSource>();
 

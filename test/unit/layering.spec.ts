@@ -31,6 +31,8 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
     'contexts',
   ],
   service: ['util', 'policy', 'algorithms', 'stores', 'engine', 'responses', 'planning', 'limiter'],
+  // The operator's command line (bin: nest-rate-limit): the stores and what reads them.
+  cli: ['util', 'policy', 'algorithms', 'stores', 'engine'],
   nest: [
     'util',
     'policy',
@@ -45,6 +47,7 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
     'contexts',
     'limiter',
     'service',
+    'cli',
   ],
 };
 

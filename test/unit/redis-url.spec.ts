@@ -1,4 +1,4 @@
-import { maskedUrl, redisUrlArgument } from '../../lib/nest/redis-url.js';
+import { maskedUrl, redisUrlArgument } from '../../lib/stores/redis/redis-url.js';
 
 // What ioredis is given for `redis.url` (test/regressions/redis-url-scheme.spec.ts starts apps on each form).
 describe('redisUrlArgument', () => {

@@ -3,6 +3,7 @@ import type { Logger } from '../../util/logger.js';
 import type { ResolvedPolicy } from '../../policy/policy.types.js';
 import {
   DENY_CACHE_TRUST_MS,
+  type RateLimitAnnouncement,
   type RateLimitStoreChange,
   type RateLimitStoreChanges,
 } from '../../stores/engine-store.js';
@@ -36,28 +37,39 @@ export class ChangeFeed {
     private readonly logger: Logger,
     /** Leases lapse as cached denials are forgotten: a reset or block elsewhere must reach them too. */
     private readonly leases?: LeaseBook,
+    /** The overrides in force (RateLimitService.override), read again when the feed says they changed. */
+    private readonly overrides?: { refresh(): Promise<void> },
   ) {}
 
-  /** Listens to the feed (when the store has one and there is a cache to keep true); once the first try is done. */
+  /**
+   * Listens to the feed (when the store has one, and there is a cache to keep true or overrides to hear of); once
+   * the first try is done.
+   */
   async start(): Promise<void> {
-    const { cache, changes } = this;
-    if (changes === undefined || cache === undefined || this.stopListening !== undefined) return;
+    const { cache, changes, overrides } = this;
+    if (changes === undefined || (cache === undefined && overrides === undefined)) return;
+    if (this.stopListening !== undefined) return;
     const leases = this.leases;
     this.stopListening = await changes.listen({
       changed: (list) => {
         if (list === 'everything') {
-          cache.forgetAll();
+          cache?.forgetAll();
           leases?.forgetAll();
+          // resetAll removed the overrides too.
+          void overrides?.refresh();
           return;
         }
         const feedIds = list.map(({ policy, key }) => `${policy}\n${key}`);
-        cache.changed(feedIds);
+        cache?.changed(feedIds);
         for (const feedId of feedIds) leases?.forget(feedId);
       },
-      confirmed: (sentAt) => cache.confirmed(sentAt),
+      confirmed: (sentAt) => cache?.confirmed(sentAt),
+      overrides: () => void overrides?.refresh(),
       live: (since) => {
-        cache.live(since);
+        cache?.live(since);
         leases?.forgetAll();
+        // What was announced while the feed was down is unknown: the overrides too are read again.
+        void overrides?.refresh();
         if (!this.down) return;
         this.down = false;
         this.logger.log('The feed of changes is back: cached denials answer until they end again');
@@ -91,10 +103,16 @@ export class ChangeFeed {
     return this.announcing;
   }
 
+  /** The overrides changed through this instance: tells the other instances to read them again. */
+  async overridesChanged(): Promise<void> {
+    if (this.changes !== undefined) await this.send('overrides');
+  }
+
   /** Every key changed (RateLimitService.resetAll): forgets every cached denial here, and announces it. */
   async everything(): Promise<void> {
     this.cache?.forgetAll();
     this.leases?.forgetAll();
+    await this.overrides?.refresh();
     if (this.changes !== undefined) await this.send('everything');
   }
 
@@ -117,7 +135,7 @@ export class ChangeFeed {
   }
 
   /** Sends an announcement, tried again twice when it fails, then given up (logged). */
-  private async send(batch: readonly RateLimitStoreChange[] | 'everything'): Promise<void> {
+  private async send(batch: RateLimitAnnouncement): Promise<void> {
     const changes = this.changes as RateLimitStoreChanges;
     for (let attempt = 0; ; attempt++) {
       try {
@@ -126,6 +144,13 @@ export class ChangeFeed {
       } catch (error) {
         const wait = ANNOUNCE_RETRY_MS[attempt];
         if (wait === undefined) {
+          if (batch === 'overrides') {
+            this.logger.warn(
+              `Could not announce a change of the overrides (${(error as Error).message}): the other instances ` +
+                'read it when their feed of changes reconnects',
+            );
+            return;
+          }
           const keys = batch === 'everything' ? ['every key'] : batch.map(({ policy, key }) => `${policy} ${key}`);
           this.logger.warn(
             `Could not announce a change of ${keys.slice(0, 3).join(', ')}${keys.length > 3 ? ` and ${keys.length - 3} more` : ''} ` +

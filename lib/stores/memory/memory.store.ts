@@ -4,6 +4,7 @@ import { blockAll, chargeAll, consumeAll, peekState, refundAll, type StateTable 
 import type { EngineStore, EngineStoreItem } from '../engine-store.js';
 import type { RateLimitStoreItem } from '../rate-limit-store.js';
 import { checkKeyPrefix, type IdentityOptions, type KeyedPolicy, StoredIdentities } from '../storage-key.js';
+import { MemoryOverrides } from './memory-overrides.js';
 import { RecentKeys } from './recent-keys.js';
 
 /** Options of the in-memory store. */
@@ -61,6 +62,11 @@ export class MemoryRateLimitStore implements EngineStore {
   private readonly ttlSlackMs: number;
   /** The identities as the Map's keys hold them (a keyed hash unless `readableKeys`), as the other stores'. */
   private readonly identities: StoredIdentities;
+  /**
+   * The overrides of RateLimitService.override, in this process.
+   * @internal
+   */
+  readonly overrides: MemoryOverrides;
   /** Per policy, the Map keys of the identities met lately (RecentKeys): no key is rebuilt per request. */
   private readonly keys = new WeakMap<KeyedPolicy, RecentKeys>();
   private readonly table: StateTable = {
@@ -90,6 +96,7 @@ export class MemoryRateLimitStore implements EngineStore {
     this.clock = options.clock ?? systemClock;
     this.epochMs = this.clock.now();
     this.identities = new StoredIdentities(checkKeyPrefix(options.keyPrefix ?? 'rl:'), options);
+    this.overrides = new MemoryOverrides(this.identities);
     const maxKeys = options.maxKeys ?? 1_000_000;
     if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
       throw new TypeError(`nest-rate-limit: MemoryRateLimitStore maxKeys must be an integer >= 1, got ${maxKeys}`);
@@ -177,7 +184,7 @@ export class MemoryRateLimitStore implements EngineStore {
 
   /** Forgets all state (every policy and key, blocks included); resolves with how many keys went. */
   async resetAll(): Promise<number> {
-    const removed = this.entries.size;
+    const removed = this.entries.size + this.overrides.clear();
     this.entries.clear();
     this.sweeper = this.entries.keys();
     this.evictor = this.entries.keys();

@@ -37,7 +37,10 @@ export class PostgresMaintenance {
       const result = await this.pool.query(`DELETE FROM ${this.S}.${table} WHERE key LIKE $1`, [like]);
       removed += result.rowCount ?? 0;
     }
-    return removed;
+    const overrides = await this.pool.query(`DELETE FROM ${this.S}.rate_limit_override WHERE key_prefix = $1`, [
+      this.keyPrefix,
+    ]);
+    return removed + (overrides.rowCount ?? 0);
   }
 
   /** Deletes rows expired at `now` (null: the database's clock), a batch at a time, until none is left. */

@@ -1,7 +1,12 @@
 import { createHash } from 'node:crypto';
 
 import { encodeChanges, type FeedConnection, type FeedEvents, listenOn } from '../store-changes.js';
-import type { RateLimitChangeListener, RateLimitStoreChange, RateLimitStoreChanges } from '../engine-store.js';
+import type {
+  RateLimitAnnouncement,
+  RateLimitChangeListener,
+  RateLimitStoreChange,
+  RateLimitStoreChanges,
+} from '../engine-store.js';
 import type { KeyedPolicy, StoredIdentities } from '../storage-key.js';
 
 /** A pooled `pg` client, as the listener uses it (the published types name no type of pg's). */
@@ -71,8 +76,8 @@ export class PostgresChangeFeed implements RateLimitStoreChanges {
     return this.identities.of(policy.shape, key);
   }
 
-  async announce(changes: readonly RateLimitStoreChange[] | 'everything'): Promise<void> {
-    if (changes === 'everything') {
+  async announce(changes: RateLimitAnnouncement): Promise<void> {
+    if (typeof changes === 'string') {
       await this.pool.query('SELECT pg_notify($1, $2)', [this.channel, encodeChanges(changes)]);
       return;
     }

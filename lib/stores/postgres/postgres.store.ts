@@ -18,6 +18,8 @@ import { ConsumeBatcher } from './consume-batcher.js';
 import { itemColumns } from './item-columns.js';
 import { PostgresMaintenance } from './maintenance.js';
 import { quoteSchema } from './rate-limit.sql.js';
+import { PostgresOverrides } from './postgres-overrides.js';
+import { PostgresPolicyRecords } from './postgres-policy-records.js';
 import { migrateSchema } from './schema-migration.js';
 import { type Operation, PostgresStatements } from './statements.js';
 import { type PostgresRateLimitStoreOptions, storeSettings } from './store-options.js';
@@ -59,6 +61,16 @@ export class PostgresRateLimitStore extends DecidingStore implements EngineStore
   private readonly keyPrefix: string;
   /** The identities as keys hold them (a keyed hash unless `readableKeys`). */
   private readonly identities: StoredIdentities;
+  /**
+   * The overrides of RateLimitService.override, in the table rate_limit_override.
+   * @internal
+   */
+  readonly overrides: PostgresOverrides;
+  /**
+   * The policies the instances recorded at start, in the table rate_limit_policy.
+   * @internal
+   */
+  readonly policies: PostgresPolicyRecords;
   private readonly statements: PostgresStatements;
   private readonly maintenance: PostgresMaintenance;
   private readonly batcher: ConsumeBatcher;
@@ -75,6 +87,8 @@ export class PostgresRateLimitStore extends DecidingStore implements EngineStore
     this.clock = options.clock === 'store' ? undefined : (options.clock ?? systemClock);
     this.keyPrefix = checkKeyPrefix(options.keyPrefix ?? 'rl:');
     this.identities = new StoredIdentities(this.keyPrefix, options);
+    this.overrides = new PostgresOverrides(options.pool, S, this.keyPrefix, this.identities);
+    this.policies = new PostgresPolicyRecords(options.pool, S, this.keyPrefix, this.identities);
     const poolSize = (this.pool as { options?: { max?: number } }).options?.max ?? 10;
     this.changes =
       poolSize >= FEED_MIN_POOL

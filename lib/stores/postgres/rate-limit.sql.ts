@@ -2,6 +2,8 @@ import { consumeSql } from './consume.sql.js';
 import { ceilDivSql, decisionSql } from './decision.sql.js';
 import { operationsSql } from './operations.sql.js';
 import { stateRowsSql } from './state-rows.sql.js';
+import { overridesTableSql } from './postgres-overrides.js';
+import { policyRecordsTableSql } from './postgres-policy-records.js';
 import { concurrencySql } from '../../algorithms/concurrency/concurrency.sql.js';
 import { fixedWindowSql } from '../../algorithms/fixed-window/fixed-window.sql.js';
 import { gcraSql } from '../../algorithms/gcra/gcra.sql.js';
@@ -54,6 +56,8 @@ export function postgresSchemaSql(schema = 'public'): string {
   blocked_until bigint,
   PRIMARY KEY (key, period_start)
 );`,
+    overridesTableSql(S),
+    policyRecordsTableSql(S),
     // An SQL function is checked when it is created: the ones it calls come first.
     ceilDivSql(S),
     periodCounterSql(S),

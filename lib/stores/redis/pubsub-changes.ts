@@ -1,5 +1,5 @@
 import { encodeChanges, listenOn } from '../store-changes.js';
-import type { RateLimitChangeListener, RateLimitStoreChange, RateLimitStoreChanges } from '../engine-store.js';
+import type { RateLimitAnnouncement, RateLimitChangeListener, RateLimitStoreChanges } from '../engine-store.js';
 import type { KeyedPolicy, StoredIdentities } from '../storage-key.js';
 import type { RedisDriver } from './clients/redis-driver.js';
 
@@ -20,8 +20,9 @@ export class RedisChangeFeed implements RateLimitStoreChanges {
     return this.identities.of(policy.shape, key);
   }
 
-  async announce(changes: readonly RateLimitStoreChange[] | 'everything'): Promise<void> {
-    if (changes.length > 0) await this.client.command(['PUBLISH', this.channel, encodeChanges(changes)]);
+  async announce(changes: RateLimitAnnouncement): Promise<void> {
+    if (typeof changes === 'string' || changes.length > 0)
+      await this.client.command(['PUBLISH', this.channel, encodeChanges(changes)]);
   }
 
   listen(listener: RateLimitChangeListener): Promise<() => Promise<void>> {

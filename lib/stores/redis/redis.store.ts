@@ -10,6 +10,8 @@ import { acrossSlots, consumeAcrossSlots, type RunInSlot, slotGroups, slotItems 
 import { batchArgs, callFields, type RequestArgs, requestArgs, splitReply } from './call-args.js';
 import { CallBatcher } from './call-batcher.js';
 import { RedisChangeFeed } from './pubsub-changes.js';
+import { RedisOverrides } from './redis-overrides.js';
+import { RedisPolicyRecords } from './redis-policy-records.js';
 import { driverOf } from './clients/driver-of.js';
 import { isReplyError, type RedisDriver } from './clients/redis-driver.js';
 import { unlinkUnder } from './reset-all.js';
@@ -57,6 +59,16 @@ export class RedisRateLimitStore extends DecidingStore implements EngineStore {
   private readonly redis: RedisDriver;
   private readonly clock: Clock | undefined;
   private readonly keyPrefix: string;
+  /**
+   * The overrides of RateLimitService.override, in the hash `<keyPrefix>overrides`.
+   * @internal
+   */
+  readonly overrides: RedisOverrides;
+  /**
+   * The policies the instances recorded at start, in the hash `<keyPrefix>policies`.
+   * @internal
+   */
+  readonly policies: RedisPolicyRecords;
   /** The identities as keys hold them (a keyed hash unless `readableKeys`). */
   private readonly identities: StoredIdentities;
   private readonly ttlSlack: string;
@@ -76,6 +88,8 @@ export class RedisRateLimitStore extends DecidingStore implements EngineStore {
     this.clock = options.clock === 'store' ? undefined : (options.clock ?? systemClock);
     this.keyPrefix = checkKeyPrefix(options.keyPrefix ?? 'rl:');
     this.identities = new StoredIdentities(this.keyPrefix, options);
+    this.overrides = new RedisOverrides(this.redis, this.keyPrefix, this.identities);
+    this.policies = new RedisPolicyRecords(this.redis, this.keyPrefix, this.identities);
     const slack = options.ttlSlackMs ?? 1000;
     if (!Number.isSafeInteger(slack) || slack < 0) {
       throw new TypeError(`nest-rate-limit: ttlSlackMs must be an integer >= 0, got ${slack}`);
@@ -102,7 +116,8 @@ export class RedisRateLimitStore extends DecidingStore implements EngineStore {
 
   /** Removes every key under the store's prefix (each Cluster master's), in batches; resolves with how many. */
   resetAll(): Promise<number> {
-    return unlinkUnder(this.redis, this.keyPrefix);
+    // The recorded policies describe the running instances, not state: they stay.
+    return unlinkUnder(this.redis, this.keyPrefix, new Set([`${this.keyPrefix}policies`]));
   }
 
   /** Loads the function (or the script) into Redis ahead of the first request (both also load on demand). */

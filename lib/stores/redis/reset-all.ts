@@ -9,26 +9,36 @@ const BATCH = 500;
 const under = (prefix: string): string => `${prefix.replace(/[*?[\]\\]/g, (c) => `\\${c}`)}*`;
 
 /**
- * Removes every key that starts with `prefix` — on each master of a Cluster — with SCAN and UNLINK in
+ * Removes every key that starts with `prefix` but those in `keep` — on each master of a Cluster — with SCAN and UNLINK in
  * batches (never KEYS or FLUSHDB: other keys of the server stay, and Redis answers other clients meanwhile).
  * Resolves with the number of keys removed.
  */
-export async function unlinkUnder(client: RedisDriver, prefix: string): Promise<number> {
+export async function unlinkUnder(
+  client: RedisDriver,
+  prefix: string,
+  keep: ReadonlySet<string> = new Set(),
+): Promise<number> {
   const nodes = await client.masters();
   let removed = 0;
-  for (const node of nodes) removed += await unlinkOn(node, under(prefix), client.isCluster);
+  for (const node of nodes) removed += await unlinkOn(node, under(prefix), client.isCluster, keep);
   return removed;
 }
 
-async function unlinkOn(node: RedisNode, pattern: string, cluster: boolean): Promise<number> {
+async function unlinkOn(
+  node: RedisNode,
+  pattern: string,
+  cluster: boolean,
+  keep: ReadonlySet<string>,
+): Promise<number> {
   let removed = 0;
   let cursor = '0';
   do {
-    const [next, keys] = (await node.command(['SCAN', cursor, 'MATCH', pattern, 'COUNT', String(BATCH)])) as [
+    const [next, found] = (await node.command(['SCAN', cursor, 'MATCH', pattern, 'COUNT', String(BATCH)])) as [
       string,
       string[],
     ];
     cursor = next;
+    const keys = found.filter((key) => !keep.has(key));
     // On a Cluster, one UNLINK may name the keys of one slot only.
     const groups = cluster ? bySlot(keys) : [keys];
     const counts = await Promise.all(

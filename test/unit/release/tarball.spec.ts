@@ -17,7 +17,7 @@ const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
 };
 
 /** The budget, with room for about a tenth of growth: a jump past it is a file that should not ship. */
-const BUDGET = { packedBytes: 400_000, unpackedBytes: 2_300_000, files: 790 };
+const BUDGET = { packedBytes: 460_000, unpackedBytes: 2_600_000, files: 850 };
 
 let pack: PackSummary;
 let paths: string[];
@@ -58,11 +58,14 @@ describe('the published tarball', () => {
   });
 
   // The simulators and their command line are a workspace of their own (packages/simulator), not published:
-  // a Nest app never runs them.
-  it('holds no simulator or command line', () => {
-    const tools = paths.filter((path) => /(^|\/)(simulator|fleet|cli|cli-flags)(\/|\.)/.test(path));
+  // a Nest app never runs them. The operator's command line (`npx nest-rate-limit`) ships once: ESM, without
+  // types or a CommonJS twin, under the one bin.
+  it("holds no simulator, and the operator's command line once", () => {
+    const tools = paths.filter((path) => /(^|\/)(simulator|fleet|cli-flags)(\/|\.)/.test(path));
     expect(tools).toEqual([]);
-    expect(pkg.bin).toBeUndefined();
+    expect(pkg.bin).toEqual({ 'nest-rate-limit': 'dist/cli/main.js' });
+    expect(paths.filter((path) => /(^|\/)cli\//.test(path) && !/^dist\/cli\/[a-z-]+\.js$/.test(path))).toEqual([]);
+    expect(paths).toContain('dist/cli/main.js');
   });
 
   it('stays within its budget', () => {
