@@ -9,6 +9,13 @@ import { ChangeFeed } from './coherence/invalidation-feed.js';
 import { LeaseBook } from './leases/lease-book.js';
 import { OverrideBook } from './overrides/override-book.js';
 
+/**
+ * How often an instance reads the overrides again when its store has no feed of changes to announce them (a
+ * PostgreSQL pool of fewer than 3 connections, a Redis client that cannot subscribe): one small read a second, so
+ * that an override reaches every instance within about a second all the same.
+ */
+export const OVERRIDES_POLL_MS = 1000;
+
 /** What an instance keeps in step with the others through the store's feed of changes. */
 export interface Coherence {
   /** Denials of a remote store, answered locally until they end (pointless for the in-process store). */
@@ -60,5 +67,7 @@ export function coherenceOf(
     () => denyCache?.forgetAll(),
   );
   const feed = new ChangeFeed(changes, denyCache, options.timeoutMs, options.logger, leases, overrides);
+  // Without a feed, another instance's override is heard of by reading them again: within OVERRIDES_POLL_MS.
+  if (changes === undefined && store.inProcess !== true) overrides.poll(OVERRIDES_POLL_MS);
   return { denyCache, leases, overrides, feed };
 }

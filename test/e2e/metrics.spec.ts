@@ -16,6 +16,7 @@ import {
   type RateLimitDecisionEvent,
   RateLimitModule,
   type RateLimitModuleOptions,
+  RateLimitService,
 } from '../../lib/index.js';
 import { STORE_DURATION_BUCKETS } from '../../lib/metrics/otel-metrics.js';
 import { RateLimiter } from '../../lib/nest/rate-limiter.js';
@@ -58,7 +59,7 @@ interface Sdk {
   provider: MeterProvider;
   collect: () => Promise<Collected>;
 }
-type Attrs = Record<string, string>;
+type Attrs = Record<string, string | boolean>;
 interface Point {
   attributes: Record<string, unknown>;
   value: number;
@@ -146,6 +147,36 @@ describe.each(ADAPTERS)('OpenTelemetry metrics on the memory store (%s)', (adapt
     // In seconds: the SDK's default buckets (0 to 10,000, for ms) would put every call into the first ones.
     expect(durations.map((p) => p.boundaries)).toEqual(durations.map(() => STORE_DURATION_BUCKETS));
     expect(durations.every((p) => p.attributes['error.type'] === undefined)).toBe(true);
+  });
+
+  it("carries an override's part in each decision: applied, or a dry run's answer", async () => {
+    const server = app.getHttpServer() as Server;
+    const service = app.get(RateLimitService);
+    await service.override('limited', 'ip:127.0.0.1', { limit: 3 });
+    const applied = [];
+    for (let i = 0; i < 4; i++) applied.push((await request(server).get('/limited')).status);
+    expect(applied).toEqual([200, 200, 200, 429]);
+    // A dry run of 5: the declared 2 denies, the override would have admitted.
+    await service.override('limited', 'ip:127.0.0.1', { limit: 5, shadow: true });
+    expect((await request(server).get('/limited')).status).toBe(429);
+
+    const decisions = (await sdk.collect())('rate_limit.decisions');
+    const limited = { 'rate_limit.policy': 'limited' };
+    expect(
+      total(decisions, { ...limited, 'rate_limit.override': 'applied', 'rate_limit.override.allowed': true }),
+    ).toBe(3);
+    expect(
+      total(decisions, { ...limited, 'rate_limit.override': 'applied', 'rate_limit.override.allowed': false }),
+    ).toBe(1);
+    expect(
+      total(decisions, {
+        ...limited,
+        'rate_limit.outcome': 'denied',
+        'rate_limit.override': 'shadow',
+        'rate_limit.override.allowed': true,
+      }),
+    ).toBe(1);
+    expect(total(decisions, limited)).toBe(5);
   });
 
   it('counts the leases of a concurrency policy while their requests run, and back to 0 when they end', async () => {

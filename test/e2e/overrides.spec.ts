@@ -1,5 +1,6 @@
 import { Controller, type ExecutionContext, Get, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
+import pg from 'pg';
 import request from 'supertest';
 
 import {
@@ -235,5 +236,32 @@ describe.each(['memory', 'redis', 'postgres'] as const)('overrides on the %s sto
     );
     await refused(service.override('per-tenant', '', { limit: 5 }), 'key', /non-empty string/);
     expect(await service.overrides()).toEqual([]);
+  });
+});
+
+// Regression: a store without a feed of changes (a PostgreSQL pool too small to spare a listening connection)
+// announced nothing, so another instance applied an override only after its next start.
+describe('overrides on PostgreSQL without a feed of changes (a pool of 2)', () => {
+  it('reach the other instance all the same: it reads them again every second', async () => {
+    const pool = new pg.Pool({ connectionString: servers.db.url, max: 2 });
+    const clock = new FakeClock();
+    const options = {
+      ...storeOptions('postgres', servers),
+      postgres: { pool, schema: servers.db.schema, migrate: true },
+    };
+    const a = await instance(options, clock);
+    const b = await instance(options, clock);
+    try {
+      expect(await Promise.all([1, 2, 3, 4].map(() => a.get('tenant', 'acme')))).toContainEqual({
+        status: 429,
+        limit: 3,
+      });
+      await a.service.override('per-tenant', 'tenant:acme', { limit: 10 });
+      await waitFor(async () => (await b.get('tenant', 'acme')).status === 200, 'the other instance applies it');
+      expect(await b.get('tenant', 'acme')).toEqual({ status: 200, limit: 10 });
+    } finally {
+      await Promise.all([a.app.close(), b.app.close()]);
+      await pool.end();
+    }
   });
 });

@@ -30,6 +30,7 @@ export class OverrideBook {
   private reading: Promise<void> | undefined;
   private again = false;
   private retry: NodeJS.Timeout | undefined;
+  private poller: NodeJS.Timeout | undefined;
   private retryMs = RETRY_MS;
   /** Reads have failed since the last one that did not: logged once, and once when one succeeds again. */
   private failing = false;
@@ -127,10 +128,22 @@ export class OverrideBook {
     return this.reading;
   }
 
+  /**
+   * Reads the overrides every `intervalMs` from now on: for a store without a feed of changes (a PostgreSQL pool
+   * too small to spare a listening connection, a Redis client that cannot subscribe), which would otherwise hear of
+   * an override set through another instance only at its next start.
+   */
+  poll(intervalMs: number): void {
+    if (this.closed || this.poller !== undefined || this.storages.length === 0) return;
+    this.poller = setInterval(() => void this.refresh(), intervalMs);
+    this.poller.unref();
+  }
+
   /** Stops reading (on shutdown). */
   close(): void {
     this.closed = true;
     clearTimeout(this.retry);
+    clearInterval(this.poller);
   }
 
   private async read(): Promise<void> {
