@@ -3,10 +3,12 @@
 // profile holds beyond the no-limiter app's. The profiles come from one process each:
 // BENCH_HEAP_PROFILE=<file> BENCH_ALLOC=4000,8000,50,4000 node --expose-gc --max-semi-space-size=512
 //   --min-semi-space-size=512 --no-concurrent-recompilation --import ./bench/peers.mjs bench/app.mjs <variant> <redisUrl>
-// Sampled (one sample per 512 bytes on average), so a few hundred bytes either way are noise.
+// Sampled (one sample per 512 bytes on average), so a few hundred bytes either way are noise. With --functions,
+// then the variant's costliest functions of this module (dist/) by self bytes per request.
 import { readFileSync } from 'node:fs';
 
-const [variantFile, noneFile, requests = '4000'] = process.argv.slice(2);
+const functions = process.argv.includes('--functions');
+const [variantFile, noneFile, requests = '4000'] = process.argv.slice(2).filter((a) => a !== '--functions');
 
 /** Self bytes of a profile by package: `dist (this module)`, `@scope/name`, `name` or a node: module. */
 function byPackage(file) {
@@ -35,3 +37,21 @@ process.stdout.write(
     .toFixed(0)
     .padStart(8)}  in all\n`,
 );
+
+if (functions) {
+  const own = new Map();
+  const walk = (node) => {
+    const { url, functionName, lineNumber } = node.callFrame;
+    const file = url.replace(/^file:\/\/.*?\/dist\//, 'dist/');
+    if (file.startsWith('dist/')) {
+      const name = `${functionName || '(anonymous)'}  ${file}:${lineNumber + 1}`;
+      own.set(name, (own.get(name) ?? 0) + node.selfSize);
+    }
+    node.children.forEach(walk);
+  };
+  walk(JSON.parse(readFileSync(variantFile, 'utf8')).head);
+  process.stdout.write('\nthis module (dist/), by function:\n');
+  for (const [name, bytes] of [...own].sort((a, b) => b[1] - a[1]).slice(0, 15)) {
+    process.stdout.write(`${(bytes / Number(requests)).toFixed(0).padStart(8)}  ${name}\n`);
+  }
+}

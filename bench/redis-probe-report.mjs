@@ -62,12 +62,14 @@ export function markdown(out, outer) {
   const insideRows = Object.entries(results).map(
     ([name, r]) => `| ${name} | ${inside(r.existing, outer)} | ${inside(r.new, outer)} |`,
   );
-  const loaded = out.loadBefore?.[0] >= 0.5 || out.loadAfter?.[0] >= 0.5;
+  // The load after a run includes the run's own (redis-server and the app's process on 2 cores): only the load
+  // before it says whether other work shared the machine.
+  const loaded = out.loadBefore?.[0] >= 0.5;
   return `# Redis command CPU per decision
 
 Produced by \`npm run bench:redis-probe -- --markdown\`${out.callgrind ? ' with `BENCH_CALLGRIND=1`' : ''} on ${new Date().toISOString()}, ${out.cpus} cores
 (${out.cpuModel}), load average ${out.loadBefore?.join(' / ')} before and ${out.loadAfter?.join(' / ')} after (1 / 5 / 15
-minutes)${loaded ? ': **a loaded machine**, the µs columns are not to be compared with a quiet run (the instruction counts are)' : ''}; redis-server of its own${out.callgrind ? ' under valgrind (callgrind), which slows it many times: read the instructions, not the µs' : ''}.
+minutes; after includes the run's own load)${loaded ? ': **a loaded machine**, the µs columns are not to be compared with a quiet run (the instruction counts are)' : ''}; redis-server of its own${out.callgrind ? ' under valgrind (callgrind), which slows it many times: read the instructions, not the µs' : ''}.
 ${out.requests} requests per measurement, ${out.inFlight} in flight, ${out.rounds} interleaved rounds; medians and spreads
 (min–max over the rounds). Two shapes: **existing keys** (the measured requests go again to the ${out.users} users of a
 first pass, whose keys exist, as in a running app) and **new keys** (they go to ${out.requests} users never seen: each
