@@ -1,4 +1,4 @@
-import { overrideName } from '../engine/overrides/override-book.js';
+import { overrideName, storedOverride } from '../engine/overrides/override-book.js';
 import { checkOverrideChange } from '../policy/override.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import type { ResolvedPolicy } from '../policy/policy.types.js';
@@ -175,18 +175,7 @@ export class Commands {
     } catch (error) {
       asCliError(error);
     }
-    const setAt = this.now();
-    const stored: StoredOverride = {
-      policy: overrideName(policy),
-      identity: this.hashOf(policy, identity),
-      shape: policy.shape,
-      ...(checked.limit === undefined ? {} : { limit: checked.limit }),
-      ...(checked.burst === undefined ? {} : { burst: checked.burst }),
-      ...(checked.ttlMs === undefined ? {} : { until: setAt + checked.ttlMs }),
-      ...(checked.reason === undefined ? {} : { reason: checked.reason }),
-      shadow: checked.shadow,
-      setAt,
-    };
+    const stored = storedOverride(policy, this.hashOf(policy, identity), checked, this.now());
     await this.store.overrides.put(stored);
     await this.store.changes?.announce('overrides');
     return { text: `override set: ${overrideLine(stored)}`, json: overrideJson(stored) };

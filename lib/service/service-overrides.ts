@@ -2,7 +2,7 @@ import type { Logger } from '../util/logger.js';
 
 import type { DecisionEngine } from '../engine/decision-engine.js';
 import type { ItemOverride } from '../engine/evaluation.js';
-import { overrideName } from '../engine/overrides/override-book.js';
+import { overrideName, storedOverride } from '../engine/overrides/override-book.js';
 import { checkOverrideChange, type RateLimitOverride } from '../policy/override.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import type { ResolvedPolicy } from '../policy/policy.types.js';
@@ -54,18 +54,7 @@ export class ServiceOverrides {
     const key = this.args.key(identity, p);
     const checked = checkOverrideChange(p, change);
     const storage = this.storageOf(p, 'override');
-    const setAt = this.engine.now();
-    const stored: StoredOverride = {
-      policy: overrideName(p),
-      identity: storage.identityOf(p.shape, key),
-      shape: p.shape,
-      ...(checked.limit === undefined ? {} : { limit: checked.limit }),
-      ...(checked.burst === undefined ? {} : { burst: checked.burst }),
-      ...(checked.ttlMs === undefined ? {} : { until: setAt + checked.ttlMs }),
-      ...(checked.reason === undefined ? {} : { reason: checked.reason }),
-      shadow: checked.shadow,
-      setAt,
-    };
+    const stored = storedOverride(p, storage.identityOf(p.shape, key), checked, this.engine.now());
     await withTimeout(() => storage.put(stored), this.timeoutMs);
     this.engine.overrides.set(stored);
     await this.engine.feed.overridesChanged();

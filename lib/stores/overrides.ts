@@ -42,14 +42,8 @@ export const overrideField = (policy: string, identity: string): string => `${po
  * another layout, or by hand): a reader skips it rather than apply what it cannot read.
  */
 export function parseStoredOverride(text: unknown): StoredOverride | undefined {
-  let value: unknown;
-  try {
-    value = typeof text === 'string' ? JSON.parse(text) : text;
-  } catch {
-    return undefined;
-  }
-  if (typeof value !== 'object' || value === null) return undefined;
-  const o = value as Record<string, unknown>;
+  const o = jsonObject(text);
+  if (o === undefined) return undefined;
   const optionalCount = (v: unknown) => v === undefined || (Number.isSafeInteger(v) && (v as number) >= 1);
   const ok =
     typeof o.policy === 'string' &&
@@ -61,5 +55,18 @@ export function parseStoredOverride(text: unknown): StoredOverride | undefined {
     (o.reason === undefined || typeof o.reason === 'string') &&
     typeof o.shadow === 'boolean' &&
     Number.isSafeInteger(o.setAt);
-  return ok ? (value as StoredOverride) : undefined;
+  return ok ? (o as unknown as StoredOverride) : undefined;
+}
+
+/** What a store read back as JSON text, when it is an object; undefined for anything else. */
+export function jsonObject(text: unknown): Record<string, unknown> | undefined {
+  let value: unknown;
+  try {
+    value = typeof text === 'string' ? JSON.parse(text) : text;
+  } catch {
+    return undefined;
+  }
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
 }

@@ -1,4 +1,5 @@
 import type { QuotaPeriod, RateLimitAlgorithm, ResolvedPolicy } from '../policy/policy.types.js';
+import { jsonObject } from './overrides.js';
 import type { StoredIdentities } from './storage-key.js';
 
 /**
@@ -72,14 +73,8 @@ export function recordOf(policy: ResolvedPolicy, check: string, seenAt: number):
 
 /** A record read back, or undefined when it is not one this version reads (a later layout, a hand's edit). */
 export function parseRecordedPolicy(text: unknown): RecordedPolicy | undefined {
-  let value: unknown;
-  try {
-    value = typeof text === 'string' ? JSON.parse(text) : text;
-  } catch {
-    return undefined;
-  }
-  if (typeof value !== 'object' || value === null) return undefined;
-  const r = value as Record<string, unknown>;
+  const r = jsonObject(text);
+  if (r === undefined) return undefined;
   const count = (v: unknown) => v === null || (Number.isSafeInteger(v) && (v as number) >= 1);
   const ok =
     typeof r.name === 'string' &&
@@ -91,5 +86,5 @@ export function parseRecordedPolicy(text: unknown): RecordedPolicy | undefined {
     count(r.burst) &&
     typeof r.check === 'string' &&
     Number.isSafeInteger(r.seenAt);
-  return ok ? (value as RecordedPolicy) : undefined;
+  return ok ? (r as unknown as RecordedPolicy) : undefined;
 }

@@ -1,6 +1,7 @@
 import type { Logger } from '../../util/logger.js';
 
 import type { Clock } from '../../util/clock.js';
+import type { CheckedOverrideChange } from '../../policy/override.js';
 import type { ResolvedPolicy } from '../../policy/policy.types.js';
 import type { OverrideStorage, StoredOverride } from '../../stores/overrides.js';
 import { withTimeout } from '../../stores/store-timeout.js';
@@ -8,6 +9,29 @@ import { withTimeout } from '../../stores/store-timeout.js';
 /** The name an override gives its policy: as RateLimitService names it (`name@Class.method` for scope 'route'). */
 export const overrideName = (policy: ResolvedPolicy): string =>
   policy.route === undefined ? policy.name : `${policy.name}@${policy.route}`;
+
+/**
+ * The override a checked change makes, set at `setAt`, of `identity` (as the store keeps it) under `policy`: what
+ * RateLimitService.override and the command line store alike.
+ */
+export function storedOverride(
+  policy: ResolvedPolicy,
+  identity: string,
+  checked: CheckedOverrideChange,
+  setAt: number,
+): StoredOverride {
+  return {
+    policy: overrideName(policy),
+    identity,
+    shape: policy.shape,
+    ...(checked.limit === undefined ? {} : { limit: checked.limit }),
+    ...(checked.burst === undefined ? {} : { burst: checked.burst }),
+    ...(checked.ttlMs === undefined ? {} : { until: setAt + checked.ttlMs }),
+    ...(checked.reason === undefined ? {} : { reason: checked.reason }),
+    shadow: checked.shadow,
+    setAt,
+  };
+}
 
 /** Waits before the overrides are read again after a read failed (the store is down), doubled to the longest. */
 const RETRY_MS = 1000;
