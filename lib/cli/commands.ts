@@ -4,6 +4,7 @@ import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import type { ResolvedPolicy } from '../policy/policy.types.js';
 import { parseWindow } from '../policy/window.js';
 import type { StoredOverride } from '../stores/overrides.js';
+import { systemClock } from '../util/clock.js';
 import { CliError } from './cli-error.js';
 import type { CliStore } from './connection.js';
 import { lookUpPolicy, recordName } from './policy-lookup.js';
@@ -69,7 +70,7 @@ function overrideLine(o: StoredOverride): string {
 export class Commands {
   constructor(
     private readonly connection: CliStore,
-    private readonly now: () => number = Date.now,
+    private readonly now: () => number = () => systemClock.now(),
   ) {}
 
   private get store() {

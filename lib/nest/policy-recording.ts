@@ -1,3 +1,4 @@
+import { systemClock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 
 import type { ResolvedPolicy } from '../policy/policy.types.js';
@@ -29,7 +30,8 @@ export async function recordPolicies(
   await Promise.all(
     [...byStore].map(async ([records, policies]) => {
       try {
-        const seenAt = Date.now();
+        // Real time, not the module's clock (a test's fake one): records of every instance are compared by it.
+        const seenAt = systemClock.now();
         const ours = uniqueRecords(policies.map((p) => recordOf(p, records.check, seenAt)));
         const recorded = await withTimeout(() => records.list(), timeoutMs);
         reportNeighbours(ours, recorded, seenAt, logger);

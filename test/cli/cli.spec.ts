@@ -2,22 +2,18 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 
-import { Controller, type ExecutionContext, Get, type INestApplication } from '@nestjs/common';
+import { Controller, Get, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 
 import { runCli } from '../../lib/cli/run.js';
 import { RateLimit, RateLimitModule, type RateLimitModuleOptions } from '../../lib/index.js';
+import { tenantOf } from '../support/policies.js';
 import { storeOptions, storeServers } from '../support/store-options.js';
 import { waitFor } from '../support/wait.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const SECRET = 'a secret of the spec, 32 characters';
-
-const tenantOf = (ctx: ExecutionContext): string | undefined => {
-  const tenant = ctx.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>().headers['x-tenant'];
-  return tenant === undefined ? undefined : `tenant:${tenant}`;
-};
 
 @Controller()
 class TenantController {

@@ -1,4 +1,4 @@
-import { Controller, type ExecutionContext, Get, type INestApplication } from '@nestjs/common';
+import { Controller, Get, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import pg from 'pg';
 import request from 'supertest';
@@ -14,13 +14,9 @@ import {
 } from '../../lib/index.js';
 import { FakeClock } from '../../lib/testing/index.js';
 import { CapturingLogger } from '../support/log-lines.js';
+import { tenantOf } from '../support/policies.js';
 import { storeOptions, storeServers } from '../support/store-options.js';
 import { waitFor } from '../support/wait.js';
-
-const tenantOf = (ctx: ExecutionContext): string | undefined => {
-  const tenant = ctx.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>().headers['x-tenant'];
-  return tenant === undefined ? undefined : `tenant:${tenant}`;
-};
 
 @Controller()
 class TenantController {

@@ -1,3 +1,5 @@
+import type { ExecutionContext } from '@nestjs/common';
+
 import type { RateLimitPolicy, RateLimitWindowPolicy } from '../../lib/index.js';
 import type { RateLimitAlgorithm } from '../../lib/policy/policy.types.js';
 import type { QuotaPeriod } from '../../lib/policy/policy.types.js';
@@ -55,3 +57,9 @@ export const perMinute = (
   key: 'ip',
   ...extra,
 });
+
+/** A key function of the `x-tenant` header: `tenant:<name>`, or no identity (the policy is skipped) without one. */
+export const tenantOf = (ctx: ExecutionContext): string | undefined => {
+  const tenant = ctx.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>().headers['x-tenant'];
+  return tenant === undefined ? undefined : `tenant:${tenant}`;
+};
