@@ -63,10 +63,11 @@ class QuotaController {
 
 const db = migratedSchema('q');
 
+/** An app on `options`, with the tests' store timeout (a fresh app's first statements, on a loaded machine). */
 async function appOn(options: RateLimitModuleOptions, clock: FakeClock): Promise<INestApplication> {
   const { app } = await createApp(
     'express',
-    { imports: [RateLimitModule.forRoot(options)], controllers: [QuotaController] },
+    { imports: [RateLimitModule.forRoot({ timeout: 2000, ...options })], controllers: [QuotaController] },
     clock,
   );
   return app;

@@ -36,7 +36,7 @@ class AppModule {}
 Reflect.decorate(
   [
     Module({
-      imports: [RateLimitModule.forRoot(store)],
+      imports: [RateLimitModule.forRoot({ ...store, timeout: 2000 })], // a loaded machine: see the spec
       controllers: [Reflect.decorate([Controller()], LimitedController)],
     }),
   ],
