@@ -19,10 +19,12 @@ export {
 export { validatePolicy } from './policy/validate-policy.js';
 export { RATE_LIMIT_CLOCK } from './nest/rate-limit.constants.js';
 export { RateLimit, SkipRateLimit } from './nest/rate-limit.decorator.js';
+export { Criticality } from './nest/criticality.decorator.js';
 export { RateLimitExceptionFilter } from './nest/rate-limit.exception-filter.js';
 export {
   RateLimitDenyListException,
   RateLimitExceededException,
+  RateLimitOverloadedException,
   RateLimitUnavailableException,
   type RateLimitErrorBody,
   type RateLimitProblem,
@@ -35,7 +37,7 @@ export {
   type RateLimitModuleAsyncOptions,
   type RateLimitModuleOptionsFactory,
 } from './nest/rate-limit.module-definition.js';
-export { type RateLimitModuleOptions } from './nest/rate-limit.options.js';
+export { type RateLimitModuleOptions, type RateLimitSheddingOptions } from './nest/rate-limit.options.js';
 export { RateLimitService } from './nest/rate-limit.service.js';
 export { type RateLimitReservation } from './service/reservation.js';
 export { type RateLimitServiceItem } from './service/service-core.js';

@@ -2,6 +2,7 @@ import type { ExecutionContext, Logger } from '@nestjs/common';
 import type { HttpAdapterHost, ModuleRef } from '@nestjs/core';
 
 import type { TrustFn } from '../keys/client-ip.js';
+import type { Criticality } from '../policy/criticality.js';
 import type { ContextType } from '../planning/handler-kinds.js';
 import type { RateLimitDecision, ResolvedPolicy } from '../policy/policy.types.js';
 
@@ -34,6 +35,19 @@ export interface RateLimitUnavailable {
   readonly message: string;
   readonly policy: string;
   /** Whole seconds >= 1. */
+  readonly retryAfter: number;
+}
+
+/**
+ * What a request refused by load shedding tells every kind of client (the module's `shedding` option): the
+ * instance is overloaded and this request's criticality is not admitted now. Nothing was charged.
+ */
+export interface RateLimitOverloaded {
+  readonly code: 'OVERLOADED';
+  readonly message: string;
+  /** The handler's criticality (`@Criticality`), the reason it was refused before others. */
+  readonly criticality: Criticality;
+  /** Whole seconds >= 1: how long the requests in flight take to drain at the current limit. */
   readonly retryAfter: number;
 }
 
@@ -104,6 +118,9 @@ export interface ContextAdapter {
 
   /** Stops the invocation because a deny list names it (403 and its equivalents). */
   forbid(ctx: ExecutionContext, refusal: RateLimitRefusal): never;
+
+  /** Stops the invocation because load shedding refused it (503 and its equivalents; an event is dropped). */
+  overloaded(ctx: ExecutionContext, overload: RateLimitOverloaded): never;
   /**
    * For contexts whose invocations end on their own (HTTP: the response), calls `end` once when the
    * invocation is over: with the status sent, or with undefined when it ended unseen (the client left before

@@ -1,10 +1,13 @@
 import * as nestCommon from '@nestjs/common';
 
-/** What a denied, unavailable or deny-listed resolver's GraphQL error carries in `extensions`, exactly. */
+import type { Criticality } from '../policy/criticality.js';
+
+/** What a denied, unavailable, deny-listed or shed resolver's GraphQL error carries in `extensions`, exactly. */
 export type RateLimitGraphQLExtensions =
   | { readonly code: 'RATE_LIMITED'; readonly policy: string; readonly retryAfter?: number }
   | { readonly code: 'RATE_LIMIT_UNAVAILABLE'; readonly policy: string; readonly retryAfter: number }
-  | { readonly code: 'RATE_LIMIT_DENY_LIST' };
+  | { readonly code: 'RATE_LIMIT_DENY_LIST' }
+  | { readonly code: 'OVERLOADED'; readonly criticality: Criticality; readonly retryAfter: number };
 
 /**
  * Nest's IntrinsicException (Nest 11 and later), read from the module's namespace: Nest 10 has none, and a

@@ -171,6 +171,13 @@ class GraphQLContextAdapter implements Adapter.ContextAdapter {
     });
   }
 
+  /** The field fails with OVERLOADED (load shedding), and the response gets `Retry-After`. */
+  overloaded(ctx: ExecutionContext, overload: Adapter.RateLimitOverloaded): never {
+    this.setHeaders(ctx, [['Retry-After', String(overload.retryAfter)]]);
+    const { code, criticality, retryAfter } = overload;
+    throw new RateLimitGraphQLError(overload.message, { code, criticality, retryAfter });
+  }
+
   /** The field fails with RATE_LIMIT_DENY_LIST; no headers (retrying cannot help). */
   forbid(_ctx: ExecutionContext, refusal: Adapter.RateLimitRefusal): never {
     throw new RateLimitGraphQLError(refusal.message, { code: refusal.code });

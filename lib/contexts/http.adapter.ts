@@ -7,6 +7,7 @@ import type { RateLimitDecision } from '../policy/policy.types.js';
 import {
   RateLimitDenyListException,
   RateLimitExceededException,
+  RateLimitOverloadedException,
   RateLimitUnavailableException,
 } from '../responses/rate-limit-exceptions.js';
 import type * as Adapter from './context-adapter.js';
@@ -97,6 +98,10 @@ class HttpContextAdapter implements Adapter.ContextAdapter {
 
   forbid(_ctx: ExecutionContext, refusal: Adapter.RateLimitRefusal): never {
     throw new RateLimitDenyListException(refusal.message);
+  }
+
+  overloaded(_ctx: ExecutionContext, overload: Adapter.RateLimitOverloaded): never {
+    throw new RateLimitOverloadedException(overload.criticality, overload.retryAfter);
   }
 
   /**

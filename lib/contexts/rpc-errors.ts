@@ -1,4 +1,4 @@
-import type { RateLimitDenial, RateLimitUnavailable } from './context-adapter.js';
+import type { RateLimitDenial, RateLimitOverloaded, RateLimitUnavailable } from './context-adapter.js';
 
 /** What the client of a denied request-response message receives as the error of `ClientProxy.send()`. */
 export interface RpcRateLimitedError extends RateLimitDenial {
@@ -15,5 +15,10 @@ export interface RpcDenyListError {
 
 /** What the client of a request-response message receives when a fail-closed policy's store is down. */
 export interface RpcUnavailableError extends RateLimitUnavailable {
+  readonly status: 'error';
+}
+
+/** What the client of a request-response message receives when load shedding refuses it. */
+export interface RpcOverloadedError extends RateLimitOverloaded {
   readonly status: 'error';
 }

@@ -20,13 +20,14 @@ import {
   type ContextAdapter,
   type RateLimitDenial,
   RateLimitDroppedEvent,
+  type RateLimitOverloaded,
   type RateLimitRefusal,
   type RateLimitUnavailable,
 } from './context-adapter.js';
 import { handlerLabel } from '../util/handler-label.js';
 import { monotonicNow } from '../util/throttled-log.js';
 import { DropLog } from './drop-log.js';
-import type { RpcDenyListError, RpcRateLimitedError, RpcUnavailableError } from './rpc-errors.js';
+import type { RpcDenyListError, RpcOverloadedError, RpcRateLimitedError, RpcUnavailableError } from './rpc-errors.js';
 import { checkNestMetadata, type MicroservicesPackage, rpcHandlerKind } from './rpc-handlers.js';
 
 /** `Class.method` of the handler of `ctx`, for log lines. */
@@ -122,6 +123,22 @@ export class RpcAdapter implements ContextAdapter {
       throw new RateLimitDroppedEvent(outage.policy);
     }
     const error: RpcUnavailableError = { status: 'error', ...outage };
+    throw new this.RpcException(error);
+  }
+
+  /**
+   * Load shedding refused the message: `{ status: 'error', code: 'OVERLOADED', message, criticality, retryAfter }`;
+   * an event is dropped and logged like a denied one.
+   */
+  overloaded(ctx: ExecutionContext, overload: RateLimitOverloaded): never {
+    if (rpcHandlerKind(ctx.getHandler()) === 'event') {
+      this.drops.note(
+        `overloaded:${overload.criticality}`,
+        () => `Dropped an event of ${handlerName(ctx)}: the instance is overloaded (${overload.criticality})`,
+      );
+      throw new RateLimitDroppedEvent(undefined, `event dropped: overloaded (${overload.criticality})`);
+    }
+    const error: RpcOverloadedError = { status: 'error', ...overload };
     throw new this.RpcException(error);
   }
 

@@ -31,6 +31,11 @@ export interface WsUnavailableError extends Adapter.RateLimitUnavailable {
   readonly status: 'error';
 }
 
+/** What the client of a WebSocket message receives (`exception` event) when load shedding refuses it. */
+export interface WsOverloadedError extends Adapter.RateLimitOverloaded {
+  readonly status: 'error';
+}
+
 /** A user as apps attach it to a connection: the id (or a JWT's `sub`) keys `'user'` policies. */
 interface UserLike {
   readonly id?: unknown;
@@ -216,6 +221,12 @@ class WsContextAdapter implements Adapter.ContextAdapter {
 
   unavailable(_ctx: ExecutionContext, outage: Adapter.RateLimitUnavailable): never {
     const error: WsUnavailableError = { status: 'error', ...outage };
+    throw new this.WsException(error);
+  }
+
+  /** `{ status: 'error', code: 'OVERLOADED', message, criticality, retryAfter }` as the `exception` event. */
+  overloaded(_ctx: ExecutionContext, overload: Adapter.RateLimitOverloaded): never {
+    const error: WsOverloadedError = { status: 'error', ...overload };
     throw new this.WsException(error);
   }
 

@@ -4,6 +4,7 @@ import { type Evaluation, type FailModeDecision, sourceAt } from '../engine/deci
 import type { ItemOverride } from '../engine/evaluation.js';
 import { elementAt } from '../util/element-at.js';
 import type { RateLimitMetrics } from '../metrics/otel-metrics.js';
+import type { Criticality } from '../policy/criticality.js';
 import type { RateLimitDecision, RateLimitDecisionSource, ResolvedPolicy } from '../policy/policy.types.js';
 import type { RateLimitStoreItem } from '../stores/rate-limit-store.js';
 import { ThrottledLog } from '../util/throttled-log.js';
@@ -25,7 +26,9 @@ const SHADOW_QUIET_MS = 60_000;
  * policy's limit (fail-open) or 0 (fail-closed, `retryAfterMs` the wait its 503 tells), `key` '' and `cost` 0
  * when they could not be resolved. `override` is there when an override of the key's limit is in force
  * (RateLimitService.override): `shadow: false` and `allowed` as decided under its `limit`; or, for a dry run
- * (`shadow: true`), what it would have answered (the decision followed the declared policy).
+ * (`shadow: true`), what it would have answered (the decision followed the declared policy). A request that
+ * load shedding refused (the `shedding` option) is one event with source 'shed', `policy` and `key` '',
+ * `allowed: false`, `retryAfterMs` the wait its 503 tells and the handler's `criticality`: no policy was decided.
  */
 export interface RateLimitDecisionEvent {
   readonly policy: string;
@@ -40,6 +43,8 @@ export interface RateLimitDecisionEvent {
   readonly skipped: boolean;
   readonly source: RateLimitDecisionSource;
   readonly override?: RateLimitOverrideOutcome;
+  /** With source 'shed': the criticality of the handler whose request load shedding refused. */
+  readonly criticality?: Criticality;
 }
 
 /** How an override bore on a decision: applied, or what a dry run would have answered (RateLimitDecisionEvent). */
@@ -167,6 +172,26 @@ export class DecisionEvents {
       context,
       skipped: true,
       source: 'store',
+    });
+  }
+
+  /** A request load shedding refused: the metrics and the hook are told (no policy was decided). */
+  shed(criticality: Criticality, retryAfterMs: number, context: ExecutionContext): void {
+    this.metrics?.shed(criticality);
+    if (this.hook === undefined) return;
+    this.tell({
+      policy: '',
+      key: '',
+      allowed: false,
+      shadow: false,
+      blocked: false,
+      cost: 0,
+      remaining: 0,
+      retryAfterMs,
+      context,
+      skipped: false,
+      source: 'shed',
+      criticality,
     });
   }
 

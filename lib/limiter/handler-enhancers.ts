@@ -13,6 +13,7 @@ import { EMPTY, from, switchMap, tap } from 'rxjs';
 import { RateLimitDroppedEvent } from '../contexts/context-adapter.js';
 import type { GuardedHandler } from '../planning/route-plan.js';
 import { type Decider, Invocation, invocationOf } from './invocation.js';
+import type { SheddingGate } from './shedding-gate.js';
 
 /**
  * The interceptor the limiter attaches to handlers whose user-keyed policies wait for their own guards. One
@@ -64,6 +65,21 @@ const SETTLEMENT_OBSERVER: NestInterceptor = {
         unsubscribe: () => watch()?.abandoned(last !== undefined),
       }),
     );
+  },
+};
+
+/** The load shedding of the application that last planned a class outside HTTP with the `shedding` option. */
+const SHEDDING_GATES = new WeakMap<object, SheddingGate>();
+
+/**
+ * The interceptor the limiter attaches to handlers outside HTTP (microservice handlers, gateway messages, root
+ * resolvers): load shedding admits their invocations after every guard, in flight until their result settles.
+ * It passes everything straight on for an application without the `shedding` option.
+ */
+const SHEDDING: NestInterceptor = {
+  intercept(ctx, next) {
+    const gate = SHEDDING_GATES.get(ctx.getClass());
+    return gate === undefined ? next.handle() : gate.intercept(ctx, next);
   },
 };
 
@@ -123,6 +139,8 @@ const withOutcomeObserver: HandlerDecorator = (owner, method, descriptor) =>
   UseInterceptors(OUTCOME_OBSERVER)(owner, method, descriptor);
 const withSettlement: HandlerDecorator = (owner, method, descriptor) =>
   UseInterceptors(SETTLEMENT_OBSERVER)(owner, method, descriptor);
+const withShedding: HandlerDecorator = (owner, method, descriptor) =>
+  UseInterceptors(SHEDDING)(owner, method, descriptor);
 const withRpcGuard: HandlerDecorator = (owner, method, descriptor) => {
   UseGuards(HANDLER_GUARD)(owner, method, descriptor);
   UseFilters(new DroppedEventFilter())(owner, method, descriptor);
@@ -162,6 +180,24 @@ export const completesDeferrals = (handler: object): boolean =>
  */
 export function attachOutcomeObserver(counted: readonly { prototype: object; method: string }[]): void {
   for (const { prototype, method } of counted) decorateHandler(prototype, method, withOutcomeObserver);
+}
+
+/**
+ * With the `shedding` option (`gate`), puts the shedding interceptor on the handlers outside HTTP; without it,
+ * an application planned later in the process leaves the interceptor on them passing everything on.
+ */
+export function attachShedding(
+  gate: SheddingGate | undefined,
+  outsideHttp: readonly { classRef: object; prototype: object; method: string }[],
+): void {
+  for (const { classRef, prototype, method } of outsideHttp) {
+    if (gate === undefined) {
+      SHEDDING_GATES.delete(classRef);
+      continue;
+    }
+    SHEDDING_GATES.set(classRef, gate);
+    decorateHandler(prototype, method, withShedding);
+  }
 }
 
 /** Puts the settlement interceptor on the handlers with `settle` policies; others pay for nothing. */

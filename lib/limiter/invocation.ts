@@ -1,6 +1,7 @@
 import type { ExecutionContext } from '@nestjs/common';
 
 import type { Evaluation } from '../engine/decision-engine.js';
+import type { SheddingTicket } from '../shedding/load-shedder.js';
 import { handlerLabel } from '../util/handler-label.js';
 
 /** Who asks for a decision: an explicit guard decides now; the global guard may defer to the interceptor. */
@@ -89,6 +90,10 @@ export class Invocation {
   private early: Evaluation | undefined;
   private outcome: OutcomeWatch | undefined;
   private settlement: SettlementWatch | undefined;
+  /** With load shedding on HTTP: the slot the guard admitted it to, given back at the response's end. */
+  private slot: SheddingTicket | undefined;
+  /** With load shedding outside HTTP: what it was charged, given back if the shedding interceptor refuses it. */
+  private charged: Evaluation[] | undefined;
 
   private constructor(private readonly ctx: ExecutionContext) {}
 
@@ -141,6 +146,30 @@ export class Invocation {
     this.limiter = undefined;
     this.early = undefined;
     return early;
+  }
+
+  /** The slot load shedding admitted it to (HTTP), if it did. */
+  sheddingSlot(): SheddingTicket | undefined {
+    return this.slot;
+  }
+
+  /** Load shedding admitted it (HTTP: once, before any policy is decided). */
+  admitted(slot: SheddingTicket): void {
+    this.expect('new', 'admitted()', 'load shedding admits an invocation before any of its policies is decided');
+    if (this.slot !== undefined) this.refuse('admitted()', 'it was admitted already');
+    this.slot = slot;
+  }
+
+  /** Notes an evaluation of its policies, for load shedding to give back if it refuses the invocation later. */
+  noteCharge(evaluation: Evaluation): void {
+    (this.charged ??= []).push(evaluation);
+  }
+
+  /** The evaluations noted by noteCharge(), each once: the caller gives them back. */
+  takeCharges(): readonly Evaluation[] {
+    const charged = this.charged ?? [];
+    this.charged = undefined;
+    return charged;
   }
 
   /** The outcome watch of the invocation's charges, once its first charge under `count` policies started it. */

@@ -12,6 +12,7 @@ import { type Decider, type DecisionPoint, Invocation, invocationOf, InvocationS
 import type { OutcomeRefunds } from './outcome.js';
 import type { Settlements } from './settlement.js';
 import { isPromise, type RequestResolver } from './request-items.js';
+import type { SheddingGate } from './shedding-gate.js';
 import type { StepEvaluator } from './step-evaluation.js';
 
 /** The Promise of an invocation handle() had nothing (left) to decide for: one, settled, for all of them. */
@@ -31,6 +32,8 @@ export interface RequestLimiterParts {
   /** Settles the charges of `settle` policies once the handler's result is known. */
   readonly settlements: Settlements;
   readonly headers: RateLimitHeaders;
+  /** Load shedding (the `shedding` option); undefined: off. */
+  readonly shedding?: SheddingGate;
 }
 
 /**
@@ -48,6 +51,7 @@ export class RequestLimiter implements Decider {
   private readonly resolver: RequestResolver;
   private readonly steps: StepEvaluator;
   private readonly headers: RateLimitHeaders;
+  readonly shedding: SheddingGate | undefined;
 
   constructor(parts: RequestLimiterParts) {
     this.engine = parts.engine;
@@ -59,6 +63,7 @@ export class RequestLimiter implements Decider {
     this.resolver = parts.resolver;
     this.steps = parts.steps;
     this.headers = parts.headers;
+    this.shedding = parts.shedding;
   }
 
   /**
@@ -108,6 +113,25 @@ export class RequestLimiter implements Decider {
     // A deferred invocation waits for the interceptor, whichever guard meets it on the way.
     if (state === 'decided' || (state === 'deferred' && point !== 'interceptor')) return undefined;
     const plan = this.planner.planFor(ctx.getClass(), ctx.getHandler());
+    if (this.shedding === undefined) return this.decideWith(ctx, point, adapter, invocation, plan);
+    // Load shedding first on HTTP: a request it refuses is never charged; one a policy refuses leaves at once.
+    const slot =
+      state === 'new' && adapter.type === 'http' && invocation.sheddingSlot() === undefined
+        ? this.shedding.admitHttp(ctx, adapter, invocation, plan)
+        : invocation.sheddingSlot();
+    const pending = this.decideWith(ctx, point, adapter, invocation, plan);
+    return pending === undefined || slot === undefined ? pending : this.shedding.releaseOnRefusal(pending, slot);
+  }
+
+  /** handleWith()'s decision of the invocation's policies, at `point`. */
+  private decideWith(
+    ctx: ExecutionContext,
+    point: DecisionPoint,
+    adapter: ContextAdapter,
+    invocation: Invocation,
+    plan: RoutePlan,
+  ): Promise<void> | undefined {
+    const { state } = invocation;
     if (state === 'deferred') return this.decideLate(ctx, adapter, invocation, plan);
     if (plan.policies.length === 0) {
       invocation.decide();
@@ -143,6 +167,7 @@ export class RequestLimiter implements Decider {
       }
       this.steps.told(evaluation, step);
     }
+    if (this.shedding !== undefined && adapter.type !== 'http') invocation.noteCharge(evaluation);
     conclude(ctx, adapter, this.headers, this.events, [evaluation]);
     if (plan.counted) this.outcomes.track(ctx, adapter, invocation, evaluation);
     if (plan.settled) this.settlements.track(ctx, adapter, invocation, evaluation);
@@ -191,6 +216,10 @@ export class RequestLimiter implements Decider {
     const early = invocation.decideLate();
     const late = await this.steps.evaluate({ ctx, adapter, plan, entries: plan.late, before: early, first: false });
     if (denies(late)) await this.engine.compensate(early);
+    else if (this.shedding !== undefined && adapter.type !== 'http') {
+      invocation.noteCharge(early);
+      invocation.noteCharge(late);
+    }
     conclude(ctx, adapter, this.headers, this.events, [early, late]);
     if (plan.counted) this.outcomes.track(ctx, adapter, invocation, late);
     if (plan.settled) this.settlements.track(ctx, adapter, invocation, late);

@@ -1,6 +1,7 @@
 import type { Attributes, Counter, Histogram, Meter, UpDownCounter } from '@opentelemetry/api';
 
 import { importPeer } from '../util/optional-peer.js';
+import type { Criticality } from '../policy/criticality.js';
 import type { RateLimitDecisionSource } from '../policy/policy.types.js';
 
 /**
@@ -19,6 +20,9 @@ export type StoreOperation = 'consume' | 'peek' | 'refund' | 'charge';
 
 /** Where the breaker state gauge reads from: each store's breaker, open or not, when collected. */
 export type BreakerStates = () => Iterable<readonly [StoreName, boolean]>;
+
+/** Where the load-shedding gauges read from (the `shedding` option): the limit and the requests in flight. */
+export type SheddingState = () => { readonly limit: number; readonly inFlight: number } | undefined;
 
 /**
  * The buckets of `rate_limit.store.duration`, in seconds: from 0.1 ms (a Redis call on loopback) to 1 s, past
@@ -48,6 +52,8 @@ export interface RateLimitMetrics {
   slots(policy: string, delta: number): void;
   /** A wait the store asked for beyond the policy's longest and the clock skew allowed, answered bounded. */
   overlongWait(policy: string): void;
+  /** A request load shedding refused (`rate_limit.shed`, by `rate_limit.criticality`). */
+  shed(criticality: Criticality): void;
 }
 
 /**
@@ -59,8 +65,9 @@ class OtelMetrics implements RateLimitMetrics {
   private readonly storeDuration: Histogram;
   private readonly slotCount: UpDownCounter;
   private readonly overlong: Counter;
+  private readonly shedCount: Counter;
 
-  constructor(meter: Meter, breakers: BreakerStates) {
+  constructor(meter: Meter, breakers: BreakerStates, shedding: SheddingState) {
     this.decisions = meter.createCounter('rate_limit.decisions', {
       description: 'Policies decided, by policy, outcome and source',
       unit: '{decision}',
@@ -79,6 +86,11 @@ class OtelMetrics implements RateLimitMetrics {
         "Waits the store asked for beyond the policy's longest (a clock ahead, state of another shape), answered bounded",
       unit: '{decision}',
     });
+    this.shedCount = meter.createCounter('rate_limit.shed', {
+      description: 'Requests load shedding refused, by criticality',
+      unit: '{request}',
+    });
+    this.sheddingGauges(meter, shedding);
     meter
       .createObservableGauge('rate_limit.breaker.state', {
         description: "State of a store's circuit breaker: 0 closed, 1 open",
@@ -117,6 +129,32 @@ class OtelMetrics implements RateLimitMetrics {
   overlongWait(policy: string): void {
     this.overlong.add(1, { 'rate_limit.policy': policy });
   }
+
+  shed(criticality: Criticality): void {
+    this.shedCount.add(1, { 'rate_limit.criticality': criticality });
+  }
+
+  /** The adaptive limit and the requests in flight, observed when collected (nothing without `shedding`). */
+  private sheddingGauges(meter: Meter, shedding: SheddingState): void {
+    meter
+      .createObservableGauge('rate_limit.shedding.limit', {
+        description: 'The adaptive concurrency limit of load shedding (requests in flight)',
+        unit: '{request}',
+      })
+      .addCallback((result) => {
+        const state = shedding();
+        if (state !== undefined) result.observe(state.limit);
+      });
+    meter
+      .createObservableGauge('rate_limit.shedding.in_flight', {
+        description: 'Requests admitted by load shedding and not yet over',
+        unit: '{request}',
+      })
+      .addCallback((result) => {
+        const state = shedding();
+        if (state !== undefined) result.observe(state.inFlight);
+      });
+  }
 }
 
 /**
@@ -125,7 +163,10 @@ class OtelMetrics implements RateLimitMetrics {
  * provider registered later would reach), and timing each store call for it would be work on every request
  * for nothing. Loaded at module start, never at import.
  */
-export async function loadMetrics(breakers: BreakerStates): Promise<RateLimitMetrics | undefined> {
+export async function loadMetrics(
+  breakers: BreakerStates,
+  shedding: SheddingState = () => undefined,
+): Promise<RateLimitMetrics | undefined> {
   let api: typeof import('@opentelemetry/api');
   try {
     api = await importPeer<typeof api>('@opentelemetry/api');
@@ -133,5 +174,5 @@ export async function loadMetrics(breakers: BreakerStates): Promise<RateLimitMet
     return undefined;
   }
   const meter = api.metrics.getMeter('nest-rate-limit');
-  return meter === api.createNoopMeter() ? undefined : new OtelMetrics(meter, breakers);
+  return meter === api.createNoopMeter() ? undefined : new OtelMetrics(meter, breakers, shedding);
 }

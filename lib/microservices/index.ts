@@ -3,4 +3,9 @@
  * `ClientProxy.send()`), and what a dropped event throws. Loads no `@nestjs/microservices`.
  */
 export { RateLimitDroppedEvent } from '../contexts/context-adapter.js';
-export type { RpcDenyListError, RpcRateLimitedError, RpcUnavailableError } from '../contexts/rpc-errors.js';
+export type {
+  RpcDenyListError,
+  RpcOverloadedError,
+  RpcRateLimitedError,
+  RpcUnavailableError,
+} from '../contexts/rpc-errors.js';

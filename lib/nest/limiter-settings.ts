@@ -5,6 +5,7 @@ import { compileList } from '../lists/address-list.js';
 import type { ModuleLists } from '../limiter/screening.js';
 import type { FailMode, RateLimitKey, RateLimitMode } from '../policy/policy.types.js';
 import { DENY_CACHE_MS } from '../engine/coherence/deny-cache.js';
+import { type SheddingSettings, sheddingSettings } from '../shedding/shedding-options.js';
 import { DEFAULT_TIMEOUT_MS } from '../stores/store-timeout.js';
 import { checkOptionFields, fieldNames } from '../util/unknown-fields.js';
 import type { RateLimitErrors, RateLimitHeaders, RateLimitModuleOptions } from './rate-limit.options.js';
@@ -35,6 +36,7 @@ export const MODULE_OPTIONS = fieldNames<RateLimitModuleOptions>({
   onError: true,
   allow: true,
   deny: true,
+  shedding: true,
 });
 
 const HEADER_SCHEMES: readonly RateLimitHeaders[] = ['ietf', 'legacy', 'both', 'none'];
@@ -56,6 +58,8 @@ export interface LimiterSettings {
   readonly lists: ModuleLists;
   /** The module's `key` option, checked: the key of every policy that names none (else `'user'`). */
   readonly key: RateLimitKey | undefined;
+  /** The `shedding` option, checked; undefined: off. */
+  readonly shedding: SheddingSettings | undefined;
 }
 
 const option = (name: string, problem: string, value: unknown): never => {
@@ -121,5 +125,19 @@ export function checkedSettings(options: RateLimitModuleOptions): LimiterSetting
   if (key !== undefined && key !== 'ip' && key !== 'user' && typeof key !== 'function') {
     option('key', "must be 'ip', 'user' or a function of the request (ctx, id) => string | undefined", key);
   }
-  return { headers, errors, failMode, instances, mode, timeoutMs, denyCacheMs, ipv6Prefix, trust, lists, key };
+  const shedding = sheddingSettings(options.shedding);
+  return {
+    headers,
+    errors,
+    failMode,
+    instances,
+    mode,
+    timeoutMs,
+    denyCacheMs,
+    ipv6Prefix,
+    trust,
+    lists,
+    key,
+    shedding,
+  };
 }

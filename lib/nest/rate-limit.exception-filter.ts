@@ -5,12 +5,16 @@ import { EMPTY } from 'rxjs';
 
 import { RateLimitDroppedEvent } from '../contexts/context-adapter.js';
 import { RateLimitGraphQLError } from '../contexts/graphql-error.js';
-import { RateLimitExceededException, RateLimitUnavailableException } from '../responses/rate-limit-exceptions.js';
+import {
+  RateLimitExceededException,
+  RateLimitOverloadedException,
+  RateLimitUnavailableException,
+} from '../responses/rate-limit-exceptions.js';
 import { RATE_LIMIT_OPTIONS } from './rate-limit.module-definition.js';
 import type { RateLimitModuleOptions } from './rate-limit.options.js';
 
 /**
- * Answers RateLimitExceededException and RateLimitUnavailableException with their status and body (the
+ * Answers RateLimitExceededException, RateLimitUnavailableException and RateLimitOverloadedException with their status and body (the
  * `errors` option's: Nest's shape, or problem details as application/problem+json), and with `Retry-After` —
  * also when your own code throws them (after `RateLimitService.consume`, say) — and turns a microservice
  * event the limiter dropped into an empty result (nobody waits for an answer), and a resolver's
@@ -19,7 +23,13 @@ import type { RateLimitModuleOptions } from './rate-limit.options.js';
  * RateLimitModule as APP_FILTER; a filter of yours that catches them first takes over (`exception.problem()`
  * gives the body).
  */
-@Catch(RateLimitExceededException, RateLimitUnavailableException, RateLimitDroppedEvent, RateLimitGraphQLError)
+@Catch(
+  RateLimitExceededException,
+  RateLimitUnavailableException,
+  RateLimitOverloadedException,
+  RateLimitDroppedEvent,
+  RateLimitGraphQLError,
+)
 export class RateLimitExceptionFilter implements ExceptionFilter {
   /** Checked at start by the limiter (limiter-settings.ts), which stops the application on a bad value. */
   private readonly problems: boolean;
@@ -33,7 +43,11 @@ export class RateLimitExceptionFilter implements ExceptionFilter {
 
   catch(
     exception:
-      RateLimitExceededException | RateLimitUnavailableException | RateLimitDroppedEvent | RateLimitGraphQLError,
+      | RateLimitExceededException
+      | RateLimitUnavailableException
+      | RateLimitOverloadedException
+      | RateLimitDroppedEvent
+      | RateLimitGraphQLError,
     host: ArgumentsHost,
   ): unknown {
     // graphql-js treats an Error a resolver returns as the error it throws: located at the field, other fields

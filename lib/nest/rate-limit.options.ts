@@ -11,6 +11,7 @@ import type {
 } from '../policy/policy.types.js';
 import type { RateLimitErrors } from '../responses/rate-limit-exceptions.js';
 import type { RateLimitHeaders } from '../responses/rate-limit-headers.js';
+import type { RateLimitSheddingOptions } from '../shedding/shedding-options.js';
 import type { RateLimitStore } from '../stores/rate-limit-store.js';
 import type {
   NodeRedisClient,
@@ -160,6 +161,14 @@ export interface RateLimitModuleOptions {
   allow?: readonly RateLimitListEntry[];
   /** Requests refused with 403 (`RATE_LIMIT_DENY_LIST`, and its equivalent in other contexts) wherever a policy would run. */
   deny?: readonly RateLimitListEntry[];
+  /**
+   * Load shedding (off unless given): an adaptive concurrency limit for the handlers the module guards, learned
+   * from their latency, and the event loop's delay watched; `sheddable` requests are refused first, `default`
+   * ones next, and a reserve of the limit is kept for `critical` ones (`@Criticality`). A refused request gets
+   * 503 with `Retry-After` and `code: 'OVERLOADED'`. `true` takes every default. See docs/shedding-load.md.
+   * @example shedding: { minLimit: 8, maxLimit: 500, reserve: 0.25, maxEventLoopDelay: '150ms' }
+   */
+  shedding?: boolean | RateLimitSheddingOptions;
 }
 
-export type { RateLimitErrors, RateLimitHeaders, TrustProxy };
+export type { RateLimitErrors, RateLimitHeaders, RateLimitSheddingOptions, TrustProxy };

@@ -5,12 +5,18 @@ import { AdapterRegistry } from '../contexts/adapter-registry.js';
 import type { ContextType } from '../contexts/context-adapter.js';
 import { DecisionEngine } from '../engine/decision-engine.js';
 import { DecisionEvents } from '../limiter/decision-events.js';
-import { attachEnhancers, attachOutcomeObserver, attachSettlement } from '../limiter/handler-enhancers.js';
+import {
+  attachEnhancers,
+  attachOutcomeObserver,
+  attachSettlement,
+  attachShedding,
+} from '../limiter/handler-enhancers.js';
 import { OutcomeRefunds } from '../limiter/outcome.js';
 import { cannotCharge, Settlements } from '../limiter/settlement.js';
 import { RequestResolver } from '../limiter/request-items.js';
 import { RequestLimiter, type RequestLimiterParts } from '../limiter/request-limiter.js';
 import type { ModuleLists } from '../limiter/screening.js';
+import { SheddingGate } from '../limiter/shedding-gate.js';
 import { SkipWatch } from '../limiter/skip-watch.js';
 import { StepEvaluator } from '../limiter/step-evaluation.js';
 import { loadMetrics } from '../metrics/otel-metrics.js';
@@ -19,6 +25,8 @@ import { ActualCostCap } from '../policy/debt-cap.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import { ReservationScopes } from '../service/reservation-scopes.js';
 import { type RoutePlan, RoutePlanner } from '../planning/route-planner.js';
+import { LoadShedder } from '../shedding/load-shedder.js';
+import { EventLoopWatch } from '../shedding/loop-delay.js';
 import { closedOnFailure, closeOwned, type RateLimitStores } from '../stores/rate-limit-stores.js';
 import type { Clock } from '../util/clock.js';
 import { limiterSettings } from './limiter-settings.js';
@@ -47,7 +55,8 @@ function assemble(
 ): Assembly {
   const logger = new Logger('RateLimit');
   const settings = limiterSettings(options, logger);
-  const { headers, failMode, instances, mode, timeoutMs, denyCacheMs, ipv6Prefix, trust, lists, key } = settings;
+  const { headers, failMode, instances, mode, timeoutMs, denyCacheMs, ipv6Prefix, trust, lists, key, shedding } =
+    settings;
   const { onError } = options;
   const engine = new DecisionEngine({ stores, clock, timeoutMs, denyCacheMs, instances, logger, onError });
   const events = new DecisionEvents(logger, options.onDecision);
@@ -65,16 +74,21 @@ function assemble(
     },
     reflector,
   );
+  const adapters = new AdapterRegistry({ trust, ipv6Prefix, logger, httpAdapterHost, moduleRef });
   const parts: RequestLimiterParts = {
     engine,
     planner,
     events,
-    adapters: new AdapterRegistry({ trust, ipv6Prefix, logger, httpAdapterHost, moduleRef }),
+    adapters,
     resolver,
     steps: new StepEvaluator(engine, resolver, lists, events),
     outcomes: new OutcomeRefunds(engine),
     settlements: new Settlements(engine, debtCap),
     headers,
+    shedding:
+      shedding === undefined
+        ? undefined
+        : new SheddingGate(new LoadShedder(shedding), events, engine, planner, adapters),
   };
   return { parts, logger, lists, debtCap };
 }
@@ -99,6 +113,8 @@ export class RateLimiter extends RequestLimiter implements OnModuleInit, OnModul
   readonly debtCap: ActualCostCap;
   /** The module's stores: their connections are closed when the start fails here. */
   private readonly stores: RateLimitStores;
+  /** With the `shedding` option: the watch of the event loop's delay, from start to destroy. */
+  private loopWatch: EventLoopWatch | undefined;
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) readonly options: RateLimitModuleOptions,
@@ -125,6 +141,7 @@ export class RateLimiter extends RequestLimiter implements OnModuleInit, OnModul
     attachEnhancers(this, options.global !== false ? application.deferred : [], application.guarded);
     attachOutcomeObserver(application.counted);
     attachSettlement(application.settled);
+    attachShedding(this.shedding, application.outsideHttp);
     this.contexts = application.contexts;
     this.rpcPolicies = application.guarded.some(({ context }) => context === 'rpc');
     this.unguarded = application.unguarded;
@@ -150,7 +167,14 @@ export class RateLimiter extends RequestLimiter implements OnModuleInit, OnModul
     if (this.unguarded.length > 0 && !coveredGlobally(this.discovery, this.moduleRef)) refuseUnguarded(this.unguarded);
     await Promise.all(['http' as const, ...this.contexts].map((type) => this.adapters.load(type)));
     // At start, not at import: a MeterProvider registered before the application bootstraps is the one used.
-    const metrics = await loadMetrics(() => this.engine.breakerStates());
+    const shedder = this.shedding?.shedder;
+    const metrics = await loadMetrics(
+      () => this.engine.breakerStates(),
+      () => shedder,
+    );
+    if (shedder !== undefined && shedder.settings.maxEventLoopDelayMs > 0) {
+      this.loopWatch = new EventLoopWatch((delayMs) => shedder.loopDelay(delayMs));
+    }
     this.engine.metrics = metrics;
     this.events.metrics = metrics;
     this.refuseUnsettleable();
@@ -194,6 +218,7 @@ export class RateLimiter extends RequestLimiter implements OnModuleInit, OnModul
 
   /** Lets the refunds and settlements of ended invocations reach the store before the module closes its connections. */
   async onModuleDestroy(): Promise<void> {
+    this.loopWatch?.close();
     this.scopes.close();
     await this.refundsSettled();
     await this.engine.dispose();

@@ -34,6 +34,7 @@ export function walkApplication(walk: ApplicationWalk): PlannedApplication {
   const guarded: GuardedHandler[] = [];
   const counted: { prototype: object; method: string }[] = [];
   const settled: { prototype: object; method: string }[] = [];
+  const outsideHttp: { classRef: object; prototype: object; method: string }[] = [];
   const unguarded: RoutePlan[] = [];
   const seen = new Set<unknown>();
   const controllers = walk.discovery.getControllers();
@@ -59,6 +60,7 @@ export function walkApplication(walk: ApplicationWalk): PlannedApplication {
       if (plan.deferred) deferred.push({ prototype, method });
       if (plan.counted && needsResult(plan, kind)) counted.push({ prototype, method });
       if (plan.settled) settled.push({ prototype, method });
+      if (kind !== 'http' && kind !== 'graphql-field') outsideHttp.push({ classRef: metatype, prototype, method });
       const context = contextOf(kind);
       if ((context === 'rpc' || context === 'ws') && plan.policies.length > 0) {
         guarded.push({ context, classRef: metatype, prototype, method });
@@ -70,7 +72,7 @@ export function walkApplication(walk: ApplicationWalk): PlannedApplication {
     if (handlers === 0 && !controller) refuseClassPolicies(walk.reflector, metatype);
   }
   if (controllers.length > 0) contexts.add('http');
-  return { contexts, deferred, guarded, counted, settled, unguarded };
+  return { contexts, deferred, guarded, counted, settled, outsideHttp, unguarded };
 }
 
 /** Policies on a class Nest calls no handler of (not a controller, resolver or gateway) would never apply. */

@@ -1,6 +1,7 @@
 import type { ExecutionContext } from '@nestjs/common';
 
 import type { AccessList } from '../lists/address-list.js';
+import type { Criticality } from '../policy/criticality.js';
 import type {
   FailMode,
   RateLimitCount,
@@ -75,6 +76,8 @@ export interface RoutePlan {
   readonly counted: boolean;
   /** Some policy settles its charge at the actual cost (RateLimitPolicy.settle), from the handler's result. */
   readonly settled: boolean;
+  /** `@Criticality` of the handler, else of its class, else `'default'`: its place when load is shed. */
+  readonly criticality: Criticality;
 }
 
 export interface RoutePlannerOptions {
@@ -116,6 +119,11 @@ export interface PlannedApplication {
   /** Handlers with `settle` policies, whose results the settlement interceptor shows to the settlement. */
   readonly settled: readonly { readonly prototype: object; readonly method: string }[];
   /**
+   * The handlers outside HTTP (microservice handlers, gateway messages, root resolvers), whose load shedding
+   * (the `shedding` option) an interceptor of the limiter's decides: their invocations end with their result.
+   */
+  readonly outsideHttp: readonly { readonly classRef: object; readonly prototype: object; readonly method: string }[];
+  /**
    * With `global: false`, handlers with policies that no RateLimitGuard or RateLimitInterceptor of their own
    * covers: the start stops unless one is global (known only once the application's providers are applied).
    */
@@ -132,4 +140,5 @@ export const NO_POLICIES: RoutePlan = Object.freeze({
   lists: false,
   counted: false,
   settled: false,
+  criticality: 'default',
 });

@@ -1,9 +1,10 @@
 import type { DiscoveryService, MetadataScanner, ModuleRef, Reflector } from '@nestjs/core';
 
 import { handlerLabel } from '../util/handler-label.js';
+import { type Criticality, isCriticality } from '../policy/criticality.js';
 import { RateLimitPolicyError } from '../policy/policy.errors.js';
 import type { RateLimitPolicy, ResolvedPolicy } from '../policy/policy.types.js';
-import { RATE_LIMIT_POLICIES, RATE_LIMIT_SKIP } from './metadata-keys.js';
+import { RATE_LIMIT_CRITICALITY, RATE_LIMIT_POLICIES, RATE_LIMIT_SKIP } from './metadata-keys.js';
 import { walkApplication } from './application-walk.js';
 import { checkRpcKeys } from './context-checks.js';
 import { DeclaredPolicies } from './declared-policies.js';
@@ -111,7 +112,21 @@ export class RoutePlanner {
           policies.some((p) => p.planned.allow !== undefined || p.planned.deny !== undefined)),
       counted: policies.some((p) => p.planned.count !== undefined),
       settled: policies.some((p) => p.planned.policy.source.settle !== undefined),
+      criticality: this.criticalityOf(classRef, handler, where),
     };
+  }
+
+  /** `@Criticality` of the handler, else of its class, else 'default'; any other value stops the start. */
+  private criticalityOf(classRef: object, handler: object, where: string): Criticality {
+    const declared = this.reflector.getAllAndOverride<unknown>(RATE_LIMIT_CRITICALITY, [
+      handler as never,
+      classRef as never,
+    ]);
+    if (declared === undefined) return 'default';
+    if (isCriticality(declared)) return declared;
+    throw new TypeError(
+      `nest-rate-limit: @Criticality on ${where} must be 'critical', 'default' or 'sheddable', got ${JSON.stringify(declared)}`,
+    );
   }
 
   /**

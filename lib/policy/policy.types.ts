@@ -234,10 +234,11 @@ export interface ResolvedPolicy {
  * Where a decision came from: the store ('store'), this instance's cache of the store's denials without a
  * store call ('deny-cache'), units this instance took ahead from the store ('lease'), the in-process store of
  * a `failMode: 'local'` policy while its store fails ('local'), or no store at all because it failed: admitted
- * by `failMode: 'open'` ('fail-open') or refused by `failMode: 'closed'` ('fail-closed').
+ * by `failMode: 'open'` ('fail-open') or refused by `failMode: 'closed'` ('fail-closed'); or not a policy's
+ * decision at all: load shedding refused the request before any policy was decided ('shed').
  * @example onDecision: (e) => { if (e.source !== 'store') log.debug(`${e.policy}: decided by ${e.source}`); }
  */
-export type RateLimitDecisionSource = 'store' | 'deny-cache' | 'lease' | 'local' | 'fail-open' | 'fail-closed';
+export type RateLimitDecisionSource = 'store' | 'deny-cache' | 'lease' | 'local' | 'fail-open' | 'fail-closed' | 'shed';
 
 /**
  * The outcome of one policy for one key.

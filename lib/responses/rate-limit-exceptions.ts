@@ -1,5 +1,6 @@
 import { HttpException, HttpStatus } from '@nestjs/common';
 
+import type { Criticality } from '../policy/criticality.js';
 import type { RateLimitDecision } from '../policy/policy.types.js';
 import { chosenWait } from './retry-after.js';
 
@@ -29,6 +30,8 @@ export interface RateLimitProblem {
   readonly 'violated-policies': readonly string[];
   /** Absent on a 429 whose cost can never fit: retrying cannot help. */
   readonly retryAfter?: number;
+  /** `'OVERLOADED'` on a 503 of load shedding (whose `violated-policies` is empty: no policy refused it). */
+  readonly code?: 'OVERLOADED';
 }
 
 /**
@@ -55,6 +58,15 @@ export type RateLimitErrorBody =
       readonly message: string;
       /** The fail-closed policy whose store failed. */
       readonly policy: string;
+      readonly retryAfter: number;
+    }
+  | {
+      readonly statusCode: 503;
+      readonly error: 'Service Unavailable';
+      readonly code: 'OVERLOADED';
+      readonly message: string;
+      /** The handler's criticality: load shedding refused it before the more critical ones. */
+      readonly criticality: Criticality;
       readonly retryAfter: number;
     }
   | {
@@ -153,6 +165,47 @@ export class RateLimitUnavailableException extends HttpException {
       detail: unavailableMessage(this.policy),
       'violated-policies': [this.policy],
       retryAfter: this.retryAfter,
+    };
+  }
+}
+
+/** The message of a request refused by load shedding, the same in every context. */
+export function overloadedMessage(criticality: Criticality): string {
+  return `Service overloaded; ${criticality} requests are refused for now`;
+}
+
+/**
+ * 503 Service Unavailable: load shedding (the `shedding` option) refused the request; nothing was charged.
+ * Body (a RateLimitErrorBody): `{ statusCode: 503, error: 'Service Unavailable', code: 'OVERLOADED', message,
+ * criticality, retryAfter }`; with `errors: 'problem'`, the module's filter sends `problem()` instead.
+ * @example throw new RateLimitOverloadedException('sheddable', 1)
+ */
+export class RateLimitOverloadedException extends HttpException {
+  constructor(
+    readonly criticality: Criticality,
+    readonly retryAfter: number,
+  ) {
+    const body: ErrorBodyOf<'OVERLOADED'> = {
+      statusCode: HttpStatus.SERVICE_UNAVAILABLE,
+      error: 'Service Unavailable',
+      code: 'OVERLOADED',
+      message: overloadedMessage(criticality),
+      criticality,
+      retryAfter,
+    };
+    super(body, HttpStatus.SERVICE_UNAVAILABLE);
+  }
+
+  /** The RFC 9457 body: problem type temporary-reduced-capacity, `code: 'OVERLOADED'`, no policy named. */
+  problem(): RateLimitProblem {
+    return {
+      type: TEMPORARY_REDUCED_CAPACITY,
+      title: 'Temporary Reduced Capacity',
+      status: HttpStatus.SERVICE_UNAVAILABLE,
+      detail: overloadedMessage(this.criticality),
+      'violated-policies': [],
+      retryAfter: this.retryAfter,
+      code: 'OVERLOADED',
     };
   }
 }

@@ -233,7 +233,7 @@ expectTypeOf<RateLimitProblem['status']>().toEqualTypeOf<429 | 503>();
 expectTypeOf<RateLimitProblem['violated-policies']>().toEqualTypeOf<readonly string[]>();
 // The body of a 429, 503 or 403 as a client parses it: `code` narrows it to one refusal and its fields.
 declare const body: RateLimitErrorBody;
-expectTypeOf(body.code).toEqualTypeOf<'RATE_LIMITED' | 'RATE_LIMIT_UNAVAILABLE' | 'RATE_LIMIT_DENY_LIST'>();
+expectTypeOf(body.code).toEqualTypeOf<'RATE_LIMITED' | 'RATE_LIMIT_UNAVAILABLE' | 'OVERLOADED' | 'RATE_LIMIT_DENY_LIST'>();
 expectTypeOf(body.statusCode).toEqualTypeOf<429 | 503 | 403>();
 if (body.code === 'RATE_LIMITED') {
   expectTypeOf(body).toEqualTypeOf<{
@@ -249,6 +249,18 @@ if (body.code === 'RATE_LIMIT_UNAVAILABLE') {
   expectTypeOf(body.retryAfter).toEqualTypeOf<number>();
   expectTypeOf(body.policy).toEqualTypeOf<string>();
   expectTypeOf(body.error).toEqualTypeOf<'Service Unavailable'>();
+}
+if (body.code === 'OVERLOADED') {
+  expectTypeOf(body).toEqualTypeOf<{
+    readonly statusCode: 503;
+    readonly error: 'Service Unavailable';
+    readonly code: 'OVERLOADED';
+    readonly message: string;
+    readonly criticality: 'critical' | 'default' | 'sheddable';
+    readonly retryAfter: number;
+  }>();
+  // @ts-expect-error load shedding names no policy
+  void body.policy;
 }
 if (body.statusCode === 403) {
   expectTypeOf(body).toEqualTypeOf<{
@@ -271,8 +283,9 @@ expectTypeOf<RateLimitDecisionEvent>().toEqualTypeOf<{
   readonly retryAfterMs: number;
   readonly context: ExecutionContext | undefined;
   readonly skipped: boolean;
-  readonly source: 'store' | 'deny-cache' | 'lease' | 'local' | 'fail-open' | 'fail-closed';
+  readonly source: 'store' | 'deny-cache' | 'lease' | 'local' | 'fail-open' | 'fail-closed' | 'shed';
   readonly override?: RateLimitOverrideOutcome;
+  readonly criticality?: 'critical' | 'default' | 'sheddable';
 }>();
 expectTypeOf<RateLimitOverrideOutcome>().toEqualTypeOf<{
   readonly shadow: boolean;

@@ -48,6 +48,7 @@ function setup() {
     storeCall: () => undefined,
     slots: () => undefined,
     overlongWait: () => undefined,
+    shed: () => undefined,
   };
   engine.metrics = metrics;
   const events: RateLimitDecisionEvent[] = [];

@@ -51,6 +51,7 @@ function setup({ instances = 2, timeoutMs = 20 }: { instances?: number; timeoutM
     storeCall: () => undefined,
     slots: () => undefined,
     overlongWait: () => undefined,
+    shed: () => undefined,
   };
   engine.metrics = metrics;
   return { clock, store, engine, logger, outcomes };
