@@ -37,7 +37,8 @@ export class SheddingGate {
     const slot = this.shedder.admit(plan.criticality);
     if (slot === undefined) this.refuse(ctx, adapter, plan.criticality);
     invocation.admitted(slot);
-    adapter.watchEnd?.(ctx, (status) => this.shedder.release(slot, status !== undefined));
+    // A client that left before its response (a timeout) still taught the limit: its wait is the strongest signal.
+    adapter.watchEnd?.(ctx, () => this.shedder.release(slot, true));
     return slot;
   }
 

@@ -12,8 +12,17 @@ export interface SheddingTicket {
 export const LOOP_OVERLOAD_FACTOR = 0.9;
 
 /**
+ * The limit learns from one sample per window (Netflix's WindowedLimit): the mean latency of the requests that
+ * ended in it, at least SAMPLE_WINDOW_MS long and of at least MIN_WINDOW_SAMPLES requests. Gradient2's tuning
+ * (a long-term average over 600 samples) assumes it: fed each request, the long-term latency follows the queue
+ * up within a second, the gradient stays at 1 and the limit climbs to its maximum under any overload.
+ */
+export const SAMPLE_WINDOW_MS = 1000;
+export const MIN_WINDOW_SAMPLES = 10;
+
+/**
  * This instance's admission by criticality: the requests in flight (from the guard to the end of the response)
- * against an adaptive limit (Gradient2Limit) learned from their latency. A request is admitted while the
+ * against an adaptive limit (Gradient2Limit) learned from their latency, one mean a window. A request is admitted while the
  * requests in flight, itself included, stay within its criticality's ceiling: `critical` ones the whole limit,
  * `default` ones `limit × (1 − reserve)`, `sheddable` ones `limit × (1 − reserve)²` (and none while the event
  * loop lags past its threshold); each ceiling is at least 1, so an idle instance admits anything. Time is the
@@ -23,6 +32,11 @@ export class LoadShedder {
   private readonly gradient: Gradient2Limit;
   private flying = 0;
   private loopLagging = false;
+  /** The window being gathered: since when, its latencies' sum and count, the most in flight it saw. */
+  private windowStart: number;
+  private windowSum = 0;
+  private windowCount = 0;
+  private windowInFlight = 0;
   private readonly shedCounts = new Map<Criticality, number>(CRITICALITIES.map((c) => [c, 0]));
 
   constructor(
@@ -30,6 +44,7 @@ export class LoadShedder {
     private readonly now: () => number = () => performance.now(),
   ) {
     this.gradient = new Gradient2Limit({ ...settings, ...GRADIENT2_DEFAULTS });
+    this.windowStart = now();
   }
 
   /** The current concurrency limit. */
@@ -63,18 +78,28 @@ export class LoadShedder {
       return undefined;
     }
     this.flying++;
+    if (this.flying > this.windowInFlight) this.windowInFlight = this.flying;
     return { startedMs: this.now(), done: false };
   }
 
   /**
-   * The request of `ticket` is over; its latency teaches the limit when `sample` (it was served: not refused
-   * by a rate limit, not abandoned by its client). A ticket is released once; again does nothing.
+   * The request of `ticket` is over; its latency counts in the current window when `sample` (it did the app's
+   * work: not refused by a rate limit). A ticket is released once; again does nothing.
    */
   release(ticket: SheddingTicket, sample: boolean): void {
     if (ticket.done) return;
     ticket.done = true;
-    if (sample) this.gradient.sample(this.now() - ticket.startedMs, this.flying);
     this.flying--;
+    if (!sample) return;
+    const now = this.now();
+    this.windowSum += now - ticket.startedMs;
+    this.windowCount++;
+    if (now - this.windowStart < SAMPLE_WINDOW_MS || this.windowCount < MIN_WINDOW_SAMPLES) return;
+    this.gradient.sample(this.windowSum / this.windowCount, this.windowInFlight);
+    this.windowStart = now;
+    this.windowSum = 0;
+    this.windowCount = 0;
+    this.windowInFlight = this.flying;
   }
 
   /** What the event-loop watch measured: past the threshold, sheddable requests are refused and the limit falls. */

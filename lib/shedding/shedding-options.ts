@@ -9,7 +9,10 @@ import { checkOptionFields, fieldNames } from '../util/unknown-fields.js';
 export interface RateLimitSheddingOptions {
   /** The least the limit falls to, in requests in flight (an integer >= 1). Default 4. */
   minLimit?: number;
-  /** The most it grows to (an integer >= minLimit). Default 1000. */
+  /**
+   * The most it grows to (an integer >= minLimit). Default 200 (Netflix's): under an overload that lasts, the
+   * long-term latency creeps up and the limit with it; the maximum is the backstop.
+   */
   maxLimit?: number;
   /** Where it starts (clamped to the bounds). Default 20. */
   initialLimit?: number;
@@ -38,7 +41,7 @@ export interface SheddingSettings {
 
 export const SHEDDING_DEFAULTS: SheddingSettings = {
   minLimit: 4,
-  maxLimit: 1000,
+  maxLimit: 200,
   initialLimit: 20,
   reserve: 0.2,
   maxEventLoopDelayMs: 100,

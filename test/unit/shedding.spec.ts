@@ -74,7 +74,7 @@ describe('the load shedder', () => {
     expect(s.inFlight).toBe(0);
   });
 
-  it('releases a ticket once, and learns latency only from samples', () => {
+  it('releases a ticket once', () => {
     const s = shedder({ initialLimit: 10 });
     const ticket = s.admit('default') as SheddingTicket;
     at.ms += 50;
@@ -112,15 +112,33 @@ describe('the load shedder', () => {
   });
 
   it('tells a Retry-After of at least 1 s, from the time the requests in flight take to drain', () => {
-    const s = shedder({ minLimit: 4, maxLimit: 4, initialLimit: 4 });
+    const s = shedder({ minLimit: 20, maxLimit: 20, initialLimit: 20 });
     expect(s.retryAfterSeconds()).toBe(1);
-    const tickets = [1, 2, 3, 4].map(() => s.admit('critical') as SheddingTicket);
+    const tickets = Array.from({ length: 20 }, () => s.admit('critical') as SheddingTicket);
     at.ms += 3000;
-    for (const ticket of tickets.splice(0, 3)) s.release(ticket, true); // long-term latency 3 s
-    const more = [1, 2, 3].map(() => s.admit('critical') as SheddingTicket);
-    expect(s.inFlight).toBe(4);
-    expect(s.retryAfterSeconds()).toBe(3); // 3 s × 4 in flight / limit 4
-    for (const ticket of [...tickets, ...more]) s.release(ticket, false);
+    for (const ticket of tickets.splice(0, 10)) s.release(ticket, true); // one window: long-term latency 3 s
+    expect(s.inFlight).toBe(10);
+    expect(s.retryAfterSeconds()).toBe(2); // 3 s × 10 in flight / limit 20 = 1.5 s
+    for (const ticket of tickets) s.release(ticket, false);
+  });
+
+  it('teaches the limit one mean latency a window (1 s, 10 requests at least), not each request', () => {
+    const s = shedder({ minLimit: 4, maxLimit: 200, initialLimit: 20 });
+    const reference = new Gradient2Limit({ ...SHEDDING_DEFAULTS, maxLimit: 200, ...GRADIENT2_DEFAULTS });
+    const round = (latencyMs: number) => {
+      const tickets = Array.from({ length: 20 }, () => s.admit('critical') as SheddingTicket);
+      at.ms += latencyMs;
+      for (const ticket of tickets) s.release(ticket, true);
+    };
+    for (let i = 0; i < 40; i++) round(20); // 800 requests in 800 ms: no window is over yet
+    expect(s.limit).toBe(20);
+    at.ms += 200;
+    round(20);
+    expect(s.limit).toBe(reference.sample(20, 20));
+    // Fed each request, the same 820 samples would have doubled it (where 20 in flight is half of it).
+    const perRequest = new Gradient2Limit({ ...SHEDDING_DEFAULTS, maxLimit: 200, ...GRADIENT2_DEFAULTS });
+    for (let i = 0; i < 820; i++) perRequest.sample(20, 20);
+    expect(perRequest.limit).toBe(40);
   });
 });
 
