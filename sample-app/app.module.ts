@@ -21,11 +21,15 @@ import { ReportsController } from './reports.controller.js';
  * With REDIS_URL set, limits live in Redis and hold across instances; without it, in this process's memory.
  * With DATABASE_URL set, the monthly AI quota lives in PostgreSQL (durable, exact, readable for invoices;
  * the schema is created at start), and so do the rate limits unless REDIS_URL is set too.
+ * `shedding` keeps the critical routes (@Criticality) flowing when the instance is overloaded.
  */
 export function rateLimitOptions(env: NodeJS.ProcessEnv = process.env): RateLimitModuleOptions {
   return {
     defaults: [{ name: 'per-user', algorithm: 'sliding-window-counter', limit: 100, window: '1m' }],
     trustProxy: 'loopback',
+    // Load shedding: under overload this instance refuses sheddable routes first (report exports), then default
+    // ones, and keeps a fifth of its concurrency for critical ones (health, login, plan changes).
+    shedding: { maxEventLoopDelay: '500ms' },
     ...(env.REDIS_URL ? { redis: { url: env.REDIS_URL } } : {}),
     ...(env.DATABASE_URL ? { postgres: { connectionString: env.DATABASE_URL, migrate: true } } : {}),
   };

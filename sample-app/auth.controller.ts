@@ -8,7 +8,7 @@ import {
   UnauthorizedException,
 } from '@nestjs/common';
 
-import { RateLimit } from '../lib/index.js';
+import { Criticality, RateLimit } from '../lib/index.js';
 
 interface LoginBody {
   username?: unknown;
@@ -42,6 +42,7 @@ export class AuthController {
    */
   @Post('login')
   @HttpCode(200)
+  @Criticality('critical') // a user who cannot log in during an incident cannot do anything else
   @RateLimit([
     {
       name: 'login-account',

@@ -1,12 +1,16 @@
 import { Controller, Get } from '@nestjs/common';
 
-import { SkipRateLimit } from '../lib/index.js';
+import { Criticality, SkipRateLimit } from '../lib/index.js';
 
 @Controller('health')
 export class HealthController {
-  /** Probes of load balancers and orchestrators must never be limited (nor send rate-limit headers). */
+  /**
+   * Probes of load balancers and orchestrators must never be limited (nor send rate-limit headers), nor shed:
+   * an instance that fails its probe under load is taken out, and the load moves to the others.
+   */
   @Get()
   @SkipRateLimit()
+  @Criticality('critical')
   health(): { status: 'ok' } {
     return { status: 'ok' };
   }

@@ -1,6 +1,6 @@
 import { Controller, Get, Post, UseGuards } from '@nestjs/common';
 
-import { RateLimitService, SkipRateLimit } from '../lib/index.js';
+import { Criticality, RateLimitService, SkipRateLimit } from '../lib/index.js';
 import { ApiKeyGuard, type AuthUser, CurrentUser } from './api-key.guard.js';
 
 /** The per-user limit of a customer who upgraded: ten times the declared 100 per minute. */
@@ -25,6 +25,7 @@ export class PlansController {
   // Not limited: a customer who ran out of requests is the one who upgrades.
   @Post('upgrade')
   @SkipRateLimit()
+  @Criticality('critical') // a customer paying to get through an incident must get through
   async upgrade(@CurrentUser() user: AuthUser) {
     // The reason is logged: it names no user (the log names the override's hashed identity).
     const override = await this.rateLimits.override('per-user', `user:${user.id}`, {
@@ -36,6 +37,7 @@ export class PlansController {
 
   @Post('downgrade')
   @SkipRateLimit()
+  @Criticality('critical')
   async downgrade(@CurrentUser() user: AuthUser) {
     return { removed: await this.rateLimits.removeOverride('per-user', `user:${user.id}`) };
   }

@@ -9,7 +9,7 @@ import {
   UseGuards,
 } from '@nestjs/common';
 
-import { RateLimit } from '../lib/index.js';
+import { Criticality, RateLimit } from '../lib/index.js';
 import { ApiKeyGuard, type AuthUser, CurrentUser } from './api-key.guard.js';
 
 /** Rows exported when `rows` is absent. */
@@ -52,6 +52,7 @@ function exportCost(ctx: ExecutionContext): number {
 export class ReportsController {
   /** 50,000 rows per hour per user, all at once if need be; one request is charged as many units as rows. */
   @Get('export')
+  @Criticality('sheddable') // a report can wait a minute; a login cannot
   @RateLimit({ name: 'export-rows', algorithm: 'token-bucket', limit: 50_000, window: '1h', cost: exportCost })
   export(
     @CurrentUser() user: AuthUser,

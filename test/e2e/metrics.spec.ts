@@ -12,6 +12,7 @@ import {
 import request from 'supertest';
 
 import {
+  Criticality,
   RateLimit,
   type RateLimitDecisionEvent,
   RateLimitModule,
@@ -51,6 +52,22 @@ class MeteredController {
   async lease() {
     await new Promise<void>((resolve) => waiting.push(resolve));
     return 'done';
+  }
+}
+
+@Controller()
+class ShedController {
+  @Post('hold')
+  @Criticality('critical')
+  async hold() {
+    await new Promise<void>((resolve) => waiting.push(resolve));
+    return 'done';
+  }
+
+  @Get('extra')
+  @Criticality('sheddable')
+  extra() {
+    return 'ok';
   }
 }
 
@@ -277,6 +294,39 @@ describe('OpenTelemetry metrics on Redis (express)', () => {
     expect((await sdk.collect())('rate_limit.breaker.state')).toEqual([
       { attributes: { 'rate_limit.store': 'redis' }, value: 0 },
     ]);
+  });
+});
+
+describe('OpenTelemetry metrics of load shedding', () => {
+  it('show the limit and the requests in flight as gauges, and count the requests shed by criticality', async () => {
+    const sdk = registerSdk();
+    const { app } = await createApp('express', {
+      imports: [RateLimitModule.forRoot({ shedding: { minLimit: 1, maxLimit: 1, maxEventLoopDelay: 0 } })],
+      controllers: [ShedController],
+    });
+    try {
+      await app.listen(0, '127.0.0.1');
+      const server = app.getHttpServer() as Server;
+      const held = postOn(server, '/hold').status;
+      await waitFor(() => waiting.length === 1);
+      expect((await request(server).get('/extra')).status).toBe(503);
+      const during = await sdk.collect();
+      expect(during('rate_limit.shedding.limit')).toEqual([{ attributes: {}, value: 1, boundaries: undefined }]);
+      expect(during('rate_limit.shedding.in_flight')).toEqual([{ attributes: {}, value: 1, boundaries: undefined }]);
+      expect(during('rate_limit.shed')).toEqual([
+        { attributes: { 'rate_limit.criticality': 'sheddable' }, value: 1, boundaries: undefined },
+      ]);
+      release();
+      expect(await held).toBe(201);
+      await waitFor(() => app.get(RateLimiter).shedding?.shedder.inFlight === 0);
+      expect((await sdk.collect())('rate_limit.shedding.in_flight')).toEqual([
+        { attributes: {}, value: 0, boundaries: undefined },
+      ]);
+    } finally {
+      release();
+      await app.close();
+      await sdk.provider.shutdown();
+    }
   });
 });
 

@@ -177,3 +177,22 @@ describe.each(ADAPTERS)('load shedding over HTTP (%s)', (adapter) => {
     });
   });
 });
+
+describe('a criticality the module does not know', () => {
+  @Controller()
+  class MistypedController {
+    @Get('report')
+    @Criticality('urgent' as never)
+    report() {
+      return 'report';
+    }
+  }
+
+  it('stops the start, naming the handler', async () => {
+    await expect(
+      createApp('express', { imports: [RateLimitModule.forRoot({})], controllers: [MistypedController] }),
+    ).rejects.toThrow(
+      "@Criticality on MistypedController.report must be 'critical', 'default' or 'sheddable', got \"urgent\"",
+    );
+  });
+});

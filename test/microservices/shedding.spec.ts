@@ -27,7 +27,7 @@ class WorkHandlers {
 
   @EventPattern('audit')
   @Criticality('sheddable')
-  async audit() {
+  async audit(@Payload() _data: TenantMessage) {
     await dependency.call('event');
   }
 }

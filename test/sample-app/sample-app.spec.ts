@@ -37,6 +37,7 @@ describe('rateLimitOptions', () => {
     expect(rateLimitOptions({})).toEqual({
       defaults: [{ name: 'per-user', algorithm: 'sliding-window-counter', limit: 100, window: '1m' }],
       trustProxy: 'loopback',
+      shedding: { maxEventLoopDelay: '500ms' },
     });
     expect(rateLimitOptions({ REDIS_URL: 'redis://cache:6379' }).redis).toEqual({ url: 'redis://cache:6379' });
   });

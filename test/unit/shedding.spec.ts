@@ -1,5 +1,8 @@
+import { jest } from '@jest/globals';
+
 import { Gradient2Limit, GRADIENT2_DEFAULTS } from '../../lib/shedding/gradient2.js';
 import { LoadShedder, type SheddingTicket } from '../../lib/shedding/load-shedder.js';
+import { EventLoopWatch, LOOP_SAMPLE_MS } from '../../lib/shedding/loop-delay.js';
 import { SHEDDING_DEFAULTS, sheddingSettings } from '../../lib/shedding/shedding-options.js';
 
 const bounds = { minLimit: 4, maxLimit: 200, initialLimit: 20, ...GRADIENT2_DEFAULTS };
@@ -139,6 +142,31 @@ describe('the load shedder', () => {
     const perRequest = new Gradient2Limit({ ...SHEDDING_DEFAULTS, maxLimit: 200, ...GRADIENT2_DEFAULTS });
     for (let i = 0; i < 820; i++) perRequest.sample(20, 20);
     expect(perRequest.limit).toBe(40);
+  });
+});
+
+describe('the event-loop watch', () => {
+  afterEach(() => jest.useRealTimers());
+
+  it('reports how late each tick fired, from the second one (the first measures the start)', () => {
+    jest.useFakeTimers();
+    const at = { ms: 0 };
+    const delays: number[] = [];
+    const watch = new EventLoopWatch(
+      (delayMs) => delays.push(delayMs),
+      () => at.ms,
+    );
+    const tick = (lateMs: number) => {
+      at.ms += LOOP_SAMPLE_MS + lateMs;
+      jest.advanceTimersByTime(LOOP_SAMPLE_MS);
+    };
+    tick(900); // the application's start
+    tick(0);
+    tick(250); // the loop was blocked for 250 ms
+    tick(3);
+    watch.close();
+    tick(500);
+    expect(delays).toEqual([0, 250, 3]);
   });
 });
 
