@@ -76,6 +76,7 @@ export default defineConfig({
             { text: 'Allow and deny lists', link: '/lists' },
             { text: 'Counting by outcome', link: '/counting-by-outcome' },
             { text: 'Concurrency limits', link: '/concurrency' },
+            { text: 'Shedding load', link: '/shedding-load' },
             { text: 'Quotas', link: '/quotas' },
             { text: 'Hot keys (lease)', link: '/hot-keys' },
           ],

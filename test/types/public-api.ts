@@ -5,6 +5,7 @@ import { type DynamicModule, type ExecutionContext, Injectable } from '@nestjs/c
 import { expectTypeOf } from 'expect-type';
 import {
   type Clock,
+  Criticality,
   MemoryRateLimitStore,
   type RateLimitDecision,
   type RateLimitDecisionSource,
@@ -19,6 +20,7 @@ import {
   type RateLimitModuleAsyncOptions,
   type RateLimitModuleOptions,
   type RateLimitModuleOptionsFactory,
+  RateLimitOverloadedException,
   type RateLimitOverride,
   type RateLimitOverrideChange,
   type RateLimitOverrideOutcome,
@@ -26,6 +28,7 @@ import {
   type RateLimitProblem,
   type RateLimitReservation,
   RateLimitService,
+  type RateLimitSheddingOptions,
   RateLimitStore,
   type RateLimitStoreItem,
   RateLimitUnavailableException,
@@ -40,7 +43,12 @@ import {
   type RpcUnavailableError,
 } from 'nest-rate-limit/microservices';
 import { FAKE_CLOCK_START, FakeClock, RateLimitTestingModule } from 'nest-rate-limit/testing';
-import type { WsDenyListError, WsRateLimitedError, WsUnavailableError } from 'nest-rate-limit/websockets';
+import type {
+  WsDenyListError,
+  WsOverloadedError,
+  WsRateLimitedError,
+  WsUnavailableError,
+} from 'nest-rate-limit/websockets';
 
 declare const ctx: ExecutionContext;
 
@@ -233,7 +241,9 @@ expectTypeOf<RateLimitProblem['status']>().toEqualTypeOf<429 | 503>();
 expectTypeOf<RateLimitProblem['violated-policies']>().toEqualTypeOf<readonly string[]>();
 // The body of a 429, 503 or 403 as a client parses it: `code` narrows it to one refusal and its fields.
 declare const body: RateLimitErrorBody;
-expectTypeOf(body.code).toEqualTypeOf<'RATE_LIMITED' | 'RATE_LIMIT_UNAVAILABLE' | 'OVERLOADED' | 'RATE_LIMIT_DENY_LIST'>();
+expectTypeOf(body.code).toEqualTypeOf<
+  'RATE_LIMITED' | 'RATE_LIMIT_UNAVAILABLE' | 'OVERLOADED' | 'RATE_LIMIT_DENY_LIST'
+>();
 expectTypeOf(body.statusCode).toEqualTypeOf<429 | 503 | 403>();
 if (body.code === 'RATE_LIMITED') {
   expectTypeOf(body).toEqualTypeOf<{
@@ -372,3 +382,23 @@ expectTypeOf(new RateLimitDroppedEvent('events')).toExtend<Error>();
 expectTypeOf<RateLimitDroppedEvent['policy']>().toEqualTypeOf<string | undefined>();
 
 export { ctx, incomplete };
+
+// Load shedding: @Criticality's levels, the `shedding` option, and what a shed client receives.
+expectTypeOf(Criticality).parameter(0).toEqualTypeOf<'critical' | 'default' | 'sheddable'>();
+expectTypeOf<Criticality>().toEqualTypeOf<'critical' | 'default' | 'sheddable'>();
+expectTypeOf<RateLimitModuleOptions['shedding']>().toEqualTypeOf<boolean | RateLimitSheddingOptions | undefined>();
+expectTypeOf<RateLimitSheddingOptions>().toEqualTypeOf<{
+  minLimit?: number;
+  maxLimit?: number;
+  initialLimit?: number;
+  reserve?: number;
+  maxEventLoopDelay?: number | string;
+}>();
+expectTypeOf(new RateLimitOverloadedException('sheddable', 1).problem()).toEqualTypeOf<RateLimitProblem>();
+expectTypeOf<WsOverloadedError>().toEqualTypeOf<{
+  readonly status: 'error';
+  readonly code: 'OVERLOADED';
+  readonly message: string;
+  readonly criticality: Criticality;
+  readonly retryAfter: number;
+}>();

@@ -13,6 +13,15 @@ import {
   type SimulationRequest,
 } from './index.js';
 import { fleetSvg, fleetTable, FLEET_HELP, parseSimulateFleet, runFleet, type FleetResult } from './fleet/index.js';
+import {
+  parseSimulateShedding,
+  runShedding,
+  SHEDDING_HELP,
+  sheddingSummary,
+  sheddingSvg,
+  sheddingTable,
+  type SheddingResult,
+} from './shedding/index.js';
 import { formatMs } from './traffic.js';
 
 const HELP = `Usage (from a clone of the repository): npm run simulate -- [flags]
@@ -98,8 +107,35 @@ async function simulateFleet(args: readonly string[]): Promise<number> {
   return 0;
 }
 
+/** `simulate-shedding`: each scenario × variant asked for, a table each, a summary, and one chart of them all. */
+function simulateShedding(args: readonly string[]): number {
+  const parsed = parseSimulateShedding(args);
+  if (parsed === 'help') {
+    process.stdout.write(SHEDDING_HELP);
+    return 0;
+  }
+  const started = process.cpuUsage();
+  const runs: SheddingResult[] = [];
+  for (const options of parsed.runs) {
+    const run = runShedding(options);
+    process.stdout.write(`${sheddingTable(run)}\n`);
+    runs.push(run);
+  }
+  process.stdout.write(sheddingSummary(runs));
+  const path = resolve(parsed.out);
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, sheddingSvg(runs));
+  const cpu = process.cpuUsage(started);
+  process.stdout.write(`wrote ${parsed.out} (${((cpu.user + cpu.system) / 1e6).toFixed(1)} s of CPU)\n`);
+  return 0;
+}
+
 /** How each command is run from a clone of the repository (the package has no `npx` command). */
-const RUN = { simulate: 'npm run simulate --', 'simulate-fleet': 'npm run simulate:fleet --' } as const;
+const RUN = {
+  simulate: 'npm run simulate --',
+  'simulate-fleet': 'npm run simulate:fleet --',
+  'simulate-shedding': 'npx nest-rate-limit-simulate simulate-shedding',
+} as const;
 
 /** Runs the command line; returns the exit code (0 done, 1 failed, 2 a mistake in the command line). */
 export async function main(args: readonly string[]): Promise<number> {
@@ -110,12 +146,15 @@ export async function main(args: readonly string[]): Promise<number> {
       return 2;
     }
     if (command === '--help' || command === '-h' || command === 'help') {
-      process.stdout.write(`${HELP}\n${FLEET_HELP}`);
+      process.stdout.write(`${HELP}\n${FLEET_HELP}\n${SHEDDING_HELP}`);
       return 0;
     }
     if (command === 'simulate-fleet') return await simulateFleet(rest);
+    if (command === 'simulate-shedding') return simulateShedding(rest);
     if (command !== 'simulate') {
-      throw new UsageError(`unknown command ${JSON.stringify(command)}: the commands are simulate and simulate-fleet`);
+      throw new UsageError(
+        `unknown command ${JSON.stringify(command)}: the commands are simulate, simulate-fleet and simulate-shedding`,
+      );
     }
     const parsed = parseSimulate(rest);
     if (parsed === 'help') {
@@ -135,7 +174,7 @@ export async function main(args: readonly string[]): Promise<number> {
     process.stdout.write(`wrote ${parsed.out}\n`);
     return 0;
   } catch (error) {
-    const name = command === 'simulate-fleet' ? command : 'simulate';
+    const name = command === 'simulate-fleet' || command === 'simulate-shedding' ? command : 'simulate';
     if (error instanceof UsageError || error instanceof SimulatorError) {
       process.stderr.write(`${name}: ${error.message}\nRun \`${RUN[name]} --help\` for the flags.\n`);
       return 2;
