@@ -121,6 +121,11 @@ class HttpContextAdapter implements Adapter.ContextAdapter {
       // Ended by the server: its status is final, even if the client did not stay to read all of it.
       end(res.writableEnded ? res.statusCode : undefined);
     };
+    // The client left before this (while a slow middleware ran, say): 'close' is past, and 'finish' never comes.
+    if (res.destroyed || res.writableFinished) {
+      process.nextTick(onEnd);
+      return;
+    }
     // on(), not once(): onEnd removes both itself, and once() would wrap each in a function of its own
     res.on('finish', onEnd);
     res.on('close', onEnd);

@@ -28,7 +28,8 @@ const SHADOW_QUIET_MS = 60_000;
  * (RateLimitService.override): `shadow: false` and `allowed` as decided under its `limit`; or, for a dry run
  * (`shadow: true`), what it would have answered (the decision followed the declared policy). A request that
  * load shedding refused (the `shedding` option) is one event with source 'shed', `policy` and `key` '',
- * `allowed: false`, `retryAfterMs` the wait its 503 tells and the handler's `criticality`: no policy was decided.
+ * `allowed: false`, `retryAfterMs` the wait its 503 tells and the handler's `criticality` (on HTTP no policy was
+ * decided; outside HTTP its policies' events came before it, and what they charged was given back).
  */
 export interface RateLimitDecisionEvent {
   readonly policy: string;
@@ -175,7 +176,7 @@ export class DecisionEvents {
     });
   }
 
-  /** A request load shedding refused: the metrics and the hook are told (no policy was decided). */
+  /** A request load shedding refused: the metrics and the hook are told. */
   shed(criticality: Criticality, retryAfterMs: number, context: ExecutionContext): void {
     this.metrics?.shed(criticality);
     if (this.hook === undefined) return;

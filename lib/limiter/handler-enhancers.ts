@@ -68,7 +68,11 @@ const SETTLEMENT_OBSERVER: NestInterceptor = {
   },
 };
 
-/** The load shedding of the application that last planned a class outside HTTP with the `shedding` option. */
+/**
+ * The load shedding of the application that last planned a class outside HTTP, while it runs (classes, and so
+ * their interceptors, are shared by the applications of a process; one planned later without `shedding`, or
+ * closed, takes it off).
+ */
 const SHEDDING_GATES = new WeakMap<object, SheddingGate>();
 
 /**
@@ -139,8 +143,12 @@ const withOutcomeObserver: HandlerDecorator = (owner, method, descriptor) =>
   UseInterceptors(OUTCOME_OBSERVER)(owner, method, descriptor);
 const withSettlement: HandlerDecorator = (owner, method, descriptor) =>
   UseInterceptors(SETTLEMENT_OBSERVER)(owner, method, descriptor);
-const withShedding: HandlerDecorator = (owner, method, descriptor) =>
+const withShedding: HandlerDecorator = (owner, method, descriptor) => {
   UseInterceptors(SHEDDING)(owner, method, descriptor);
+  // A shed event of a handler without policies: no handler guard brought the filter (a hybrid app without
+  // inheritAppConfig has no APP_FILTER), and Nest's would log an error for every dropped event.
+  UseFilters(new DroppedEventFilter())(owner, method, descriptor);
+};
 const withRpcGuard: HandlerDecorator = (owner, method, descriptor) => {
   UseGuards(HANDLER_GUARD)(owner, method, descriptor);
   UseFilters(new DroppedEventFilter())(owner, method, descriptor);
@@ -198,6 +206,12 @@ export function attachShedding(
     SHEDDING_GATES.set(classRef, gate);
     decorateHandler(prototype, method, withShedding);
   }
+}
+
+/** An application that closes takes its load shedding off the classes it had it on. */
+export function detachShedding(gate: SheddingGate | undefined, outsideHttp: readonly { classRef: object }[]): void {
+  if (gate === undefined) return;
+  for (const { classRef } of outsideHttp) if (SHEDDING_GATES.get(classRef) === gate) SHEDDING_GATES.delete(classRef);
 }
 
 /** Puts the settlement interceptor on the handlers with `settle` policies; others pay for nothing. */

@@ -1,5 +1,5 @@
 import type { CallHandler, ExecutionContext } from '@nestjs/common';
-import { finalize, from, type Observable, tap } from 'rxjs';
+import { defer, finalize, from, type Observable, tap } from 'rxjs';
 
 import type { AdapterRegistry } from '../contexts/adapter-registry.js';
 import type { ContextAdapter, ContextType } from '../contexts/context-adapter.js';
@@ -19,9 +19,8 @@ import { Invocation, invocationOf } from './invocation.js';
  *   costs no store call), and it stays in flight until its response ends; a request a policy refuses gives
  *   its slot back at once, without teaching the limit its latency.
  * - Outside HTTP (microservices, gateways, root resolvers), whose invocations end with the handler's result:
- *   an interceptor of the limiter's admits the invocation after every guard, and gives back what the
- *   policies charged it when it refuses it (handlers with `count` or `settle` policies: their watches see
- *   the refusal as the invocation's failure).
+ *   an interceptor of the limiter's admits the invocation after every guard, and gives back everything the
+ *   policies charged it when it refuses it (their outcome and settlement watches then skip it: compensated).
  */
 export class SheddingGate {
   constructor(
@@ -52,20 +51,24 @@ export class SheddingGate {
 
   /** The shedding interceptor's work outside HTTP: the handler's result runs in flight, or the refusal. */
   intercept(ctx: ExecutionContext, next: CallHandler): Observable<unknown> {
-    const plan = this.planner.planFor(ctx.getClass(), ctx.getHandler());
-    const slot = this.shedder.admit(plan.criticality);
-    if (slot === undefined) return from(this.refuseCharged(ctx, plan));
-    return next.handle().pipe(
-      tap({ complete: () => this.shedder.release(slot, true), error: () => this.shedder.release(slot, true) }),
-      finalize(() => this.shedder.release(slot, false)), // unsubscribed before it settled: no sample
-    );
+    // Admitted on subscription: a slot is taken only where its release (finalize) is sure to run.
+    return defer(() => {
+      const plan = this.planner.planFor(ctx.getClass(), ctx.getHandler());
+      const slot = this.shedder.admit(plan.criticality);
+      if (slot === undefined) return from(this.refuseCharged(ctx, plan));
+      return next.handle().pipe(
+        tap({ complete: () => this.shedder.release(slot, true), error: () => this.shedder.release(slot, true) }),
+        finalize(() => this.shedder.release(slot, false)), // unsubscribed before it settled: no sample
+      );
+    });
   }
 
   /** Refuses an invocation outside HTTP, after giving back what its policies charged. */
   private async refuseCharged(ctx: ExecutionContext, plan: RoutePlan): Promise<never> {
     const adapter = this.adapters.get(ctx.getType<ContextType>());
+    // Every charge, `count` and `settle` policies' too: compensated, their watches skip it (outcome.ts, settlement.ts).
     const charges = Invocation.find(invocationOf(ctx))?.takeCharges() ?? [];
-    if (!plan.counted && !plan.settled) await Promise.all(charges.map((charge) => this.engine.compensate(charge)));
+    await Promise.all(charges.map((charge) => this.engine.compensate(charge)));
     if (adapter === undefined) throw new Error(`nest-rate-limit: no adapter of context ${ctx.getType()} (a bug)`);
     return this.refuse(ctx, adapter, plan.criticality);
   }

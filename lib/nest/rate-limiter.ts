@@ -10,6 +10,7 @@ import {
   attachOutcomeObserver,
   attachSettlement,
   attachShedding,
+  detachShedding,
 } from '../limiter/handler-enhancers.js';
 import { OutcomeRefunds } from '../limiter/outcome.js';
 import { cannotCharge, Settlements } from '../limiter/settlement.js';
@@ -115,6 +116,8 @@ export class RateLimiter extends RequestLimiter implements OnModuleInit, OnModul
   private readonly stores: RateLimitStores;
   /** With the `shedding` option: the watch of the event loop's delay, from start to destroy. */
   private loopWatch: EventLoopWatch | undefined;
+  /** The handlers outside HTTP, whose load shedding this application takes off when it closes. */
+  private readonly outsideHttp: readonly { classRef: object }[];
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) readonly options: RateLimitModuleOptions,
@@ -142,6 +145,7 @@ export class RateLimiter extends RequestLimiter implements OnModuleInit, OnModul
     attachOutcomeObserver(application.counted);
     attachSettlement(application.settled);
     attachShedding(this.shedding, application.outsideHttp);
+    this.outsideHttp = application.outsideHttp;
     this.contexts = application.contexts;
     this.rpcPolicies = application.guarded.some(({ context }) => context === 'rpc');
     this.unguarded = application.unguarded;
@@ -219,6 +223,7 @@ export class RateLimiter extends RequestLimiter implements OnModuleInit, OnModul
   /** Lets the refunds and settlements of ended invocations reach the store before the module closes its connections. */
   async onModuleDestroy(): Promise<void> {
     this.loopWatch?.close();
+    detachShedding(this.shedding, this.outsideHttp);
     this.scopes.close();
     await this.refundsSettled();
     await this.engine.dispose();

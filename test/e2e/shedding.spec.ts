@@ -1,7 +1,16 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AddressInfo } from 'node:net';
 
-import { Controller, Get, type INestApplication } from '@nestjs/common';
+import type { ServerResponse } from 'node:http';
+
+import {
+  Controller,
+  Get,
+  type INestApplication,
+  type MiddlewareConsumer,
+  Module,
+  type NestModule,
+} from '@nestjs/common';
 
 import {
   Criticality,
@@ -14,6 +23,7 @@ import {
 import { RateLimiter } from '../../lib/nest/rate-limiter.js';
 import { LimitedDependency } from '../support/limited-dependency.js';
 import { ADAPTERS, type AdapterName, createApp } from '../support/nest-app.js';
+import { waitFor } from '../support/wait.js';
 
 // A dependency of 2 at once, 20 ms a call; 2 critical clients and 12 sheddable ones in a closed loop (each sends
 // its next request when its last is answered): 7 times what the dependency can serve at once.
@@ -46,6 +56,32 @@ class WorkController {
   once() {
     return 'once';
   }
+
+  @Get('late')
+  @RateLimit({ name: 'late-slots', algorithm: 'concurrency', limit: 1, window: '1h', key: 'ip' })
+  late() {
+    lateCalls++;
+    return 'late';
+  }
+}
+
+let lateCalls = 0;
+/** The requests in flight as each response of /once began to be sent (read from the running app's shedder). */
+const inFlightAtResponse: number[] = [];
+let inFlight = (): number => NaN;
+
+/** Middleware of the app's own: /late waits 150 ms before the guards; /once notes the in-flight count. */
+@Module({})
+class MiddlewareModule implements NestModule {
+  configure(consumer: MiddlewareConsumer): void {
+    consumer.apply((_req: unknown, _res: unknown, next: () => void) => void setTimeout(next, 150)).forRoutes('late');
+    consumer
+      .apply((_req: unknown, res: ServerResponse, next: () => void) => {
+        res.once('prefinish', () => inFlightAtResponse.push(inFlight()));
+        next();
+      })
+      .forRoutes('once');
+  }
 }
 
 interface Answer {
@@ -57,9 +93,10 @@ interface Answer {
 async function start(adapter: AdapterName, options: Partial<RateLimitModuleOptions>) {
   const events: RateLimitDecisionEvent[] = [];
   const { app } = await createApp(adapter, {
-    imports: [RateLimitModule.forRoot({ ...options, onDecision: (event) => events.push(event) })],
+    imports: [RateLimitModule.forRoot({ ...options, onDecision: (event) => events.push(event) }), MiddlewareModule],
     controllers: [WorkController],
   });
+  inFlight = () => app.get(RateLimiter).shedding?.shedder.inFlight ?? NaN;
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;
   const get = async (path: string): Promise<Answer> => {
@@ -152,16 +189,17 @@ describe.each(ADAPTERS)('load shedding over HTTP (%s)', (adapter) => {
     expect(dependency.medianAhead('sheddable')).toBeGreaterThanOrEqual(8);
   });
 
-  it('does not count a request a rate limit refuses as in flight, and sends problem details when asked', async () => {
+  it('gives back the slot of a request a rate limit refuses before its response, and sends problem details', async () => {
     const started = await start(adapter, {
       shedding: { ...SHEDDING, minLimit: 1, maxLimit: 1, initialLimit: 1 },
       errors: 'problem',
     });
     app = started.app;
+    inFlightAtResponse.length = 0;
     expect((await started.get('once')).status).toBe(200);
     expect((await started.get('once')).status).toBe(429);
-    const { shedder } = app.get(RateLimiter).shedding ?? {};
-    expect(shedder?.inFlight).toBe(0);
+    // The 200 was in flight until its response ended; the 429 left as soon as its policy refused it.
+    expect(inFlightAtResponse).toEqual([1, 0]);
 
     const held = Promise.all([started.get('charge'), started.get('history')]);
     const answers = await held;
@@ -194,5 +232,25 @@ describe('a criticality the module does not know', () => {
     ).rejects.toThrow(
       "@Criticality on MistypedController.report must be 'critical', 'default' or 'sheddable', got \"urgent\"",
     );
+  });
+});
+
+// Regression: a client that left while a middleware ran (before the guard) left its shedding slot taken for good,
+// and its concurrency slot until the policy's window ran out: the response's 'close' had passed, and a destroyed
+// response never emits 'finish'.
+describe.each(ADAPTERS)('a client that leaves before the guard runs (%s)', (adapter) => {
+  it("gives its slots back: load shedding's and a concurrency policy's", async () => {
+    const { app, get } = await start(adapter, { shedding: SHEDDING });
+    try {
+      const { port } = app.getHttpServer().address() as AddressInfo;
+      const before = lateCalls;
+      await expect(fetch(`http://127.0.0.1:${port}/late`, { signal: AbortSignal.timeout(30) })).rejects.toThrow();
+      await waitFor(() => lateCalls === before + 1, 'the handler to run for the client that left');
+      await waitFor(() => app.get(RateLimiter).shedding?.shedder.inFlight === 0, 'its slot to be given back', 2000);
+      await app.get(RateLimiter).refundsSettled();
+      expect((await get('late')).status).toBe(200); // the concurrency limit of 1 has room again
+    } finally {
+      await app.close();
+    }
   });
 });

@@ -4,6 +4,7 @@ import { EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
 import { Criticality, RateLimit, RateLimitService } from '../../lib/index.js';
 import { RateLimiter } from '../../lib/nest/rate-limiter.js';
 import { LimitedDependency } from '../support/limited-dependency.js';
+import { waitFor } from '../support/wait.js';
 import { emit, type RpcApp, send, startRpcApp, type TenantMessage, tenantKey, untilProcessed } from './fixtures.js';
 
 const dependency = new LimitedDependency(2, 20);
@@ -23,6 +24,13 @@ class WorkHandlers {
   async history(@Payload() _data: TenantMessage) {
     await dependency.call('sheddable');
     return 'history';
+  }
+
+  @MessagePattern('login')
+  @Criticality('sheddable')
+  @RateLimit({ name: 'logins', algorithm: 'fixed-window', limit: 100, window: '1h', key: tenantKey, count: 'failed' })
+  login(@Payload() _data: TenantMessage) {
+    return 'in';
   }
 
   @EventPattern('audit')
@@ -90,6 +98,23 @@ describe('load shedding of microservice messages (TCP)', () => {
     await rpc.app.get(RateLimiter).refundsSettled();
     expect((await service.peek('history', 'tenant:acme')).remaining).toBe(100_000 - answered.length);
     expect(rpc.app.get(RateLimiter).shedding?.shedder.inFlight).toBe(0);
+  });
+
+  // Regression: the charge of a handler with `count` (or `settle`) policies was left to their watch, which took
+  // the refusal for a failure: `count: 'failed'` kept it.
+  it('gives back the charge of a counted policy when it refuses the message', async () => {
+    rpc = await startRpcApp({
+      transport: 'tcp',
+      options: { shedding: { minLimit: 1, maxLimit: 1, initialLimit: 1, maxEventLoopDelay: 0 } },
+      controllers: [WorkHandlers],
+    });
+    const held = send(rpc.client, 'charge', {});
+    await waitFor(() => dependency.calls('critical') === 1);
+    await expect(send(rpc.client, 'login', { tenant: 'acme' })).rejects.toMatchObject({ code: 'OVERLOADED' });
+    expect(await held).toBe('charged');
+    const limiter = rpc.app.get(RateLimiter);
+    await limiter.refundsSettled();
+    expect((await rpc.app.get(RateLimitService).peek('logins', 'tenant:acme')).remaining).toBe(100);
   });
 
   it('drops a sheddable event while the instance is overloaded, and logs it', async () => {

@@ -135,12 +135,17 @@ describe('the load shedder', () => {
     };
     for (let i = 0; i < 40; i++) round(20); // 800 requests in 800 ms: no window is over yet
     expect(s.limit).toBe(20);
-    at.ms += 200;
-    round(20);
-    expect(s.limit).toBe(reference.sample(20, 20));
-    // Fed each request, the same 820 samples would have doubled it (where 20 in flight is half of it).
+    // Five windows of a second: five samples, each moving the limit by a fifth of the queue allowance.
+    for (let window = 0; window < 5; window++) {
+      at.ms += 1000;
+      round(20);
+      reference.sample(20, 20);
+    }
+    expect(s.limit).toBe(24);
+    expect(reference.limit).toBe(24);
+    // Fed each request, the same 900 samples would have doubled it (where 20 in flight is half of it).
     const perRequest = new Gradient2Limit({ ...SHEDDING_DEFAULTS, maxLimit: 200, ...GRADIENT2_DEFAULTS });
-    for (let i = 0; i < 820; i++) perRequest.sample(20, 20);
+    for (let i = 0; i < 900; i++) perRequest.sample(20, 20);
     expect(perRequest.limit).toBe(40);
   });
 });
