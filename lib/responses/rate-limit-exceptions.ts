@@ -129,6 +129,16 @@ export function deniedMessage(decision: RateLimitDecision, retryAfter: number | 
   return decision.message ?? `Rate limit "${decision.policy}" exceeded; retry in ${retryAfter} s`;
 }
 
+/** A 503's RFC 9457 body: problem type temporary-reduced-capacity. */
+const reducedCapacity = (detail: string, violated: readonly string[], retryAfter: number): RateLimitProblem => ({
+  type: TEMPORARY_REDUCED_CAPACITY,
+  title: 'Temporary Reduced Capacity',
+  status: HttpStatus.SERVICE_UNAVAILABLE,
+  detail,
+  'violated-policies': violated,
+  retryAfter,
+});
+
 /** The message of a fail-closed outage, the same in every context. */
 export function unavailableMessage(policy: string): string {
   return `Rate limiter unavailable; policy "${policy}" fails closed`;
@@ -158,14 +168,7 @@ export class RateLimitUnavailableException extends HttpException {
 
   /** The RFC 9457 body of this outage: problem type temporary-reduced-capacity, naming the fail-closed policy. */
   problem(): RateLimitProblem {
-    return {
-      type: TEMPORARY_REDUCED_CAPACITY,
-      title: 'Temporary Reduced Capacity',
-      status: HttpStatus.SERVICE_UNAVAILABLE,
-      detail: unavailableMessage(this.policy),
-      'violated-policies': [this.policy],
-      retryAfter: this.retryAfter,
-    };
+    return reducedCapacity(unavailableMessage(this.policy), [this.policy], this.retryAfter);
   }
 }
 
@@ -198,15 +201,7 @@ export class RateLimitOverloadedException extends HttpException {
 
   /** The RFC 9457 body: problem type temporary-reduced-capacity, `code: 'OVERLOADED'`, no policy named. */
   problem(): RateLimitProblem {
-    return {
-      type: TEMPORARY_REDUCED_CAPACITY,
-      title: 'Temporary Reduced Capacity',
-      status: HttpStatus.SERVICE_UNAVAILABLE,
-      detail: overloadedMessage(this.criticality),
-      'violated-policies': [],
-      retryAfter: this.retryAfter,
-      code: 'OVERLOADED',
-    };
+    return { ...reducedCapacity(overloadedMessage(this.criticality), [], this.retryAfter), code: 'OVERLOADED' };
   }
 }
 
