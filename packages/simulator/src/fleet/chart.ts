@@ -1,3 +1,4 @@
+import { type Frame, r2, sx, timeAxes } from '../time-frame.js';
 import { niceStep, TRAILING, xml } from '../panel.js';
 import { formatMs } from '../traffic.js';
 import { callsPerRequest, limitPerSecond, modeOf, mostShort } from './report.js';
@@ -15,7 +16,6 @@ const COLOURS: Readonly<Record<string, string>> = { off: '#777', growing: TRAILI
 /** The store-calls axis: from 1 call in 10,000 requests to 1 per request, logarithmic. */
 const LEAST_CALLS = 1e-4;
 
-const r2 = (n: number): number => Math.round(n * 100) / 100;
 const count = (n: number): string => Math.round(n).toLocaleString('en-US');
 
 /** The numbers of one run, as `<metadata id="fleet">` holds them (JSON, one entry per run). */
@@ -54,29 +54,9 @@ export function chartDataOf(r: FleetResult): FleetChartData {
   };
 }
 
-interface Frame {
-  readonly x: number;
-  readonly y: number;
-  readonly durationMs: number;
-}
-
-const sx = (f: Frame, ms: number) => r2(f.x + (ms / f.durationMs) * PANEL_WIDTH);
-
-function axes(f: Frame, ticks: readonly [number, string][], heading: string): string[] {
-  const out = [`<text x="${f.x}" y="${f.y - 8}" font-size="12" fill="#222">${xml(heading)}</text>`];
-  for (const [y, label] of ticks) {
-    out.push(`<line x1="${f.x}" x2="${f.x + PANEL_WIDTH}" y1="${y}" y2="${y}" stroke="#e8e8e8"/>`);
-    out.push(`<text x="${f.x - 6}" y="${y + 4}" font-size="11" fill="#555" text-anchor="end">${label}</text>`);
-  }
-  out.push(`<line x1="${f.x}" x2="${f.x + PANEL_WIDTH}" y1="${f.y + HEIGHT}" y2="${f.y + HEIGHT}" stroke="#333"/>`);
-  const step = niceStep(f.durationMs / 5);
-  for (let t = 0; t <= f.durationMs; t += step) {
-    out.push(
-      `<text x="${sx(f, t)}" y="${f.y + HEIGHT + 14}" font-size="11" fill="#555" text-anchor="middle">${t === 0 ? '0' : formatMs(t)}</text>`,
-    );
-  }
-  return out;
-}
+/** The time axes of this chart's panels: about 5 labels of time. */
+const axes = (f: Frame, ticks: readonly [number, string][], heading: string): string[] =>
+  timeAxes(f, ticks, heading, 5);
 
 function line(f: Frame, r: FleetResult, y: (slot: FleetResult['slots'][number]) => number, cls: string): string {
   const points = r.slots.map((s) => `${sx(f, (s.startMs + s.endMs) / 2)} ${r2(y(s))}`);
@@ -88,8 +68,8 @@ function line(f: Frame, r: FleetResult, y: (slot: FleetResult['slots'][number]) 
 function row(runs: readonly FleetResult[], y: number): string {
   const first = runs[0] as FleetResult;
   const durationMs = first.options.durationMs;
-  const left: Frame = { x: LEFT, y, durationMs };
-  const right: Frame = { x: LEFT + PANEL_WIDTH + GAP, y, durationMs };
+  const left: Frame = { x: LEFT, y, width: PANEL_WIDTH, height: HEIGHT, durationMs };
+  const right: Frame = { x: LEFT + PANEL_WIDTH + GAP, y, width: PANEL_WIDTH, height: HEIGHT, durationMs };
   const limit = limitPerSecond(first);
   const peak = Math.max(limit * 1.25, ...runs.flatMap((r) => r.slots.map((s) => (s.admitted * 1000) / r.slotMs)));
   const top = niceStep(peak);

@@ -117,71 +117,9 @@ export function sheddingOptionsOf(asked: Partial<SheddingSimOptions> = {}): Shed
  */
 export function runShedding(asked: Partial<SheddingSimOptions> = {}): SheddingResult {
   const o = sheddingOptionsOf(asked);
-  const capacity = capacityOf(o);
-  const events = new EventQueue<SimEvent>();
-  let nowUs = 0;
-  const nowMs = () => nowUs / 1000;
-  const admission = admissionOf(o, nowMs);
-  const changeUs = o.scenario === 'slower-deploy' ? (o.durationMs * 1000) / 2 : Infinity;
-  const dependency = new Dependency<Request>(
-    o.concurrency,
-    (r, atUs) => (atUs < changeUs ? o.serviceMs : o.slowerServiceMs) * 1000 * r.factor,
-    (atUs, request) => events.push(atUs, { kind: 'served', request }),
-  );
-  const counts = new SheddingCounts(1000, o.durationMs);
-  const arrivals = new Arrivals(o, capacity);
-  const kinds = seeded(o.seed ^ STREAM.kinds);
-  const service = seeded(o.seed ^ STREAM.service);
-  const endUs = o.durationMs * 1000;
-
-  events.push(arrivals.next(), { kind: 'arrival' });
-  for (let t = TICK_MS; t <= o.durationMs; t += TICK_MS) events.push(t * 1000, { kind: 'tick' });
-  for (;;) {
-    const atUs = events.nextUs;
-    const event = events.pop();
-    if (event === undefined) break;
-    nowUs = atUs;
-    switch (event.kind) {
-      case 'arrival': {
-        const criticality = criticalityOf(kinds(), o);
-        const factor = 1 + o.serviceJitter * (2 * service() - 1);
-        counts.offer(nowMs(), criticality);
-        const ticket = admission.admit(criticality);
-        if (ticket === undefined) counts.refuse(nowMs(), criticality);
-        else {
-          const request: Request = { criticality, sentUs: nowUs, factor, ticket, served: false };
-          events.push(nowUs + o.timeoutMs * 1000 + 1, { kind: 'gone', request });
-          dependency.submit(request, nowUs);
-        }
-        const nextUs = arrivals.next();
-        if (nextUs < endUs) events.push(nextUs, { kind: 'arrival' });
-        break;
-      }
-      case 'served': {
-        const r = event.request;
-        r.served = true;
-        dependency.finish(nowUs);
-        counts.respond(nowMs(), r.sentUs / 1000, r.criticality, o.timeoutMs);
-        if (r.ticket !== undefined) admission.release(r.ticket, true);
-        break;
-      }
-      case 'gone': {
-        // The client gave up: its connection closes and the response ends there. As lib/limiter/shedding-gate.ts
-        // does, its wait (the timeout) is a sample: the strongest sign of a queue.
-        const r = event.request;
-        if (!r.served && r.ticket !== undefined) admission.release(r.ticket, true);
-        break;
-      }
-      case 'tick':
-        counts.tick({
-          atMs: nowMs(),
-          limit: admission.limit,
-          inFlight: admission.inFlight,
-          queued: dependency.queued,
-        });
-        break;
-    }
-  }
+  const run = new SheddingRun(o);
+  run.play();
+  const { capacity, counts } = run;
   const { total } = counts;
   const good = total.good;
   return {
@@ -190,6 +128,108 @@ export function runShedding(asked: Partial<SheddingSimOptions> = {}): SheddingRe
     goodput: ((good.critical + good.default + good.sheddable) * 1000) / o.durationMs,
     critical: latencyOf(total.criticalMs),
   };
+}
+
+/** One run on its fake clock: the instance's admission, the dependency behind it, and what each event does. */
+class SheddingRun {
+  readonly capacity: number;
+  readonly counts: SheddingCounts;
+  private readonly events = new EventQueue<SimEvent>();
+  private nowUs = 0;
+  private readonly admission: Admission;
+  private readonly dependency: Dependency<Request>;
+  private readonly arrivals: Arrivals;
+  private readonly kinds: () => number;
+  private readonly service: () => number;
+
+  constructor(private readonly o: SheddingSimOptions) {
+    this.capacity = capacityOf(o);
+    this.admission = admissionOf(o, () => this.nowMs);
+    const changeUs = o.scenario === 'slower-deploy' ? (o.durationMs * 1000) / 2 : Infinity;
+    this.dependency = new Dependency<Request>(
+      o.concurrency,
+      (r, atUs) => (atUs < changeUs ? o.serviceMs : o.slowerServiceMs) * 1000 * r.factor,
+      (atUs, request) => this.events.push(atUs, { kind: 'served', request }),
+    );
+    this.counts = new SheddingCounts(1000, o.durationMs);
+    this.arrivals = new Arrivals(o, this.capacity);
+    this.kinds = seeded(o.seed ^ STREAM.kinds);
+    this.service = seeded(o.seed ^ STREAM.service);
+  }
+
+  private get nowMs(): number {
+    return this.nowUs / 1000;
+  }
+
+  /** Runs every event in time order: arrivals until `durationMs`, then the responses still due after it. */
+  play(): void {
+    const { events, o } = this;
+    events.push(this.arrivals.next(), { kind: 'arrival' });
+    for (let t = TICK_MS; t <= o.durationMs; t += TICK_MS) events.push(t * 1000, { kind: 'tick' });
+    for (;;) {
+      const atUs = events.nextUs;
+      const event = events.pop();
+      if (event === undefined) break;
+      this.nowUs = atUs;
+      switch (event.kind) {
+        case 'arrival':
+          this.arrive();
+          break;
+        case 'served':
+          this.served(event.request);
+          break;
+        case 'gone':
+          this.gone(event.request);
+          break;
+        case 'tick':
+          this.tick();
+          break;
+      }
+    }
+  }
+
+  /** A request is sent: admitted and given to the dependency, or refused; then the next arrival is queued. */
+  private arrive(): void {
+    const { o, counts, nowUs } = this;
+    const criticality = criticalityOf(this.kinds(), o);
+    const factor = 1 + o.serviceJitter * (2 * this.service() - 1);
+    counts.offer(this.nowMs, criticality);
+    const ticket = this.admission.admit(criticality);
+    if (ticket === undefined) counts.refuse(this.nowMs, criticality);
+    else {
+      const request: Request = { criticality, sentUs: nowUs, factor, ticket, served: false };
+      this.events.push(nowUs + o.timeoutMs * 1000 + 1, { kind: 'gone', request });
+      this.dependency.submit(request, nowUs);
+    }
+    const nextUs = this.arrivals.next();
+    if (nextUs < o.durationMs * 1000) this.events.push(nextUs, { kind: 'arrival' });
+  }
+
+  /** The dependency served `r`: its response ends, counted good or late, and the shedder gets its sample. */
+  private served(r: Request): void {
+    r.served = true;
+    this.dependency.finish(this.nowUs);
+    this.counts.respond(this.nowMs, r.sentUs / 1000, r.criticality, this.o.timeoutMs);
+    if (r.ticket !== undefined) this.admission.release(r.ticket, true);
+  }
+
+  /**
+   * The client gave up: its connection closes and the response ends there. As lib/limiter/shedding-gate.ts does,
+   * its wait (the timeout) is a sample: the strongest sign of a queue.
+   */
+  private gone(r: Request): void {
+    if (!r.served && r.ticket !== undefined) this.admission.release(r.ticket, true);
+  }
+
+  /** Every TICK_MS: where the limit, the requests in flight and the dependency's queue stand. */
+  private tick(): void {
+    this.counts.tick({
+      atMs: this.nowMs,
+      limit: this.admission.limit,
+      inFlight: this.admission.inFlight,
+      queued: this.dependency.queued,
+    });
+  }
 }
 
 /** The criticality of a request whose draw is `u` (0–1), by the mix: critical first, then default, then sheddable. */
