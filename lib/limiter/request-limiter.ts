@@ -115,10 +115,10 @@ export class RequestLimiter implements Decider {
     const plan = this.planner.planFor(ctx.getClass(), ctx.getHandler());
     if (this.shedding === undefined) return this.decideWith(ctx, point, adapter, invocation, plan);
     // Load shedding first on HTTP: a request it refuses is never charged; one a policy refuses leaves at once.
-    const slot =
-      state === 'new' && adapter.type === 'http' && invocation.sheddingSlot() === undefined
-        ? this.shedding.admitHttp(ctx, adapter, invocation, plan)
-        : invocation.sheddingSlot();
+    let slot = invocation.sheddingSlot();
+    if (slot === undefined && state === 'new' && adapter.type === 'http') {
+      slot = this.shedding.admitHttp(ctx, adapter, invocation, plan);
+    }
     const pending = this.decideWith(ctx, point, adapter, invocation, plan);
     return pending === undefined || slot === undefined ? pending : this.shedding.releaseOnRefusal(pending, slot);
   }

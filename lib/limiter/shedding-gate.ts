@@ -66,10 +66,10 @@ export class SheddingGate {
   /** Refuses an invocation outside HTTP, after giving back what its policies charged. */
   private async refuseCharged(ctx: ExecutionContext, plan: RoutePlan): Promise<never> {
     const adapter = this.adapters.get(ctx.getType<ContextType>());
+    if (adapter === undefined) throw new Error(`nest-rate-limit: no adapter of context ${ctx.getType()} (a bug)`);
     // Every charge, `count` and `settle` policies' too: compensated, their watches skip it (outcome.ts, settlement.ts).
     const charges = Invocation.find(invocationOf(ctx))?.takeCharges() ?? [];
     await Promise.all(charges.map((charge) => this.engine.compensate(charge)));
-    if (adapter === undefined) throw new Error(`nest-rate-limit: no adapter of context ${ctx.getType()} (a bug)`);
     return this.refuse(ctx, adapter, plan.criticality);
   }
 

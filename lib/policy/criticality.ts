@@ -9,4 +9,4 @@ export type Criticality = 'critical' | 'default' | 'sheddable';
 export const CRITICALITIES: readonly Criticality[] = ['critical', 'default', 'sheddable'];
 
 export const isCriticality = (value: unknown): value is Criticality =>
-  value === 'critical' || value === 'default' || value === 'sheddable';
+  (CRITICALITIES as readonly unknown[]).includes(value);

@@ -52,9 +52,9 @@ class LongLatency {
  * ratio of the long-term latency to each new sample's. While a sample is no more than `tolerance` times the
  * long-term latency the gradient is 1 and the limit grows by a small queue allowance (4 requests, as
  * Netflix's default); when samples run slower (requests queue behind a saturated dependency) the gradient
- * falls (to no less than 0.5) and so does the limit, smoothed (a sample moves it a fifth of the way). It does not grow while the instance is
- * application-limited (fewer than half the limit in flight), and a long-term latency left high by a past
- * overload decays when samples run twice as fast. Pure: the caller gives every sample; no clock.
+ * falls (to no less than 0.5) and so does the limit, smoothed (a sample moves it a fifth of the way). It does
+ * not grow while the instance is application-limited (fewer than half the limit in flight), and a long-term
+ * latency left high by a past overload decays when samples run twice as fast. Pure: the caller gives every sample; no clock.
  * docs/shedding-load.md explains the choice over Vegas with the simulation's numbers.
  */
 export class Gradient2Limit {

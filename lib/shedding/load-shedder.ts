@@ -14,9 +14,9 @@ export const LOOP_OVERLOAD_FACTOR = 0.9;
 /**
  * The limit learns from one sample per window, as with Netflix's WindowedLimit: the mean latency of the requests
  * that ended in it, at least SAMPLE_WINDOW_MS long and of at least MIN_WINDOW_SAMPLES requests (a window with
- * fewer stays open until it has them, where WindowedLimit drops it). Gradient2's tuning
- * (a long-term average over 600 samples) assumes it: fed each request, the long-term latency follows the queue
- * up within a second, the gradient stays at 1 and the limit climbs to its maximum under any overload.
+ * fewer stays open until it has them, where WindowedLimit drops it). Gradient2's tuning (a long-term average
+ * over 600 samples) assumes it: fed each request, the long-term latency follows the queue up within a second,
+ * the gradient stays at 1 and the limit climbs to its maximum under any overload.
  */
 export const SAMPLE_WINDOW_MS = 1000;
 export const MIN_WINDOW_SAMPLES = 10;
@@ -25,9 +25,9 @@ export const MIN_WINDOW_SAMPLES = 10;
  * This instance's admission by criticality: the requests in flight (from the guard to the end of the response)
  * against an adaptive limit (Gradient2Limit) learned from their latency, one mean a window. A request is
  * admitted while the requests in flight, itself included, stay within its criticality's ceiling: `critical`
- * ones the whole limit, `default` ones `limit × (1 − reserve)`, `sheddable` ones `limit × (1 − reserve)²` (and none while the event
- * loop lags past its threshold); each ceiling is at least 1, so an idle instance admits anything. Time is the
- * caller's (`now`, monotonic ms): no timer here.
+ * ones the whole limit, `default` ones `limit × (1 − reserve)`, `sheddable` ones `limit × (1 − reserve)²` (and
+ * none while the event loop lags past its threshold); each ceiling is at least 1, so an idle instance admits
+ * anything. Time is the caller's (`now`, monotonic ms): no timer here.
  */
 export class LoadShedder {
   private readonly gradient: Gradient2Limit;

@@ -75,7 +75,8 @@ export function sheddingSettings(option: RateLimitSheddingOptions | boolean | un
   if (!isCount(minLimit)) bad('minLimit', 'must be an integer >= 1 (requests in flight)', minLimit);
   if (!isCount(maxLimit)) bad('maxLimit', 'must be an integer >= 1 (requests in flight)', maxLimit);
   if (minLimit > maxLimit) bad('minLimit', `must not be above shedding.maxLimit (${maxLimit})`, minLimit);
-  const initialLimit = option.initialLimit ?? Math.min(maxLimit, Math.max(minLimit, SHEDDING_DEFAULTS.initialLimit));
+  // Clamped to the bounds by the limit itself (Gradient2Limit).
+  const initialLimit = option.initialLimit ?? SHEDDING_DEFAULTS.initialLimit;
   if (!isCount(initialLimit)) bad('initialLimit', 'must be an integer >= 1 (requests in flight)', initialLimit);
   const reserve = option.reserve ?? SHEDDING_DEFAULTS.reserve;
   if (typeof reserve !== 'number' || !(reserve >= 0 && reserve <= 1)) {
