@@ -36,3 +36,32 @@ export function timeAxes(f: Frame, ticks: readonly [number, string][], heading: 
   }
   return out;
 }
+
+/** The font every chart of the simulator is drawn in. */
+export const CHART_FONT = 'font-family="system-ui, -apple-system, Segoe UI, Helvetica, Arial, sans-serif"';
+
+/** What a chart's opening shows: its size, its title and subtitle (drawn at `left`), and its numbers for programs. */
+export interface ChartHead {
+  readonly width: number;
+  readonly height: number;
+  readonly title: string;
+  readonly sub: string;
+  readonly left: number;
+  /** The `id` of its `<metadata>`, which holds `data` as JSON. */
+  readonly id: string;
+  readonly data: unknown;
+}
+
+/** The opening of a time chart's SVG: the element, its title, description and metadata, background and headings. */
+export function chartHead({ width, height, title, sub, left, id, data }: ChartHead): string[] {
+  const json = JSON.stringify(data).replace(/[<>&]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-label="${xml(title)}" ${CHART_FONT}>`,
+    `<title>${xml(title)}</title>`,
+    `<desc>${xml(sub)}</desc>`,
+    `<metadata id="${id}">${json}</metadata>`,
+    `<rect width="${width}" height="${height}" fill="#fff"/>`,
+    `<text x="${left}" y="24" font-size="16" font-weight="600" fill="#111">${xml(title)}</text>`,
+    `<text x="${left}" y="44" font-size="13" fill="#444">${xml(sub)}</text>`,
+  ];
+}

@@ -1,4 +1,4 @@
-import { type Frame, r2, sx, timeAxes } from '../time-frame.js';
+import { chartHead, type Frame, r2, sx, timeAxes } from '../time-frame.js';
 import { niceStep, TRAILING, xml } from '../panel.js';
 import { formatMs } from '../traffic.js';
 import { callsPerRequest, limitPerSecond, modeOf, mostShort } from './report.js';
@@ -10,7 +10,6 @@ const GAP = 88;
 const PANEL_WIDTH = (WIDTH - LEFT - GAP - 40) / 2;
 const HEIGHT = 150;
 const PITCH = HEIGHT + 78;
-const FONT = 'font-family="system-ui, -apple-system, Segoe UI, Helvetica, Arial, sans-serif"';
 /** Each lease mode's line: no lease grey, the engine's growing takes the simulator's blue. */
 const COLOURS: Readonly<Record<string, string>> = { off: '#777', growing: TRAILING };
 /** The store-calls axis: from 1 call in 10,000 requests to 1 per request, logarithmic. */
@@ -122,18 +121,8 @@ export function fleetSvg(runs: readonly FleetResult[]): string {
     `store round trip ${o.rttUs / 1000} ms${o.rttJitterUs > 0 ? ` (± ${o.rttJitterUs / 2000} ms each way)` : ''}, ${formatMs(o.durationMs)} simulated, seed ${o.seed}`;
   const top = 96;
   const height = top + algorithms.length * PITCH;
-  const json = JSON.stringify(runs.map(chartDataOf)).replace(
-    /[<>&]/g,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
   return [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" role="img" aria-label="${xml(title)}" ${FONT}>`,
-    `<title>${xml(title)}</title>`,
-    `<desc>${xml(sub)}</desc>`,
-    `<metadata id="fleet">${json}</metadata>`,
-    `<rect width="${WIDTH}" height="${height}" fill="#fff"/>`,
-    `<text x="${LEFT}" y="24" font-size="16" font-weight="600" fill="#111">${xml(title)}</text>`,
-    `<text x="${LEFT}" y="44" font-size="13" fill="#444">${xml(sub)}</text>`,
+    ...chartHead({ width: WIDTH, height, title, sub, left: LEFT, id: 'fleet', data: runs.map(chartDataOf) }),
     legend(LEFT, 68, runs),
     ...algorithms.map((a, i) =>
       row(

@@ -1,3 +1,4 @@
+import { chartHead } from '../time-frame.js';
 import { xml } from '../panel.js';
 import { formatMs } from '../traffic.js';
 import { column, COLOURS, GAP, LEFT, PANEL_WIDTH, PITCH, WIDTH } from './chart-column.js';
@@ -5,8 +6,6 @@ import type { ByCriticality, Latency } from './counts.js';
 import type { SheddingScenario, SheddingVariant } from './options.js';
 import { labelOf } from './report.js';
 import type { SheddingResult } from './run.js';
-
-const FONT = 'font-family="system-ui, -apple-system, Segoe UI, Helvetica, Arial, sans-serif"';
 
 /** The numbers of one run, as `<metadata id="shedding">` holds them (JSON, one entry per run). */
 export interface SheddingChartData {
@@ -63,18 +62,8 @@ export function sheddingSvg(runs: readonly SheddingResult[]): string {
     `${formatMs(o.timeoutMs)}, ${formatMs(o.durationMs)} simulated, seed ${o.seed}`;
   const top = 108;
   const height = top + 3 * PITCH - 20;
-  const json = JSON.stringify(runs.map(sheddingChartDataOf)).replace(
-    /[<>&]/g,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
   return [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" role="img" aria-label="${xml(title)}" ${FONT}>`,
-    `<title>${xml(title)}</title>`,
-    `<desc>${xml(sub)}</desc>`,
-    `<metadata id="shedding">${json}</metadata>`,
-    `<rect width="${WIDTH}" height="${height}" fill="#fff"/>`,
-    `<text x="${LEFT}" y="24" font-size="16" font-weight="600" fill="#111">${xml(title)}</text>`,
-    `<text x="${LEFT}" y="44" font-size="13" fill="#444">${xml(sub)}</text>`,
+    ...chartHead({ width: WIDTH, height, title, sub, left: LEFT, id: 'shedding', data: runs.map(sheddingChartDataOf) }),
     legend(LEFT, 72, runs),
     ...scenarios.flatMap((scenario, i) =>
       column(
